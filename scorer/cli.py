@@ -1,0 +1,204 @@
+"""The ``semif`` command line: argument parsing, progress bars, exit codes and error messages.
+
+Exit status: 0 success, 2 bad input / refused model / validation failure (a one-line message, no
+traceback), 130 interrupted (partial output kept; rerun with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scorer import __version__, store
+from scorer.backends import BACKENDS, BackendConfig, load_backend
+from scorer.errors import SemifError
+
+
+def _err(msg: str) -> None:
+    print(f"semif: error: {msg}", file=sys.stderr)
+
+
+def _progress(total: int, desc: str, initial: int = 0) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="dec", file=sys.stderr, dynamic_ncols=True,
+                smoothing=0.1)
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("--model", default=store.DEFAULT_MODEL,
+                   help=f"registry key ({', '.join(store.REGISTRY)}), .gguf path, local HF folder, or ORG/NAME "
+                        f"(with --revision); default {store.DEFAULT_MODEL}")
+    g.add_argument("--revision", help="hub commit (40 hex) for ORG/NAME models")
+    g.add_argument("--backend", choices=BACKENDS, default="torch")
+    g.add_argument("--device", choices=("cpu", "cuda", "mps"), default="cpu", help="torch device")
+    g.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+                   help="torch dtype (default fp32 on cpu, bf16 on cuda)")
+    g.add_argument("--threads", type=int, help="CPU threads")
+    g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
+    g.add_argument("--llama-gpu-layers", default="0", help="llama.cpp: layers to offload, N or auto (default 0)")
+
+
+def backend_config(args: argparse.Namespace) -> BackendConfig:
+    return BackendConfig(model=args.model, revision=args.revision, backend=args.backend, device=args.device,
+                         dtype=args.dtype, threads=args.threads, gguf=args.gguf,
+                         llama_gpu_layers=args.llama_gpu_layers)
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- score -------------------------------------------------------------------------------------------
+def _cmd_score(args: argparse.Namespace) -> int:
+    from scorer.runs.score import run_score
+    from scorer.schema import load_decisions
+
+    inp, out = Path(args.input), Path(args.output)
+    decisions = load_decisions(inp)  # every line validated before the model loads
+    if out.exists() and not args.resume:
+        from scorer.errors import OutputExistsError
+
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --resume to continue that run, "
+                                "or choose another --output)")
+    backend = load_backend(backend_config(args))
+    bar: Any = None
+
+    def start(total: int, skip: int) -> None:
+        nonlocal bar
+        if skip:
+            print(f"[semif] resuming: {skip} of {total} records already in {out}", file=sys.stderr)
+        bar = _progress(total, f"score {args.mode}", skip)
+
+    parts = {"input_sha256": file_sha256(inp), "semif": __version__}
+    try:
+        run_score(decisions, backend, out, args.mode, parts, args.resume, args.max_batch_tokens,
+                  on_record=lambda _r: bar.update(1), on_start=start)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(f"[semif] wrote {out}", file=sys.stderr)
+    if args.summary:
+        from scorer.report import print_table
+        from scorer.schema import read_records
+
+        print_table(read_records(out))
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from scorer.report import print_table
+    from scorer.schema import read_records
+
+    print_table(read_records(Path(args.run)))
+    return 0
+
+
+# --- prompt ------------------------------------------------------------------------------------------
+def _cmd_prompt(args: argparse.Namespace) -> int:
+    from scorer.errors import InputError
+    from scorer.prompt import render
+    from scorer.schema import load_decisions
+
+    decisions = {d.id: d for d in load_decisions(Path(args.input))}
+    if args.id not in decisions:
+        raise InputError(args.input, None, "id", f"no row with id {args.id!r}", "an id present in the file")
+    backend_cfg = backend_config(args)
+    backend = load_backend(backend_cfg)
+    p = render(backend.tokenizer, decisions[args.id])
+    doc = {"id": args.id, "prompt_version": p.version, "prompt_template": p.template, "prompt": p.text,
+           "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slot_token_ids": p.slot_ids,
+           "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256,
+           "hash_rules": {"prompt_sha256": "sha256 of the prompt string, UTF-8",
+                          "tokens_sha256": "sha256 of the token ids as little-endian int32 bytes"},
+           "model": backend.model_info()}
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print(p.text)
+        print(f"\n--- {len(p.ids)} tokens: {p.ids}", file=sys.stdout)
+        slots = dict(zip(p.letters, p.slot_ids, strict=True))
+        print(f"prompt_sha256 {p.sha256}\ntokens_sha256 {p.tokens_sha256}\nslots {slots}")
+    return 0
+
+
+# --- models ------------------------------------------------------------------------------------------
+def _cmd_models(args: argparse.Namespace) -> int:
+    keys = args.keys or ([] if args.action == "list" else [store.DEFAULT_MODEL])
+    if args.action == "list":
+        print(f"{'key':<14} {'status':<10} {'size':>12}  {'licence':<36} description")
+        for e in store.REGISTRY.values():
+            print(f"{e.key:<14} {store.status(e):<10} {e.size:>12,}  {e.licence:<36} {e.description}")
+        print(f"cache: {store.cache_dir()}")
+        return 0
+    for key in keys:
+        entry = store.get_entry(key)
+        if args.action == "fetch":
+            path = store.fetch(entry)
+            print(f"{key}: ok {path}")
+        else:
+            sha = store.verify(entry)
+            print(f"{key}: ok sha256 {sha}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="semif", description="Typed decisions from option-letter logits.")
+    ap.add_argument("--version", action="version", version=f"semif {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("score", help="score decisions (JSONL in, JSONL records out)")
+    p.add_argument("--input", required=True, help="decisions, one JSON object per line")
+    p.add_argument("--output", required=True, help="records (JSONL); never overwritten")
+    p.add_argument("--mode", choices=("direct", "serial", "shared"), default="direct")
+    p.add_argument("--max-batch-tokens", type=int, default=4096, help="shared mode: suffix tokens per pass")
+    p.add_argument("--resume", action="store_true", help="continue a killed run into the same --output")
+    p.add_argument("--summary", action="store_true", help="print a table of the decisions when done")
+    _add_model_args(p)
+    p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("show", help="print a readable table of a records file")
+    p.add_argument("run")
+    p.set_defaults(func=_cmd_show)
+
+    p = sub.add_parser("prompt", help="print the exact prompt, token ids and hashes of one row")
+    p.add_argument("--input", required=True)
+    p.add_argument("--id", required=True)
+    p.add_argument("--json", action="store_true")
+    _add_model_args(p)
+    p.set_defaults(func=_cmd_prompt)
+
+    p = sub.add_parser("models", help="the embedded model store")
+    p.add_argument("action", choices=("list", "fetch", "verify"))
+    p.add_argument("keys", nargs="*", help=f"registry keys (default {store.DEFAULT_MODEL})")
+    p.set_defaults(func=_cmd_models)
+
+    # Further commands (versus, trace, bench, compare, quant, eval, calibrate …) register here.
+    for register in _REGISTRARS:
+        register(sub)
+    return ap
+
+
+_REGISTRARS: list[Any] = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SemifError as exc:
+        _err(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _err("interrupted; records written so far are kept (rerun with --resume to continue)")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Prompt versions, rendering with the model's own chat template, token encoding and hashes.
+
+Layout (``semif-direct-v1``): what all criteria about one state share comes first — the system
+instructions, then the state — and only then the criterion and its lettered options, so the state's
+tokens form a reusable prefix (serial/shared modes). The model never sees option ids, only letters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from scorer.errors import ValidationError
+from scorer.schema import Decision
+
+PROMPT_VERSION = "semif-direct-v1"
+LETTERS = "ABCDEFGHIJKLMNOP"
+
+SYSTEM = (
+    "You are a precise decision function. Read the state, then answer the question by choosing exactly "
+    "one of the lettered options. Reply with the option's letter only."
+)
+_STATE_HEAD = "State:\n"
+_STATE_TAIL = "\n\n"
+
+# Used when a model ships no chat template (e.g. a base model): recorded as template "semif-plain".
+PLAIN_TEMPLATE = "semif-plain"
+
+
+class Tokenizer(Protocol):
+    """What prompt rendering and slot validation need from a tokenizer (HF adapter, llama.cpp, fakes)."""
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` as the model will see them: special tokens in the text are parsed,
+        a BOS token is prepended only when the model requires one and the text does not start with it."""
+
+    def decode(self, ids: list[int]) -> str:
+        """Text of the ids, special tokens included."""
+
+    def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        """The model's own chat template rendered to text, thinking disabled where supported."""
+
+    @property
+    def template_name(self) -> str:
+        """``"chat"`` for the model's own template, :data:`PLAIN_TEMPLATE` for the fallback."""
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_tokens(ids: list[int]) -> str:
+    """Hash of token ids: little-endian int32 bytes, so it is easy to recompute anywhere."""
+    return hashlib.sha256(b"".join(int(i).to_bytes(4, "little", signed=True) for i in ids)).hexdigest()
+
+
+def state_text(state: str | dict[str, Any] | list[Any]) -> str:
+    """Text form of a state. JSON keeps its key order: a reordered object is a different prompt."""
+    if isinstance(state, str):
+        return state.strip()
+    return json.dumps(state, ensure_ascii=False)
+
+
+def user_content(decision: Decision) -> tuple[str, int]:
+    """The user message, and the length of its shared head (instructions + state)."""
+    head = f"{_STATE_HEAD}{state_text(decision.state)}{_STATE_TAIL}"
+    lines = [f"Question: {decision.question.strip()}", "Options:"]
+    lines += [f"{LETTERS[i]}. {opt.description.strip()}" for i, opt in enumerate(decision.options)]
+    return head + "\n".join(lines), len(head)
+
+
+def plain_render(messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    """Fallback for models without a chat template; a versioned, documented format."""
+    parts = []
+    for m in messages:
+        role = {"system": "Instructions", "user": "Input", "assistant": "Answer"}[m["role"]]
+        parts.append(f"{role}:\n{m['content']}\n\n")
+    if add_generation_prompt:
+        parts.append("Answer:")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One rendered, encoded prompt."""
+
+    version: str
+    """Prompt version, e.g. ``semif-direct-v1``."""
+    text: str
+    """The exact string given to the tokenizer."""
+    ids: list[int]
+    """Its token ids."""
+    prefix_text: str
+    """The leading part shared by every criterion about the same state (system + state)."""
+    letters: str
+    """The answer letters in use, one per option."""
+    slot_ids: list[int]
+    """Token id of each letter (the answer slots)."""
+    template: str
+    """Chat template used: ``chat`` (the model's own) or ``semif-plain``."""
+
+    @property
+    def sha256(self) -> str:
+        return sha256_text(self.text)
+
+    @property
+    def tokens_sha256(self) -> str:
+        return sha256_tokens(self.ids)
+
+
+def messages_for(decision: Decision) -> tuple[list[dict[str, str]], int]:
+    content, head_len = user_content(decision)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}], head_len
+
+
+def letter_slots(tok: Tokenizer, n: int) -> list[int]:
+    """Validate the first ``n`` answer letters for this tokenizer and return their token ids.
+
+    Each letter must be exactly one token, decode back to itself, and no two letters may share an id.
+    """
+    ids: list[int] = []
+    for letter in LETTERS[:n]:
+        enc = tok.encode(letter)
+        enc = _strip_bos(tok, enc)
+        if len(enc) != 1:
+            raise ValidationError(f"answer slot {letter!r} is {len(enc)} tokens {enc} in this tokenizer "
+                                  "(expected exactly one token): this model cannot be read out by letter")
+        back = tok.decode(enc)
+        if back != letter:
+            raise ValidationError(f"answer slot {letter!r} (token {enc[0]}) decodes to {back!r} "
+                                  f"(expected {letter!r})")
+        if enc[0] in ids:
+            raise ValidationError(f"answer slots collide: {letter!r} has the same token id {enc[0]} as "
+                                  f"{LETTERS[ids.index(enc[0])]!r} (expected distinct ids)")
+        ids.append(enc[0])
+    return ids
+
+
+def _strip_bos(tok: Tokenizer, ids: list[int]) -> list[int]:
+    bos = getattr(tok, "bos_id_prepended", None)
+    return ids[1:] if bos is not None and ids and ids[0] == bos else ids
+
+
+def render(tok: Tokenizer, decision: Decision) -> Prompt:
+    """Render, encode and validate the prompt of one decision.
+
+    Raises :class:`ValidationError` when an answer slot is not stable at the prompt's boundary
+    (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are).
+    """
+    msgs, head_len = messages_for(decision)
+    text = tok.render_chat(msgs, add_generation_prompt=True)
+    content = msgs[1]["content"]
+    at = text.find(content)
+    if at < 0:
+        raise ValidationError("the chat template does not include the user message verbatim; "
+                              "cannot locate the shared state prefix")
+    prefix_text = text[: at + head_len]
+    ids = tok.encode(text)
+    n = len(decision.options)
+    slots = letter_slots(tok, n)
+    for letter, slot in zip(LETTERS[:n], slots, strict=True):
+        ext = tok.encode(text + letter)
+        if ext[: len(ids)] != ids or ext[len(ids):] != [slot]:
+            raise ValidationError(
+                f"answer slot {letter!r} is not stable at the prompt boundary of row {decision.id!r}: "
+                f"prompt ends {ids[-3:]}, prompt+{letter!r} ends {ext[-4:]} (expected the prompt's tokens "
+                f"followed by [{slot}])")
+    return Prompt(PROMPT_VERSION, text, ids, prefix_text, LETTERS[:n], slots, tok.template_name)
+
+
+def common_prefix(seqs: list[list[int]]) -> list[int]:
+    """Longest common prefix of token sequences."""
+    if not seqs:
+        return []
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    for s in seqs[1:]:
+        i = 0
+        while i < n and s[i] == first[i]:
+            i += 1
+        n = i
+    return list(first[:n])
+
+
+def prefix_ids(tok: Tokenizer, prompt: Prompt) -> list[int]:
+    """Token prefix of ``prompt`` that belongs to its shared head (system + state).
+
+    BPE can merge characters across the boundary between the state and what follows, so the prefix is
+    the longest common *token* prefix of the full prompt and the encoded head, never the head's own
+    encoding. At least one token is always left for the suffix.
+    """
+    head = tok.encode(prompt.prefix_text)
+    pre = common_prefix([prompt.ids, head])
+    return pre[: len(prompt.ids) - 1]

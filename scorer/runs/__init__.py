@@ -1,0 +1,1 @@
+"""Runs: orchestration (which rows, which mode, repeats, reports) on top of the backend protocol."""

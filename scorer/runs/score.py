@@ -1,0 +1,296 @@
+"""Score decisions in one of three modes, written once on top of the backend protocol.
+
+* ``direct``: one fresh forward pass per decision.
+* ``serial``: prefill each state's prefix once, restore it for every criterion (LRU keyed by the
+  prefix token ids, so a reordered-but-equal JSON state is a miss, never a wrong hit).
+* ``shared``: prefill each state's prefix once, then score all of its criteria in packed passes.
+
+Records come out in input order whatever the mode, one dict per decision (schema
+``scorer/schema/record-v1.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from scorer import readout
+from scorer.backends.base import Backend, Prefix
+from scorer.errors import InputError, OutputExistsError, ValidationError
+from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
+from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
+
+MODES = ("direct", "serial", "shared")
+DEFAULT_MAX_BATCH_TOKENS = 4096
+SERIAL_CACHE_STATES = 8
+
+
+@dataclass
+class Item:
+    """A decision with its rendered prompt, ready to score."""
+
+    index: int
+    decision: Decision
+    prompt: Prompt
+    encode_s: float
+    prefix: list[int]
+    """Shared token prefix of this row's group (empty in direct mode)."""
+
+
+def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = True) -> list[Item]:
+    """Render, encode and validate every prompt before any is scored.
+
+    Rows are grouped by their state head's token prefix; each group's prefix is the longest common
+    token prefix of its full prompts (so BPE merges across the state boundary are handled), and
+    every full prompt is checked to start with it.
+    """
+    tok = backend.tokenizer
+    items: list[Item] = []
+    heads: list[list[int]] = []
+    for i, d in enumerate(decisions):
+        t0 = time.perf_counter()
+        try:
+            p = render(tok, d)
+        except ValidationError as exc:
+            raise ValidationError(f"{d.source}: {exc}") from None
+        head = prefix_ids(tok, p) if with_prefix else []
+        dt = time.perf_counter() - t0
+        if len(p.ids) + 1 > backend.n_ctx:
+            raise ValidationError(f"{d.source}: the prompt of row {d.id!r} is {len(p.ids)} tokens but the "
+                                  f"model's context holds {backend.n_ctx}; SemIf never truncates "
+                                  "(shorten the state or use a model with a longer context)")
+        items.append(Item(i, d, p, dt, []))
+        heads.append(head)
+    if with_prefix:
+        for group in group_by_prefix(items, heads).values():
+            pre = common_prefix([items[i].prompt.ids for i in group])
+            pre = pre[: min(len(items[i].prompt.ids) for i in group) - 1]
+            for i in group:
+                if items[i].prompt.ids[: len(pre)] != pre:
+                    raise AssertionError(f"row {items[i].decision.id!r} does not start with its group prefix")
+                items[i].prefix = pre
+    return items
+
+
+def group_by_prefix(items: list[Item], heads: list[list[int]]) -> OrderedDict[str, list[int]]:
+    """Indices of items grouped by the sha256 of their head token ids, in order of first appearance."""
+    groups: OrderedDict[str, list[int]] = OrderedDict()
+    for it, head in zip(items, heads, strict=True):
+        groups.setdefault(sha256_tokens(head), []).append(it.index)
+    return groups
+
+
+def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: dict[str, Any], mode: str,
+                timing: dict[str, float], cache: dict[str, Any] | None, run: dict[str, Any]) -> dict[str, Any]:
+    """One decision record (the same fields in every mode and backend)."""
+    d, p = item.decision, item.prompt
+    r = readout.read(logits, p.slot_ids, backend.logits_dtype)
+    ids = d.option_ids
+    tok = backend.tokenizer
+    timing = {k: round(v, 6) for k, v in timing.items()}
+    return {
+        "schema": RECORD_SCHEMA,
+        "id": d.id,
+        "option_ids": ids,
+        "letters": list(p.letters),
+        "probabilities": r.probabilities,
+        "option_logits": r.option_logits,
+        "choice": None if r.choice_index is None else ids[r.choice_index],
+        "margin": r.margin,
+        "tie": r.tie,
+        "tied_option_ids": [ids[i] for i in r.tied_indices],
+        "allowed_token_mass": r.allowed_token_mass,
+        "full_vocab_argmax": {"token_id": r.argmax_token_id, "text": tok.decode([r.argmax_token_id]),
+                              "is_slot": r.argmax_token_id in p.slot_ids},
+        "score_kind": model_info.get("score_kind", SCORE_KIND),
+        "input_tokens": len(p.ids),
+        "prompt_version": p.version,
+        "prompt_template": p.template,
+        "prompt_sha256": p.sha256,
+        "tokens_sha256": p.tokens_sha256,
+        "mode": mode,
+        "kernel": _kernel(backend, mode),
+        "prefix_tokens": cache["prefix_tokens"] if cache else None,
+        "suffix_tokens": cache["suffix_tokens"] if cache else None,
+        "cache_hit": cache["cache_hit"] if cache else None,
+        "prefix_sha256": cache["prefix_sha256"] if cache else None,
+        "escalated": False,
+        "timing": timing,
+        "model": model_info,
+        "extra": d.extra,
+        "run": {**run, "index": item.index},
+    }
+
+
+def _kernel(backend: Backend, mode: str) -> str:
+    if mode == "shared":
+        return backend.kernel
+    return f"{backend.name}.{'fresh' if mode == 'direct' else 'prefix-reuse'}"
+
+
+def _cache_block(item: Item, hit: bool) -> dict[str, Any]:
+    return {"prefix_tokens": len(item.prefix), "suffix_tokens": len(item.prompt.ids) - len(item.prefix),
+            "cache_hit": hit, "prefix_sha256": sha256_tokens(item.prefix)}
+
+
+def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, Any], skip: int = 0,
+                max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> Iterator[dict[str, Any]]:
+    """Yield the records of ``items[skip:]`` in input order.
+
+    ``skip`` is the number of leading records a resumed run already has. Shared mode recomputes any
+    group that still has rows to emit, whole, so a resumed run's numbers equal an uninterrupted run's.
+    """
+    if mode not in MODES:
+        raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+    info = backend.model_info()
+    if mode == "direct":
+        for it in items[skip:]:
+            t0 = time.perf_counter()
+            logits = backend.score_fresh(it.prompt.ids)
+            fwd = time.perf_counter() - t0
+            yield make_record(it, logits, backend, info, mode,
+                              {"encode_s": it.encode_s, "forward_s": fwd, "total_s": it.encode_s + fwd}, None, run)
+    elif mode == "serial":
+        yield from _serial(backend, items, run, skip, info)
+    else:
+        yield from _shared(backend, items, run, skip, info, max_batch_tokens)
+
+
+def _serial(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
+            info: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    lru: OrderedDict[str, Prefix] = OrderedDict()
+    for it in items[skip:]:
+        key = sha256_tokens(it.prefix)
+        hit = key in lru
+        prefill_s = 0.0
+        if hit:
+            lru.move_to_end(key)
+        else:
+            lru[key] = backend.prefill(it.prefix)
+            prefill_s = lru[key].prefill_s
+            while len(lru) > SERIAL_CACHE_STATES:
+                backend.release(lru.popitem(last=False)[1])
+        t0 = time.perf_counter()
+        logits, copy_s = backend.score_with_prefix(lru[key], it.prompt.ids[len(it.prefix):])
+        suffix_s = time.perf_counter() - t0 - copy_s
+        fwd = prefill_s + copy_s + suffix_s
+        timing = {"encode_s": it.encode_s, "forward_s": fwd, "total_s": it.encode_s + fwd,
+                  "prefill_s": prefill_s, "copy_s": copy_s, "suffix_s": suffix_s}
+        yield make_record(it, logits, backend, info, "serial", timing, _cache_block(it, hit), run)
+    for pre in lru.values():
+        backend.release(pre)
+
+
+def _shared(backend: Backend, items: list[Item], run: dict[str, Any], skip: int, info: dict[str, Any],
+            max_batch_tokens: int) -> Iterator[dict[str, Any]]:
+    groups: OrderedDict[str, list[int]] = OrderedDict()
+    for it in items:
+        groups.setdefault(sha256_tokens(it.prefix), []).append(it.index)
+    done: dict[int, dict[str, Any]] = {}
+    next_out = skip
+    for members in groups.values():
+        if all(i < skip for i in members):
+            continue
+        first = items[members[0]]
+        pre = backend.prefill(first.prefix)
+        suffixes = [items[i].prompt.ids[len(first.prefix):] for i in members]
+        logits, t = backend.fan_out(pre, suffixes, max_batch_tokens)
+        backend.release(pre)
+        n = len(members)
+        for i, lg in zip(members, logits, strict=True):
+            if i < skip:
+                continue
+            it = items[i]
+            # Prefill and pass times are shared by the group: each record carries its equal share
+            # (the group totals are kept alongside so nothing is hidden by the amortisation).
+            share = (pre.prefill_s + t.copy_s + t.suffix_s) / n
+            timing = {"encode_s": it.encode_s, "forward_s": share, "total_s": it.encode_s + share,
+                      "prefill_s": pre.prefill_s / n, "copy_s": t.copy_s / n, "suffix_s": t.suffix_s / n,
+                      "group_prefill_s": pre.prefill_s, "group_copy_s": t.copy_s, "group_suffix_s": t.suffix_s,
+                      "group_rows": n, "group_chunks": t.chunks}
+            done[i] = make_record(it, lg, backend, info, "shared", timing, _cache_block(it, i != members[0]), run)
+        while next_out in done:
+            yield done.pop(next_out)
+            next_out += 1
+    assert not done and next_out == len(items), "shared mode lost a record"
+
+
+def config_sha256(parts: dict[str, Any]) -> str:
+    """Hash of everything that must match for ``--resume`` to continue a run."""
+    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+ProgressFn = Callable[[dict[str, Any]], None]
+
+
+def resume_point(path: Path, config_hash: str, decisions: list[Decision]) -> int:
+    """Number of complete records already in ``path`` that belong to this very run configuration.
+
+    A torn last line (the run was killed mid-write) is cut off; anything else that does not match —
+    another configuration, another input, records out of order — is an error, never overwritten.
+    """
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with path.open("r+b") as f:
+            f.truncate(cut)
+        data = data[:cut]
+    n = 0
+    for lineno, raw in enumerate(data.splitlines(), start=1):
+        try:
+            rec = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise InputError(str(path), lineno, None, "not a JSON record", "records of an earlier run") from None
+        got = rec.get("run", {}).get("config_sha256") if isinstance(rec, dict) else None
+        if got != config_hash:
+            raise InputError(str(path), lineno, "run.config_sha256",
+                             f"{got!r} differs from this run's {config_hash!r}",
+                             "the same input, model, backend, mode and options as the run being resumed")
+        if n >= len(decisions) or rec.get("id") != decisions[n].id:
+            raise InputError(str(path), lineno, "id", f"{rec.get('id')!r} is not input row {n + 1}",
+                             "records in input order")
+        n += 1
+    return n
+
+
+def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: str, run_parts: dict[str, Any],
+              resume: bool, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None) -> int:
+    """Score ``decisions`` into ``output`` (JSONL, flushed per record). Returns the records written.
+
+    ``run_parts`` identifies the run (input hash, options); the model block is added here, so a
+    resumed run is refused unless it loads the very same weights the same way.
+    """
+    info = backend.model_info()
+    ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
+                                       "device", "backend")}
+    parts = {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
+    chash = config_sha256(parts)
+    skip = 0
+    if output.exists():
+        if not resume:
+            raise OutputExistsError(f"{output} exists; refusing to overwrite it (pass --resume to continue that "
+                                    "run, or choose another --output)")
+        skip = resume_point(output, chash, decisions)
+    items = prepare(backend, decisions, with_prefix=mode != "direct")
+    if on_start:
+        on_start(len(items), skip)
+    run = {"config_sha256": chash, "started_unix": round(time.time(), 3), "resumed_from": skip}
+    written = 0
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("ab") as f:
+        for rec in score_items(backend, items, mode, run, skip, max_batch_tokens):
+            f.write(dumps_record(rec))
+            f.flush()
+            written += 1
+            if on_record:
+                on_record(rec)
+    return written
