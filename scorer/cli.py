@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,9 @@ def _err(msg: str) -> None:
 
 
 def _progress(total: int, desc: str, initial: int = 0) -> Any:
-    from tqdm import tqdm
+    from scorer.progress import bar
 
-    return tqdm(total=total, initial=initial, desc=desc, unit="dec", file=sys.stderr, dynamic_ncols=True,
-                smoothing=0.1)
+    return bar(total, desc, initial)
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -179,13 +179,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("keys", nargs="*", help=f"registry keys (default {store.DEFAULT_MODEL})")
     p.set_defaults(func=_cmd_models)
 
-    # Further commands (versus, trace, bench, compare, quant, eval, calibrate …) register here.
-    for register in _REGISTRARS:
-        register(sub)
+    # Further commands live next to their runs: each module has ``register(subparsers)``.
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return ap
 
 
-_REGISTRARS: list[Any] = []
+# Modules that add subcommands (import must be cheap: no torch at import time).
+COMMAND_MODULES: tuple[str, ...] = (
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,182 @@
+"""Small fakes so logic tests need no weights: a character tokenizer and a deterministic backend.
+
+``FakeTokenizer`` is character-level (so answer letters are single tokens and boundaries are stable)
+with a few special tokens and a ChatML-like template; ``merges`` adds multi-character tokens to
+imitate BPE merges across boundaries, and ``broken`` breaks one slot rule on purpose.
+``FakeBackend`` implements :class:`scorer.backends.base.Backend` with logits that are a pure function
+of the token ids (so prefix reuse is exact unless ``drift`` is set), and generation that follows a
+script (to emit, e.g., a broken JSON array).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import numpy as np
+
+from scorer.backends.base import FanOutTiming, Prefix, pack_chunks
+
+SPECIALS = ["<pad>", "<bos>", "<|im_start|>", "<|im_end|>", "<eos>"]
+_BASE = 16
+VOCAB = _BASE + 4096 + 64  # chars with ord < 4096, then merge tokens
+
+
+class FakeTokenizer:
+    """Character tokenizer with ChatML-like template. ``merges``: extra multi-char tokens (BPE-like)."""
+
+    def __init__(self, merges: list[str] | None = None, broken: str | None = None, template: bool = True):
+        self.merges = sorted(merges or [], key=len, reverse=True)
+        self.broken = broken  # "multi" | "decode" | "collide" | "boundary"
+        self.has_template = template
+        self.bos_id_prepended = None
+
+    @property
+    def template_name(self) -> str:
+        return "chat" if self.has_template else "semif-plain"
+
+    def _merge_id(self, m: str) -> int:
+        return _BASE + 4096 + sorted(self.merges).index(m)
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = []
+        i = 0
+        while i < len(text):
+            for j, sp in enumerate(SPECIALS):
+                if text.startswith(sp, i):
+                    ids.append(j)
+                    i += len(sp)
+                    break
+            else:
+                for m in self.merges:
+                    if text.startswith(m, i):
+                        ids.append(self._merge_id(m))
+                        i += len(m)
+                        break
+                else:
+                    c = text[i]
+                    if self.broken == "multi" and c == "B":
+                        ids += [ord("B") + _BASE, ord("B") + _BASE]
+                    elif self.broken == "collide" and c == "B":
+                        ids.append(ord("A") + _BASE)
+                    else:
+                        ids.append(ord(c) + _BASE if ord(c) < 4096 else 15)
+                    i += 1
+        if self.broken == "boundary" and len(text) > 1 and text[-1] in "AB" and text[-2] == "\n":
+            ids[-2:] = [ids[-2] + 1, ids[-1]]  # appending a letter changes the previous token
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        out = []
+        for t in ids:
+            if t < len(SPECIALS):
+                out.append(SPECIALS[t])
+            elif t >= _BASE + 4096:
+                k = t - _BASE - 4096
+                out.append(sorted(self.merges)[k] if k < len(self.merges) else f"<m{k}>")
+            elif t >= _BASE:
+                c = chr(t - _BASE)
+                out.append("b" if self.broken == "decode" and c == "B" else c)
+            else:
+                out.append("\ufffd")
+        return "".join(out)
+
+    def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        if not self.has_template:
+            from scorer.prompt import plain_render
+
+            return plain_render(messages, add_generation_prompt)
+        s = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return s + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+    def special_ids(self, names: list[str]) -> list[int]:
+        return [SPECIALS.index(n) for n in names if n in SPECIALS]
+
+
+def _logits_for(ids: list[int], bias: dict[int, float]) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).digest()[:8], "little")
+    out = np.random.default_rng(seed).normal(0.0, 1.0, VOCAB).astype(np.float32)
+    for t, b in bias.items():
+        out[t] += b
+    return out
+
+
+class FakeBackend:
+    """Deterministic backend: logits = f(token ids). ``drift`` adds reuse-path noise of that size;
+    ``script`` is the text greedy generation emits (then end-of-turn)."""
+
+    name = "fake"
+    kernel = "fake.packed"
+    logits_dtype = "float32"
+
+    def __init__(self, tokenizer: FakeTokenizer | None = None, n_ctx: int = 100_000, drift: float = 0.0,
+                 bias: dict[str, float] | None = None, script: str = '["yes","no"]', step_s: float = 0.0):
+        self.tokenizer = tokenizer or FakeTokenizer()
+        self.n_ctx = n_ctx
+        self.drift = drift
+        self.bias = {ord(k) + _BASE: v for k, v in (bias or {}).items()}
+        self.script = script
+        self.step_s = step_s
+        self.calls: dict[str, int] = {"fresh": 0, "prefill": 0, "with_prefix": 0, "fan_out": 0, "chunks": 0}
+
+    def model_info(self) -> dict[str, Any]:
+        return {"key": "fake", "source": "fake", "revision": None, "gguf_sha256": None, "dtype": "float32",
+                "device": "cpu", "backend": "fake", "versions": {"semif": "test"}}
+
+    def score_fresh(self, ids: list[int]) -> np.ndarray:
+        self.calls["fresh"] += 1
+        return _logits_for(list(ids), self.bias)
+
+    def _drifted(self, ids: list[int]) -> np.ndarray:
+        out = _logits_for(ids, self.bias)
+        if self.drift:
+            rng = np.random.default_rng(len(ids))
+            out = out + rng.uniform(-self.drift, self.drift, out.shape).astype(np.float32)
+        return out
+
+    def prefill(self, ids: list[int]) -> Prefix:
+        self.calls["prefill"] += 1
+        return Prefix(list(ids), tuple(ids), 0.001)
+
+    def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+        self.calls["with_prefix"] += 1
+        return self._drifted(list(prefix.handle) + list(suffix)), 0.0
+
+    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
+                ) -> tuple[list[np.ndarray], FanOutTiming]:
+        self.calls["fan_out"] += 1
+        t = FanOutTiming()
+        out = []
+        for chunk in pack_chunks(suffixes, max_batch_tokens):
+            t.chunks += 1
+            self.calls["chunks"] += 1
+            out += [self._drifted(list(prefix.handle) + list(s)) for s in chunk]
+        return out, t
+
+    def release(self, prefix: Prefix) -> None:
+        prefix.handle = None
+
+    def decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
+        session = {"ids": list(ids), "script": [*self.tokenizer.encode(self.script), SPECIALS.index("<|im_end|>")],
+                   "i": 0}
+        return session, self._script_logits(session)
+
+    def _script_logits(self, session: dict[str, Any]) -> np.ndarray:
+        if self.step_s:
+            time.sleep(self.step_s)
+        out = _logits_for(session["ids"], {})
+        nxt = session["script"][min(session["i"], len(session["script"]) - 1)]
+        out[nxt] = out.max() + 5.0
+        return out
+
+    def decode_next(self, session: Any, token_id: int) -> np.ndarray:
+        session["ids"].append(token_id)
+        session["i"] += 1
+        return self._script_logits(session)
+
+    def decode_end(self, session: Any) -> None:
+        session.clear()
+
+    def stop_ids(self) -> list[int]:
+        return [SPECIALS.index("<|im_end|>"), SPECIALS.index("<eos>")]
