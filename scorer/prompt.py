@@ -127,13 +127,13 @@ def letter_slots(tok: Tokenizer, n: int) -> list[int]:
         if len(enc) != 1:
             raise ValidationError(f"answer slot {letter!r} is {len(enc)} tokens {enc} in this tokenizer "
                                   "(expected exactly one token): this model cannot be read out by letter")
+        if enc[0] in ids:
+            raise ValidationError(f"answer slots collide: {letter!r} has the same token id {enc[0]} as "
+                                  f"{LETTERS[ids.index(enc[0])]!r} (expected distinct ids)")
         back = tok.decode(enc)
         if back != letter:
             raise ValidationError(f"answer slot {letter!r} (token {enc[0]}) decodes to {back!r} "
                                   f"(expected {letter!r})")
-        if enc[0] in ids:
-            raise ValidationError(f"answer slots collide: {letter!r} has the same token id {enc[0]} as "
-                                  f"{LETTERS[ids.index(enc[0])]!r} (expected distinct ids)")
         ids.append(enc[0])
     return ids
 

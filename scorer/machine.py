@@ -1,0 +1,90 @@
+"""Facts about the machine and the libraries a measurement ran on (for traces and result files).
+
+Nothing here imports torch or llama.cpp: versions come from package metadata, and the GPU is only
+asked of torch when torch is already loaded (a run that used it), else of ``nvidia-smi`` if present.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+from typing import Any
+
+from scorer import __version__
+
+# Distribution names whose versions a reader needs to reproduce a run.
+_PACKAGES = {"torch": "torch", "transformers": "transformers", "llama_cpp": "llama-cpp-python", "numpy": "numpy",
+             "orjson": "orjson", "gguf": "gguf", "accelerate": "accelerate"}
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _usable_cores() -> int | None:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def gpu_name() -> str | None:
+    """Name of the first CUDA GPU, or None."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                return str(torch.cuda.get_device_name(0))
+        except Exception:  # a broken CUDA setup is "no GPU" for the record, not a crash
+            return None
+        return None
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                 text=True, timeout=10, check=False)
+            first = out.stdout.strip().splitlines()
+            return first[0].strip() if out.returncode == 0 and first else None
+        except (OSError, subprocess.SubprocessError):
+            return None
+    return None
+
+
+def machine_facts() -> dict[str, Any]:
+    """CPU model, logical and usable cores, memory, GPU and platform."""
+    return {"cpu": cpu_model(), "cores": os.cpu_count() or 1, "usable_cores": _usable_cores(),
+            "memory_bytes": _memory_bytes(), "gpu": gpu_name(), "platform": platform.platform()}
+
+
+def library_versions() -> dict[str, str | None]:
+    """semif, python and the installed versions of the libraries a run may use (None = not installed)."""
+    out: dict[str, str | None] = {"semif": __version__, "python": platform.python_version()}
+    for key, dist in _PACKAGES.items():
+        try:
+            out[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[key] = None
+    return out
