@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Idempotent set-up: a virtualenv in .venv with pinned torch (CPU wheel), transformers, llama-cpp-python and
+# the test tools. Re-running is a no-op once everything is in place (a stamp records what was installed).
+#   scripts/install.sh            # Python packages
+#   scripts/install.sh --browser  # also Debian's chromium for the browser tests (needs root + apt)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+VENV=.venv
+LLAMA_VERSION=0.3.36
+WHEELHOUSE=${SEMIF_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/semif/wheelhouse}
+want_browser=0
+[ "${1:-}" = "--browser" ] && want_browser=1
+
+log() { echo "[install] $*" >&2; }
+
+if [ "$want_browser" = 1 ] && [ ! -x /usr/bin/chromium ]; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    log "installing Debian chromium (browser tests)"
+    apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null
+  else
+    log "WARNING: /usr/bin/chromium missing and apt-get as root is unavailable; browser tests will fail"
+  fi
+fi
+
+stamp_value=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-32)
+stamp=$VENV/.semif-install-stamp
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp" 2>/dev/null; then
+  exit 0
+fi
+
+[ -x "$VENV/bin/python" ] || { log "creating $VENV"; "$PY" -m venv "$VENV"; }
+PIP=("$VENV/bin/python" -m pip -q --disable-pip-version-check)
+
+# torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
+"${PIP[@]}" install "torch==2.13.0"
+
+# llama-cpp-python builds from source (~9 min on 2 cores): build once into a wheelhouse, reuse after.
+if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$LLAMA_VERSION')" 2>/dev/null; then
+  wheel=$(ls "$WHEELHOUSE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl 2>/dev/null | head -n1 || true)
+  if [ -z "$wheel" ]; then
+    log "building llama-cpp-python $LLAMA_VERSION from source (several minutes; cached in $WHEELHOUSE)"
+    mkdir -p "$WHEELHOUSE"
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+      "${PIP[@]}" wheel --no-deps -w "$WHEELHOUSE" "llama-cpp-python==$LLAMA_VERSION"
+    wheel=$(ls "$WHEELHOUSE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl | head -n1)
+  else
+    log "reusing built wheel $wheel"
+  fi
+  "${PIP[@]}" install "$wheel"
+fi
+
+"${PIP[@]}" install -e ".[torch,llamacpp,dev]"
+echo "$stamp_value" > "$stamp"
+log "ready: $VENV"
