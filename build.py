@@ -1,0 +1,631 @@
+"""Build the static SemIf site from traces and result reports.
+
+    python build.py [--data DIR] [--out DIR]
+
+Reads every trace (``*.json`` with ``"format": "semif-trace-v1"``) anywhere under the data directory and
+every result report (``*.json`` under ``results/``), validates them all before writing anything (a bad
+file stops the build with a message that names it), and renders the Jinja2 templates in ``templates/``
+into the output directory:
+
+* ``index.html`` — what SemIf is, headline numbers, results tables and charts, links;
+* ``demo/index.html`` — the replay of every trace, with the traces embedded;
+* ``traces/`` — every trace byte for byte, its sha256, and a listing page;
+* ``results/`` — every report byte for byte.
+
+Every page is self-contained (inline CSS/JS, data in ``<script type="application/json">``, no network
+request) and the output is deterministic: the same inputs give byte-identical files. Building needs
+neither torch nor a model: a trace is plain data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import math
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+ROOT = Path(__file__).resolve().parent
+TEMPLATES = ROOT / "templates"
+TRACE_FORMAT = "semif-trace-v1"
+TRACE_SCHEMA_PATH = ROOT / "scorer" / "schema" / "trace-v1.json"
+SITE_MARKER = ".semif-site"
+"""A file the build leaves in its output directory: only a directory holding it is ever emptied."""
+
+# JSON Schema keywords that the in-page validator (templates/validate.js) implements; the build refuses a
+# schema that needs any other, so the check a reader's browser runs is the same check the build runs.
+_JS_SCHEMA_KEYWORDS = frozenset({
+    "type", "enum", "const", "required", "properties", "additionalProperties", "patternProperties", "items",
+    "prefixItems", "minItems", "maxItems", "uniqueItems", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "anyOf", "oneOf", "allOf", "not",
+    "$ref", "$defs", "definitions", "minProperties", "maxProperties", "if", "then", "else", "contains",
+    "propertyNames", "dependentRequired",
+})
+_ANNOTATION_KEYWORDS = frozenset({
+    "$schema", "$id", "$comment", "$anchor", "title", "description", "examples", "default", "format",
+    "deprecated", "readOnly", "writeOnly", "contentMediaType", "contentEncoding",
+})
+_SUBSCHEMA_MAP_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMA_LIST_KEYWORDS = ("prefixItems", "anyOf", "oneOf", "allOf")
+_SUBSCHEMA_KEYWORDS = ("additionalProperties", "items", "not", "if", "then", "else", "contains", "propertyNames")
+
+_GENERIC_MAX_ROWS = 200
+
+
+class BuildError(Exception):
+    """The site cannot be built as asked; the message names the file and what is wrong with it."""
+
+
+# --- data ------------------------------------------------------------------------------------------------
+@dataclass
+class TraceFile:
+    """One validated trace, ready to render."""
+
+    rel: str
+    """Path relative to the data directory, with forward slashes (shown to readers)."""
+    slug: str
+    """Unique, URL- and id-safe name: the picker key, the share-link key and the download file name."""
+    raw: bytes
+    """The file's bytes, copied unchanged to ``traces/``."""
+    sha256: str
+    """sha256 of ``raw`` (what a reader checks the download against)."""
+    obj: dict[str, Any]
+    """The parsed trace."""
+
+    label: str = ""
+    """Short picker label: model, backend, dtype, machine (and the file's name when two labels would match)."""
+
+
+@dataclass
+class ReportFile:
+    """One result report (shape benchmark, quant ladder, eval, compare, or a kind this build does not know)."""
+
+    rel: str
+    """Path relative to the data directory."""
+    slug: str
+    """Unique id-safe name (anchor on the index page, file name under ``results/``)."""
+    raw: bytes
+    """The file's bytes, copied unchanged to ``results/``."""
+    sha256: str
+    """sha256 of ``raw``."""
+    obj: dict[str, Any]
+    """The parsed report (a JSON object)."""
+    kind: str
+    """``shape``, ``quant`` or the report's own ``kind``/``report`` field (``generic`` when it has none)."""
+    title: str = ""
+    """Heading on the index page."""
+    charts: list[Markup] = field(default_factory=list)
+    """Inline SVG charts for the kinds this build knows."""
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    """Tables: ``{"caption", "columns", "rows", "note"}`` with every cell already a string."""
+
+
+# --- reading and validating --------------------------------------------------------------------------------
+def _loads(path: Path, raw: bytes, rel: str) -> Any:
+    """Strict JSON: UTF-8, no NaN/Infinity (a browser's JSON.parse would refuse them too)."""
+
+    def _reject(const: str) -> Any:
+        raise BuildError(f"{rel}: non-standard JSON constant {const} (expected null or a finite number)")
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BuildError(f"{rel}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        return json.loads(text, parse_constant=_reject)
+    except json.JSONDecodeError as exc:
+        raise BuildError(f"{rel}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def _slug(rel: str, taken: set[str]) -> str:
+    """``traces/Qwen 0.5B.json`` → ``qwen-0.5b``; the folder joins in only to tell equal file names apart."""
+
+    def clean(text: str) -> str:
+        text = text[:-5] if text.endswith(".json") else text
+        return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.") or "file"
+
+    s = clean(rel.rsplit("/", 1)[-1])
+    if s in taken:
+        s = clean(rel)
+    out, n = s, 2
+    while out in taken:
+        out, n = f"{s}-{n}", n + 1
+    taken.add(out)
+    return out
+
+
+def load_trace_schema() -> dict[str, Any]:
+    """The trace JSON Schema (owned by the trace module), checked to use only keywords the page can check."""
+    if not TRACE_SCHEMA_PATH.is_file():
+        raise BuildError(f"{TRACE_SCHEMA_PATH.relative_to(ROOT)}: trace schema not found")
+    schema = _loads(TRACE_SCHEMA_PATH, TRACE_SCHEMA_PATH.read_bytes(), str(TRACE_SCHEMA_PATH.relative_to(ROOT)))
+    unsupported = sorted(_schema_keywords(schema) - _JS_SCHEMA_KEYWORDS - _ANNOTATION_KEYWORDS)
+    if unsupported:
+        raise BuildError(f"{TRACE_SCHEMA_PATH.relative_to(ROOT)}: uses JSON Schema keywords {unsupported} that the "
+                         "in-page validator (templates/validate.js) does not implement")
+    return schema
+
+
+def _schema_keywords(schema: Any) -> set[str]:
+    """Every keyword used anywhere in a schema (property names under ``properties`` are not keywords)."""
+    found: set[str] = set()
+    if not isinstance(schema, dict):
+        return found
+    for key, value in schema.items():
+        found.add(key)
+        if key in _SUBSCHEMA_MAP_KEYWORDS and isinstance(value, dict):
+            for sub in value.values():
+                found |= _schema_keywords(sub)
+        elif key in _SUBSCHEMA_LIST_KEYWORDS and isinstance(value, list):
+            for sub in value:
+                found |= _schema_keywords(sub)
+        elif key in _SUBSCHEMA_KEYWORDS:
+            found |= _schema_keywords(value)
+        elif key == "dependentSchemas" and isinstance(value, dict):
+            for sub in value.values():
+                found |= _schema_keywords(sub)
+    return found
+
+
+def validate_trace(rel: str, obj: Any) -> None:
+    """The trace module's full verification (schema, checksums, consistency), then what the replay relies on;
+    raise :class:`BuildError` naming the file."""
+    from scorer import trace as trace_mod  # plain data checks: no torch, no model
+
+    problems = trace_mod.verify(obj)
+    if problems:
+        shown = "; ".join(problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise BuildError(f"{rel}: trace failed verification: {shown}{more}")
+    _check_renderable(rel, obj)
+
+
+def _check_renderable(rel: str, obj: dict[str, Any]) -> None:
+    """What the replay itself relies on beyond the schema: both paths of one repeat, criteria ids known."""
+    runs = [r for r in obj["runs"] if not r.get("warmup")]
+    typed = {r["repeat"] for r in runs if r["path"] == "typed"}
+    generated = {r["repeat"] for r in runs if r["path"] == "generated"}
+    if not typed & generated:
+        raise BuildError(f"{rel}: no repeat has both a typed and a generated measured run (nothing to replay)")
+    ids = [c["id"] for c in obj["inputs"]["criteria"]]
+    if len(set(ids)) != len(ids):
+        raise BuildError(f"{rel}: duplicate criterion ids in inputs.criteria")
+    for i, r in enumerate(obj["runs"]):
+        for d in r.get("decisions") or []:
+            if d["criterion_id"] not in ids:
+                raise BuildError(f"{rel}: runs[{i}].decisions: unknown criterion_id {d['criterion_id']!r}")
+
+
+def _trace_label(obj: dict[str, Any]) -> str:
+    m, mach = obj.get("model") or {}, obj.get("machine") or {}
+    where = mach.get("gpu") or mach.get("cpu") or "unknown machine"
+    return f"{m.get('key', '?')} · {m.get('backend', '?')} · {m.get('dtype', '?')} · {where}"
+
+
+def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
+    """Find, parse and validate every trace and report under ``data_dir`` (sorted, so the build is stable)."""
+    if not data_dir.is_dir():
+        raise BuildError(f"{data_dir}: data directory not found")
+    traces: list[TraceFile] = []
+    reports: list[ReportFile] = []
+    trace_slugs: set[str] = set()
+    report_slugs: set[str] = set()
+    for path in sorted(data_dir.rglob("*.json"), key=lambda p: p.relative_to(data_dir).as_posix()):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(data_dir).as_posix()
+        raw = path.read_bytes()
+        in_results = rel.startswith("results/")
+        in_traces = rel.startswith("traces/")
+        obj = _loads(path, raw, rel)
+        is_trace = isinstance(obj, dict) and obj.get("format") == TRACE_FORMAT
+        if isinstance(obj, dict) and str(obj.get("format", "")).startswith("semif-trace") and not is_trace:
+            raise BuildError(f"{rel}: trace format {obj.get('format')!r} is not supported (expected {TRACE_FORMAT!r})")
+        if in_traces and not is_trace:
+            raise BuildError(f"{rel}: files under traces/ must be traces (\"format\": \"{TRACE_FORMAT}\")")
+        if is_trace:
+            validate_trace(rel, obj)
+            traces.append(TraceFile(rel, _slug(rel, trace_slugs), raw, hashlib.sha256(raw).hexdigest(), obj,
+                                    _trace_label(obj)))
+        elif in_results:
+            reports.append(_load_report(rel, raw, obj, report_slugs))
+    labels = [t.label for t in traces]
+    for t in traces:
+        if labels.count(t.label) > 1:
+            t.label = f"{t.label} · {t.slug}"
+    return traces, reports
+
+
+# --- reports ----------------------------------------------------------------------------------------------
+def _report_kind(rel: str, obj: dict[str, Any]) -> str:
+    """What a report is: its own ``kind``/``report`` field, else its ``schema``, else its file name's prefix."""
+    for key in ("kind", "report", "schema"):
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+    name = rel.rsplit("/", 1)[-1]
+    for prefix in ("shape", "quant", "eval", "compare", "drift"):
+        if name.startswith((prefix + "-", prefix + "_")):
+            return prefix
+    return "generic"
+
+
+def _kind_family(kind: str, obj: dict[str, Any]) -> str:
+    """The chart family: ``shape`` (decisions/s per mode, drift), ``quant`` (the ladder) or the kind itself."""
+    k = kind.lower()
+    workload = obj.get("workload")
+    if k.startswith("shape") or ("bench" in k and (not isinstance(workload, dict) or workload.get("name") == "shape")):
+        return "shape"
+    if "quant" in k:
+        return "quant"
+    return k
+
+
+def _default_title(kind: str, family: str, rel: str, obj: dict[str, Any]) -> str:
+    name = rel.rsplit("/", 1)[-1]
+    m = obj.get("model") if isinstance(obj.get("model"), dict) else {}
+    mach = obj.get("machine") if isinstance(obj.get("machine"), dict) else {}
+    who = " · ".join(str(x) for x in (m.get("key"), m.get("backend"), m.get("dtype"),
+                                       mach.get("gpu") or mach.get("cpu")) if x)
+    what = {"shape": "Shape benchmark", "quant": "Quantization ladder"}.get(family, f"{kind} report")
+    if family == "shape" and isinstance(obj.get("workload"), dict) and obj["workload"].get("size"):
+        what += f" ({obj['workload']['size']})"
+    return f"{what} · {who}" if who else f"{what} · {name}"
+
+
+def _load_report(rel: str, raw: bytes, obj: Any, taken: set[str]) -> ReportFile:
+    if not isinstance(obj, dict):
+        raise BuildError(f"{rel}: a result report must be a JSON object, found {type(obj).__name__}")
+    if not obj:
+        raise BuildError(f"{rel}: empty report")
+    kind = _report_kind(rel, obj)
+    family = _kind_family(kind, obj)
+    rep = ReportFile(rel, _slug(rel, taken), raw, hashlib.sha256(raw).hexdigest(), obj, kind)
+    title = obj.get("title")
+    rep.title = title if isinstance(title, str) and title else _default_title(kind, family, rel, obj)
+    renderer = _REPORT_RENDERERS.get(family)
+    if renderer is not None:
+        renderer(rel, rep)
+    rep.tables.extend(_generic_tables(rel, obj))
+    return rep
+
+
+def _fmt(v: Any) -> str:
+    """A table cell: numbers compact and stable, text as is, short lists joined, deeper values summarized."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return str(v)
+        if v == 0:
+            return "0"
+        a = abs(v)
+        if a >= 1e6 or a < 1e-4:
+            return f"{v:.3e}"
+        if a >= 100:
+            return f"{v:.1f}"
+        return f"{v:.4g}"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list):
+        if len(v) <= 8 and all(not isinstance(x, (dict, list)) for x in v):
+            return ", ".join(_fmt(x) for x in v)
+        return f"[{len(v)} items]"
+    if isinstance(v, dict):
+        if len(v) <= 4 and all(not isinstance(x, (dict, list)) for x in v.values()):
+            return ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items())
+        return f"{{{len(v)} fields}}"
+    return str(v)
+
+
+def _flat(d: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    """One level of nested objects flattened into dotted keys (``timing.total_s``)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and depth < 1 and v and len(v) <= 12:
+            out.update(_flat(v, key + ".", depth + 1))
+        else:
+            out[key] = v
+    return out
+
+
+def _generic_tables(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Any report as tables: top-level fields, then one table per list of objects (e.g. ``rows``, ``results``)."""
+    tables: list[dict[str, Any]] = []
+    fields = []
+    lists: list[tuple[str, list[dict[str, Any]]]] = []
+    for k, v in obj.items():
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            lists.append((k, v))
+        elif isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()) and len(v) <= 200:
+            lists.append((k, [{"key": kk, **vv} for kk, vv in v.items()]))
+        elif isinstance(v, dict):
+            for fk, fv in _flat(v, k + ".").items():
+                fields.append([fk, _fmt(fv)])
+        else:
+            fields.append([k, _fmt(v)])
+    if fields:
+        tables.append({"caption": "fields", "columns": ["field", "value"], "rows": fields, "note": ""})
+    for name, items in lists:
+        flat = [_flat(x) for x in items]
+        cols: list[str] = []
+        for row in flat:
+            for c in row:
+                if c not in cols:
+                    cols.append(c)
+        shown = flat[:_GENERIC_MAX_ROWS]
+        note = f"first {_GENERIC_MAX_ROWS} of {len(flat)} rows; the file has them all" if len(flat) > len(shown) else ""
+        tables.append({"caption": name, "columns": cols, "rows": [[_fmt(r.get(c)) for c in cols] for r in shown],
+                       "note": note})
+    return tables
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _find_rows(obj: dict[str, Any], keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    for k in keys:
+        v = obj.get(k)
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            return v
+        if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
+            return [{"name": kk, **vv} for kk, vv in v.items()]
+    return []
+
+
+def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        if k in d:
+            return d[k]
+    return None
+
+
+def _require_rows(rel: str, obj: dict[str, Any], keys: tuple[str, ...], what: str) -> list[dict[str, Any]]:
+    rows = _find_rows(obj, keys)
+    if not rows:
+        raise BuildError(f"{rel}: a {what} report needs one of {', '.join(keys)} (a list or map of objects)")
+    return rows
+
+
+def _render_shape(rel: str, rep: ReportFile) -> None:
+    """Shape benchmark: decisions/s per pass, annotated with its drift against the fresh path."""
+    rows = _require_rows(rel, rep.obj, ("passes", "modes", "results", "rows"), "shape benchmark")
+    bars = []
+    for i, r in enumerate(rows):
+        label = _first(r, ("name", "mode", "key"))
+        rate = _num(_first(r, ("decisions_per_s", "decisions_s", "rate")))
+        if label is None or rate is None:
+            raise BuildError(f"{rel}: pass {i} needs a name/mode and a finite decisions_per_s")
+        vs = r.get("vs_fresh") if isinstance(r.get("vs_fresh"), dict) else r
+        drift = _num(_first(vs, ("max_abs_dp", "drift_max_abs_dp")))
+        flips = _first(vs, ("n_flips",))
+        notes = []
+        if _num(r.get("speedup_vs_fresh")) is not None:
+            notes.append(f"{r['speedup_vs_fresh']:.2f}× fresh")
+        if drift is not None:
+            notes.append(f"max |Δp| {_fmt(drift)}")
+        if isinstance(flips, int):
+            notes.append(f"{flips} flip{'' if flips == 1 else 's'}")
+        if isinstance(r.get("escalated"), int):
+            notes.append(f"{r['escalated']} escalated")
+        bars.append((str(label), rate, " · ".join(notes)))
+    rep.charts.append(svg_bars(bars, "decisions/s", "Decisions per second by pass (higher is faster); max |Δp| = "
+                               "largest probability change against fresh scoring; flips = changed choices"))
+
+
+def _nested(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The first of ``keys`` in ``d`` or, failing that, in one of its object values (``vs_f32.max_abs_dp``)."""
+    hit = _first(d, keys)
+    if hit is not None:
+        return hit
+    for v in d.values():
+        if isinstance(v, dict):
+            hit = _first(v, keys)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _render_quant(rel: str, rep: ReportFile) -> None:
+    """Quant ladder: speed and drift per rung (whichever the report measured). Its format is matched
+    loosely: a report without recognisable rungs is shown as tables only."""
+    rows = _find_rows(rep.obj, ("rungs", "ladder", "levels", "results", "rows", "quants"))
+    speed_bars, drift_bars = [], []
+    for r in rows:
+        label = _first(r, ("quant", "ftype", "type", "level", "name", "dtype"))
+        if label is None:
+            continue
+        size = _num(_nested(r, ("bytes", "size_bytes", "file_bytes")))
+        tail = f" ({size / 1e6:.0f} MB)" if size else ""
+        rate = _num(_nested(r, ("decisions_per_s", "decisions_s")))
+        drift = _num(_nested(r, ("max_abs_dp", "drift_max_abs_dp")))
+        flips = _nested(r, ("n_flips",))
+        agree = _num(_nested(r, ("choice_agreement", "agreement", "argmax_agreement")))
+        note = f"{flips} flip{'' if flips == 1 else 's'}" if isinstance(flips, int) else (
+            f"choices agree {_fmt(agree)}" if agree is not None else "")
+        if rate is not None:
+            speed_bars.append((f"{label}{tail}", rate, ""))
+        if drift is not None:
+            drift_bars.append((f"{label}{tail}", drift, note))
+    if speed_bars:
+        rep.charts.append(svg_bars(speed_bars, "decisions/s", "Speed per quantization level (higher is faster)"))
+    if drift_bars:
+        rep.charts.append(svg_bars(drift_bars, "max |Δp| vs reference", "Drift per quantization level against "
+                                   "the reference weights (lower is closer); flips = changed choices"))
+
+
+_REPORT_RENDERERS = {"shape": _render_shape, "quant": _render_quant}
+
+
+# --- SVG (build-time charts) ------------------------------------------------------------------------------
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str) -> Markup:
+    """A horizontal bar chart as inline SVG: one bar per (label, value, note); labels are escaped text."""
+    width, label_w, row_h, top = 480, 150, 30, 26
+    plot_w = width - label_w - 70
+    vmax = max((v for _, v, _ in bars), default=0.0) or 1.0
+    height = top + row_h * len(bars) + 8
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(title)}" '
+             f'xmlns="http://www.w3.org/2000/svg">',
+             f'<title>{_esc(title)}</title>',
+             f'<text x="0" y="16" class="chart-title">{_esc(unit)}</text>']
+    for i, (label, value, note) in enumerate(bars):
+        y = top + i * row_h
+        w = max(0.0, value / vmax * plot_w)
+        short = label if len(label) <= 24 else label[:23] + "…"
+        parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end" class="chart-label">'
+                     f'<title>{_esc(label)}</title>{_esc(short)}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.2f}" height="14" rx="2" class="chart-bar"/>')
+        parts.append(f'<text x="{label_w + w + 4:.2f}" y="{y + 14}" class="chart-value">{_esc(_fmt(value))}</text>')
+        if note:
+            parts.append(f'<text x="{label_w}" y="{y + 27}" class="chart-note">{_esc(note)}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+# --- rendering -------------------------------------------------------------------------------------------
+def script_json(obj: Any) -> Markup:
+    """JSON for a ``<script type="application/json">`` element: ``<``, ``>``, ``&`` and the JS line
+    separators escaped, so no text in the data (``</script>``, ``<!--``) can end the element."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for ch, rep in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, rep)
+    return Markup(text)
+
+
+def _asset(name: str) -> Markup:
+    """An inline CSS/JS file from templates/, refused if it could end its own element early."""
+    text = (TEMPLATES / name).read_text("utf-8")
+    if re.search(r"</(script|style)", text, re.IGNORECASE) or "<!--" in text:
+        raise BuildError(f"templates/{name}: contains '</script', '</style' or '<!--', which would break inlining")
+    return Markup(text)
+
+
+def _headline(t: TraceFile) -> dict[str, Any]:
+    """The numbers a reader looks for first, from the trace's own summary."""
+    s = t.obj.get("summary") or {}
+    ag = s.get("agreement") or {}
+    return {
+        "slug": t.slug, "label": t.label, "title": (t.obj.get("experiment") or {}).get("title") or "",
+        "typed": _fmt_s(s.get("typed_median_s")), "generated": _fmt_s(s.get("generated_median_s")),
+        "ttft": _fmt_s(s.get("ttft_median_s")),
+        "ratio": f"{s['wall_ratio']:.2f}×" if _num(s.get("wall_ratio")) is not None else "—",
+        "avoided": _fmt(s.get("output_tokens_avoided")),
+        "agree": _fmt(ag.get("agree")), "disagree": _fmt(ag.get("disagree")), "missing": _fmt(ag.get("missing")),
+        "valid": f"{_fmt(s.get('generated_valid_runs'))}/{_fmt(s.get('runs'))}",
+        "criteria": len(t.obj["inputs"]["criteria"]),
+    }
+
+
+def _fmt_s(v: Any) -> str:
+    x = _num(v)
+    if x is None:
+        return "—"
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def _csp(scripts: list[str], styles: list[str]) -> str:
+    """A Content-Security-Policy that allows exactly this page's own inline style and scripts (by hash) and
+    nothing else: no network request of any kind, and injected markup could not run even if it got in."""
+
+    def h(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    script_src = " ".join(h(s) for s in scripts) if scripts else "'none'"
+    style_src = " ".join(h(s) for s in styles)
+    return (f"default-src 'none'; script-src {script_src}; style-src {style_src}; img-src data:; "
+            "base-uri 'none'; form-action 'none'")
+
+
+def render_site(traces: list[TraceFile], reports: list[ReportFile], schema: dict[str, Any] | None) -> dict[str, bytes]:
+    """Every output file (relative path → bytes), rendered in memory so a failure writes nothing."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["script_json"] = script_json
+    css = _asset("site.css")
+    js = Markup(_asset("validate.js") + "\n" + _asset("replay.js"))
+    index_meta = [{"slug": t.slug, "label": t.label, "file": f"{t.slug}.json", "sha256": t.sha256,
+                   "bytes": len(t.raw), "source": t.rel} for t in traces]
+    common = {"css": css, "traces": traces, "reports": reports, "headlines": [_headline(t) for t in traces]}
+    static_csp = _csp([], [css])
+    files: dict[str, bytes] = {}
+    files["index.html"] = env.get_template("index.html.j2").render(root="", csp=static_csp, **common).encode()
+    files["demo/index.html"] = env.get_template("demo.html.j2").render(
+        root="../", csp=_csp([js], [css]), index_meta=index_meta, schema=schema, js=js, **common).encode()
+    files["traces/index.html"] = env.get_template("traces.html.j2").render(root="../", csp=static_csp,
+                                                                           **common).encode()
+    sums = []
+    for t in traces:
+        files[f"traces/{t.slug}.json"] = t.raw
+        sums.append(f"{t.sha256}  {t.slug}.json\n")
+    files["traces/SHA256SUMS"] = "".join(sums).encode()
+    for r in reports:
+        files[f"results/{r.slug}.json"] = r.raw
+    files[SITE_MARKER] = b"semif site build output; build.py empties this directory on each build\n"
+    return files
+
+
+def write_site(files: dict[str, bytes], out_dir: Path) -> None:
+    """Replace the output directory's contents; refuse a non-empty directory that is not a previous build."""
+    if out_dir.exists():
+        if not out_dir.is_dir():
+            raise BuildError(f"{out_dir}: output path exists and is not a directory")
+        if any(out_dir.iterdir()):
+            if not (out_dir / SITE_MARKER).is_file():
+                raise BuildError(f"{out_dir}: not empty and not a previous site build (no {SITE_MARKER}); "
+                                 "choose an empty or new directory")
+            shutil.rmtree(out_dir)
+    for rel, data in sorted(files.items()):
+        p = out_dir / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+
+
+def build(data_dir: Path, out_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
+    """Validate everything under ``data_dir``, then render and write the site to ``out_dir``."""
+    traces, reports = discover(data_dir)
+    schema = load_trace_schema()
+    files = render_site(traces, reports, schema)
+    write_site(files, out_dir)
+    return traces, reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="build.py", description="Build the static SemIf site (traces and reports).")
+    ap.add_argument("--data", type=Path, default=ROOT / "data", help="input directory (default: data/)")
+    ap.add_argument("--out", type=Path, default=ROOT / "site", help="output directory (default: site/)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        traces, reports = build(args.data, args.out)
+    except BuildError as exc:
+        print(f"build.py: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"built {args.out} from {len(traces)} trace(s) and {len(reports)} report(s) "
+          f"in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,416 @@
+"""The replay page in a real browser (Playwright driving Debian's Chromium; never ``playwright install``).
+
+The site is built from a temporary data directory (the fake trace, a hostile copy of it, two reports),
+then loaded from ``file://`` and from a local HTTP server on a sub-path. Screenshots of key frames go to
+``test-output/site/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import random
+import threading
+import time
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from test_site_build import FAKE, FAKE_INVALID, HOSTILE, ROOT, build, make_data_dir, trace_mod
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "test-output" / "site"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(),
+                       reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"),
+]
+
+
+# --- fixtures -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def www(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A web root holding the site under a sub-path, as a GitHub Pages project site is served."""
+    tmp = tmp_path_factory.mktemp("www")
+    build.build(make_data_dir(tmp), tmp / "www" / "project")
+    return tmp / "www"
+
+
+@pytest.fixture(scope="module")
+def site(www: Path) -> Path:
+    return www / "project"
+
+
+@pytest.fixture(scope="module")
+def server(www: Path) -> Iterator[tuple[str, list[str]]]:
+    """``http://127.0.0.1:PORT`` serving the web root, and the list of every path it was asked for."""
+    asked: list[str] = []
+
+    class Handler(SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            asked.append(self.path)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(www)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", asked
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+class Log:
+    """What a page did: console errors, uncaught exceptions, dialogs, requests."""
+
+    def __init__(self, page: Any):
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+
+@pytest.fixture
+def open_page(browser: Any) -> Iterator[Any]:
+    contexts = []
+
+    def _open(url: str, width: int = 1280, height: int = 900, **ctx: Any) -> tuple[Any, Log]:
+        context = browser.new_context(viewport={"width": width, "height": height}, **ctx)
+        contexts.append(context)
+        page = context.new_page()
+        log = Log(page)
+        page.goto(url)
+        wait_until(page, "window.semifReplay !== undefined || !document.getElementById('replay')")
+        return page, log
+
+    yield _open
+    for c in contexts:
+        c.close()
+
+
+def wait_until(page: Any, expression: str, timeout_s: float = 20.0) -> None:
+    """Poll a JS expression from the test side: the page's CSP (rightly) forbids the eval that
+    Playwright's own wait_for_function would use."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {expression}")
+        page.wait_for_timeout(50)
+
+
+def demo_url(site: Path, fragment: str = "") -> str:
+    return (site / "demo" / "index.html").as_uri() + fragment
+
+
+def state(page: Any) -> dict[str, Any]:
+    return page.evaluate("window.semifReplay.state()")
+
+
+def measured_run(doc: dict[str, Any], path: str, repeat: int) -> dict[str, Any]:
+    return next(r for r in doc["runs"] if r["path"] == path and r["repeat"] == repeat and not r["warmup"])
+
+
+FAKE_DOC = json.loads(FAKE.read_bytes())
+
+
+# --- loading ----------------------------------------------------------------------------------------------
+def test_file_url_pages_load_without_errors_or_requests(open_page: Any, site: Path) -> None:
+    for rel in ("demo/index.html", "index.html", "traces/index.html"):
+        page, log = open_page((site / rel).as_uri())
+        page.wait_for_timeout(300)
+        assert log.errors == [], rel
+        assert log.requests == [(site / rel).as_uri()], rel  # the page's own file, nothing else
+
+
+def test_http_sub_path_serves_only_its_own_files(open_page: Any, server: tuple[str, list[str]], site: Path) -> None:
+    base, asked = server
+    asked.clear()
+    page, log = open_page(f"{base}/project/demo/index.html#trace=trace-fake")
+    page.wait_for_timeout(300)
+    assert log.errors == []
+    assert log.requests == [f"{base}/project/demo/index.html#trace=trace-fake".split("#")[0]]
+    assert state(page)["trace"] == "trace-fake"
+    # the relative links resolve under the sub-path
+    href = page.get_attribute("#download", "href")
+    resp = page.request.get(f"{base}/project/demo/{href}")
+    assert resp.status == 200 and resp.body() == (site / "traces" / "trace-fake.json").read_bytes()
+    page.click("nav >> text=Overview")
+    page.wait_for_load_state()
+    assert page.url == f"{base}/project/index.html" and log.errors == []
+    assert all(p.startswith("/project/") for p in asked), asked  # nothing outside the site, no /favicon.ico
+
+
+# --- replay -----------------------------------------------------------------------------------------------
+def test_replay_plays_to_its_final_state(open_page: Any, site: Path) -> None:
+    page, log = open_page(demo_url(site, "#trace=trace-fake&r=0&t=0"))
+    page.evaluate("window.semifReplay.setSpeed(1); window.semifReplay.play()")
+    page.wait_for_selector("#replay[data-state=ended]", timeout=30_000)
+    gen = measured_run(FAKE_DOC, "generated", 0)
+    s = state(page)
+    assert s["ended"] and not s["playing"] and math.isclose(s["t"], s["tEnd"])
+    assert (s["tokensShown"], s["tokensTotal"]) == (len(gen["tokens"]), len(gen["tokens"]))
+    assert s["decisionsShown"] == s["decisionsTotal"] == len(FAKE_DOC["inputs"]["criteria"])
+    assert s["answersShown"] == len(gen["parsed"])
+    disagree = [c["id"] for c, a in zip(FAKE_DOC["inputs"]["criteria"], gen["agreement"], strict=True) if a is False]
+    assert disagree and page.eval_on_selector_all(".crit.disagree", "els => els.map(e => e.dataset.id)") == disagree
+    assert page.text_content("#gen-verdict").startswith("valid, complete array: 21 values")
+    assert page.locator(".crit .choice").count() == 21
+    assert log.errors == []
+
+
+def test_seek_shows_exactly_the_tokens_and_decisions_up_to_that_time(open_page: Any, site: Path) -> None:
+    page, _ = open_page(demo_url(site, "#trace=trace-fake&r=1&t=0"))
+    gen, typed = measured_run(FAKE_DOC, "generated", 1), measured_run(FAKE_DOC, "typed", 1)
+    times = sorted({t["t"] for t in gen["tokens"]} | {d["t_available"] for d in typed["decisions"]})
+    for t in times:
+        for at in (t, math.nextafter(t, -math.inf)):
+            s = page.evaluate("t => window.semifReplay.seek(t)", at)
+            shown = [x for x in gen["tokens"] if x["t"] <= at]
+            assert s["tokensShown"] == len(shown) == page.locator("#gen-text .tok").count(), at
+            text = "".join("end of turn" if x["stop"] else x["text"] for x in shown)
+            assert page.text_content("#gen-text") == text, at
+            assert s["decisionsShown"] == sum(1 for d in typed["decisions"] if d["t_available"] <= at), at
+            assert page.locator(".crit .choice").count() == s["decisionsShown"]
+    # the typed decisions land pass by pass: every decision of a pass at the same instant
+    passes = sorted({d["t_available"] for d in typed["decisions"]})
+    assert len(passes) == typed["tokens"]["passes"]
+
+
+def test_share_link_restores_trace_repeat_and_time(open_page: Any, site: Path) -> None:
+    page, _ = open_page(demo_url(site))
+    page.evaluate("window.semifReplay.select('trace-fake', 2)")
+    before = page.evaluate("window.semifReplay.seek(0.9)")
+    url = page.evaluate("window.semifReplay.shareUrl()")
+    assert url == page.input_value("#share-url") and "#trace=trace-fake&r=2&t=0.9" in url
+    again, log = open_page(url)
+    after = state(again)
+    assert (after["trace"], after["repeat"], after["t"], after["playing"]) == ("trace-fake", 2, 0.9, False)
+    assert (after["tokensShown"], after["decisionsShown"]) == (before["tokensShown"], before["decisionsShown"])
+    assert log.errors == []
+
+
+def test_a_trace_opened_from_disk_replays(open_page: Any, site: Path, tmp_path: Path) -> None:
+    page, log = open_page(demo_url(site, "#trace=trace-fake&t=0"))
+    page.set_input_files("#file-input", str(FAKE_INVALID))
+    wait_until(page, "window.semifReplay.state().local === true")
+    s = page.evaluate("window.semifReplay.seek(1e9)")
+    doc = json.loads(FAKE_INVALID.read_bytes())
+    gen = measured_run(doc, "generated", 0)
+    assert s["tokensShown"] == len(gen["tokens"]) and s["decisionsShown"] == 21
+    assert "incomplete array: 20 values for 21 criteria" in page.text_content("#gen-verdict")
+    assert page.locator(".crit.missing").count() == 21  # an incomplete array cannot be matched to criteria
+    assert "schema and checksums OK" in page.text_content("#file-msg")
+    assert hashlib.sha256(FAKE_INVALID.read_bytes()).hexdigest() in page.text_content("#trace-meta")
+    assert log.errors == []
+
+
+def _drop(page: Any, name: str, text: str) -> None:
+    page.evaluate("""([name, text]) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([text], name, {type: "application/json"}));
+        for (const type of ["dragenter", "dragover", "drop"]) {
+            document.body.dispatchEvent(new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true}));
+        }
+    }""", [name, text])
+
+
+def test_drag_and_drop_checks_the_trace_in_the_page(open_page: Any, site: Path) -> None:
+    page, log = open_page(demo_url(site, "#trace=trace-fake&t=0"))
+    doc = json.loads(FAKE.read_bytes())
+    doc["runs"][3]["tokens"][2]["t"] += 0.25  # hand-edited: the schema still holds, the checksums do not
+    _drop(page, "edited.json", json.dumps(doc))
+    page.wait_for_selector("#file-msg:not([hidden])")
+    msg = page.text_content("#file-msg")
+    assert "edited.json was not opened" in msg and "runs_sha256" in msg
+    assert state(page)["local"] is False
+    del doc["checksums"]
+    _drop(page, "schema.json", json.dumps(doc))
+    wait_until(page, "document.getElementById('file-msg').textContent.includes('schema.json')")
+    assert "missing required field 'checksums'" in page.text_content("#file-msg")
+    _drop(page, "junk.json", "{not json")
+    wait_until(page, "document.getElementById('file-msg').textContent.includes('junk.json')")
+    assert "not valid JSON" in page.text_content("#file-msg")
+    _drop(page, "good.json", FAKE.read_text())
+    wait_until(page, "window.semifReplay.state().local === true")
+    assert page.evaluate("window.semifReplay.state().checks.ok") is True
+    assert log.errors == []
+
+
+def test_hostile_trace_renders_as_inert_text(open_page: Any, site: Path) -> None:
+    page, log = open_page(demo_url(site, "#trace=trace-hostile&t=0"))
+    scripts = page.locator("script").count()
+    page.evaluate("window.semifReplay.seek(1e9)")
+    page.evaluate("window.semifReplay.play()")  # from the start again, through every frame
+    page.wait_for_selector("#replay[data-state=ended]", timeout=60_000)
+    page.locator("#details details").evaluate_all("els => els.forEach(e => e.open = true)")
+    assert page.evaluate("window.__pwned") is None and log.dialogs == []
+    assert page.locator("script").count() == scripts and page.locator("img").count() == 0
+    assert page.locator("#criteria i, #gen-text script, #details i, #trace-meta i").count() == 0
+    assert page.text_content(".crit[data-id=c01] .q").startswith(HOSTILE)
+    assert page.text_content(".crit[data-id=c02] .q") == "</script><script>window.__pwned=2</script>"
+    assert page.text_content("#gen-text").startswith(HOSTILE)
+    assert HOSTILE in page.text_content("#notes") and HOSTILE in page.text_content("#details")
+    assert "<i>fake</i>" in page.text_content("#trace-select")
+    assert "invalid array" in page.text_content("#gen-verdict")
+    assert log.errors == [] and log.requests == [demo_url(site).split("#")[0]]
+
+
+def test_a_build_without_traces_still_opens_one_from_disk(open_page: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    build.build(data, tmp_path / "site")
+    page, log = open_page(demo_url(tmp_path / "site"))
+    assert page.get_attribute("#replay", "data-state") == "empty"
+    assert page.is_disabled("#play") and "Open a trace file" in page.text_content("#file-msg")
+    page.set_input_files("#file-input", str(FAKE))
+    wait_until(page, "window.semifReplay.state() && window.semifReplay.state().local === true")
+    assert not page.is_disabled("#play")
+    assert page.evaluate("window.semifReplay.seek(1e9)")["decisionsShown"] == 21
+    assert log.errors == []
+
+
+# --- looks, keyboard, motion ------------------------------------------------------------------------------
+@pytest.mark.parametrize("width,height,name", [(1280, 900, "desktop"), (375, 812, "phone")])
+def test_key_frames_screenshots_and_phone_layout(open_page: Any, site: Path, width: int, height: int,
+                                                 name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page, log = open_page(demo_url(site, "#trace=trace-fake&r=0&t=0"), width, height)
+    gen, typed = measured_run(FAKE_DOC, "generated", 0), measured_run(FAKE_DOC, "typed", 0)
+    frames = {"start": 0.0, "first-token": gen["ttft_s"],
+              "first-decisions": min(d["t_available"] for d in typed["decisions"]),
+              "typed-done": typed["total_s"], "end": 1e9}
+    for frame, t in frames.items():
+        page.evaluate("t => window.semifReplay.seek(t)", t)
+        page.locator(".panels").scroll_into_view_if_needed()
+        path = SHOTS / f"{name}-{frame}.png"
+        page.screenshot(path=str(path))
+        assert path.stat().st_size > 5000
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, frame  # no sideways scrolling
+    page.screenshot(path=str(SHOTS / f"{name}-full.png"), full_page=True)
+    index, _ = open_page((site / "index.html").as_uri(), width, height)
+    index.screenshot(path=str(SHOTS / f"{name}-index.png"), full_page=True)
+    assert index.evaluate("document.documentElement.scrollWidth") <= width
+    assert log.errors == []
+
+
+def test_the_replay_is_usable_by_keyboard(open_page: Any, site: Path) -> None:
+    page, _ = open_page(demo_url(site, "#trace=trace-fake&r=0&t=0"))
+    t_end = state(page)["tEnd"]
+    page.click("h1")  # focus on the page, not on a control
+    page.keyboard.press("Space")
+    assert state(page)["playing"] is True
+    page.keyboard.press("Space")
+    assert state(page)["playing"] is False
+    page.keyboard.press("Home")
+    assert state(page)["t"] == 0
+    page.keyboard.press("ArrowRight")
+    assert math.isclose(state(page)["t"], t_end / 100)
+    page.keyboard.press("Shift+ArrowRight")
+    assert math.isclose(state(page)["t"], t_end / 100 + t_end / 10)
+    before = state(page)["t"]
+    page.keyboard.press(".")  # the next moment something changes
+    nxt = state(page)["t"]
+    marks = sorted({x["t"] for x in measured_run(FAKE_DOC, "generated", 0)["tokens"]})
+    assert nxt > before and nxt <= min(m for m in marks if m > before)
+    page.keyboard.press("End")
+    assert state(page)["ended"] is True
+    speed = state(page)["speed"]
+    page.keyboard.press("-")
+    assert state(page)["speed"] < speed
+    # every control is reachable with Tab and works from the keyboard
+    page.click("h1")
+    seen = []
+    for _ in range(30):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate("document.activeElement.id"))
+    for control in ("trace-select", "repeat-select", "download", "share", "file-input", "play", "restart",
+                    "scrubber", "speed"):
+        assert control in seen, (control, seen)
+    page.focus("#play")
+    page.keyboard.press("Home")
+    page.keyboard.press("Enter")
+    assert state(page)["playing"] is True
+    page.focus("#scrubber")
+    page.keyboard.press("End")  # the range input's own keys seek too
+    assert state(page)["t"] == t_end
+
+
+def test_reduced_motion_does_not_autoplay(open_page: Any, site: Path) -> None:
+    page, _ = open_page(demo_url(site, "#trace=trace-fake"), reduced_motion="reduce")
+    page.wait_for_timeout(400)
+    s = state(page)
+    assert (s["playing"], s["t"]) == (False, 0)
+    plain, _ = open_page(demo_url(site, "#trace=trace-fake"))
+    wait_until(plain, "window.semifReplay.state().t > 0")  # without the preference, the replay starts by itself
+    assert state(plain)["playing"] is True
+
+
+# --- the in-page checks agree with the Python ones ---------------------------------------------------------
+def test_in_page_canonical_json_and_sha256_match_orjson(open_page: Any, site: Path) -> None:
+    page, _ = open_page(demo_url(site, "#t=0"))
+    rng = random.Random(7)
+    floats = [0.0, -0.0, 1.0, -2.0, 0.1, 1e-5, 9.99e-6, 1e-6, 1.5e-10, 5e-324, 1e15, 9999999999999998.0, 1e16,
+              1.2345678901234567e17, 1e21, 1e22, 1.7976931348623157e308, 123.456, 0.30000000000000004]
+    floats += [rng.uniform(-1, 1) * 10 ** rng.randint(-12, 20) for _ in range(300)]
+    doc = {"z": floats, "a": [0, -7, 2**53 + 1, 2**62, True, False, None],
+           "é": "é\u2028\u2029\x00\x1f\"\\/<script>😀", "\U0001f600": 1, "\uffff": 2, "b": {"y": [], "x": {}}}
+    for text in (json.dumps(doc), orjson.dumps(doc).decode(), json.dumps(doc, indent=2, ensure_ascii=False)):
+        got = page.evaluate("t => window.SemifCheck.canonical(t)", text)
+        assert got == trace_mod.canonical(json.loads(text)).decode()
+    for s in ("", "abc", "x" * 55, "x" * 56, "y" * 64, "é😀" * 300, FAKE.read_text()):
+        assert page.evaluate("s => window.SemifCheck.sha256Text(s)", s) == hashlib.sha256(s.encode()).hexdigest()
+    assert page.evaluate("t => window.SemifCheck.verifyChecksums(t)", FAKE.read_text()) == []
+
+
+def test_in_page_schema_check_agrees_with_jsonschema(open_page: Any, site: Path) -> None:
+    import jsonschema
+
+    page, _ = open_page(demo_url(site, "#t=0"))
+    validator = jsonschema.Draft202012Validator(trace_mod.schema())
+
+    def mutate(fn: Any) -> dict[str, Any]:
+        doc = json.loads(FAKE.read_bytes())
+        fn(doc)
+        return doc
+
+    cases = {
+        "original": mutate(lambda d: None),
+        "no events": mutate(lambda d: d["runs"][0].pop("events")),
+        "negative time": mutate(lambda d: d["runs"][1]["tokens"][0].update(t=-1)),
+        "extra field": mutate(lambda d: d.update(extra=1)),
+        "bad hash": mutate(lambda d: d["inputs"].update(sha256="xyz")),
+        "bad const": mutate(lambda d: d["experiment"].update(kind="other")),
+        "bad enum": mutate(lambda d: d["runs"][1].update(stop_reason="eos")),
+        "too few items": mutate(lambda d: d["runs"][0]["decisions"][0].update(probabilities=[0.5])),
+        "neither run shape": mutate(lambda d: d["runs"][1].update(path="typed")),
+        "not an integer": mutate(lambda d: d["machine"].update(cores=1.5)),
+        "bad label": mutate(lambda d: d["inputs"]["criteria"][0].update(label="maybe")),
+        "null ratio": mutate(lambda d: d["summary"].update(wall_ratio=None)),
+        "state as object": mutate(lambda d: d["inputs"].update(state={"k": "v"})),
+        "empty state": mutate(lambda d: d["inputs"].update(state="")),
+    }
+    for name, doc in cases.items():
+        in_page = page.evaluate("d => window.SemifCheck.validate(JSON.parse(document.getElementById('semif-schema')"
+                                ".textContent), d)", doc)
+        python = list(validator.iter_errors(doc))
+        assert bool(in_page) == bool(python), (name, in_page, [e.message for e in python])

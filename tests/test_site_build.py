@@ -1,0 +1,363 @@
+"""The site build (build.py): inputs validated, pages self-contained and deterministic, traces inert text.
+
+The browser checks live in test_site_browser.py; these need no browser and no model. Helpers here
+(``make_data_dir``, ``hostile_trace``) are shared with the browser tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import build  # noqa: E402
+from scorer import trace as trace_mod  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures"
+FAKE = FIXTURES / "trace-fake.json"
+FAKE_INVALID = FIXTURES / "trace-fake-invalid.json"
+HOSTILE = '<script>alert(1)</script></script><img src=x onerror="window.__pwned=1"><!-- & -->'
+
+
+# --- shared helpers ------------------------------------------------------------------------------------
+def hostile_trace() -> dict[str, Any]:
+    """The fake trace with markup and ``</script>`` in every text a reader sees, re-derived so it verifies."""
+    doc = trace_mod.load(FAKE)
+    doc["experiment"]["title"] = HOSTILE + " title"
+    doc["model"]["key"] = "<i>fake</i>" + HOSTILE
+    doc["inputs"]["state"] = HOSTILE + "\n" + doc["inputs"]["state"]
+    doc["inputs"]["criteria"][0]["question"] = HOSTILE + " " + doc["inputs"]["criteria"][0]["question"]
+    doc["inputs"]["criteria"][1]["question"] = "</script><script>window.__pwned=2</script>"
+    doc["notes"].append(HOSTILE)
+    doc["differences"].append(HOSTILE)
+    ty = doc["prompts"]["typed"]
+    ty["suffix_texts"][0] = HOSTILE + ty["suffix_texts"][0]
+    ge = doc["prompts"]["generated"]
+    ge["text"] = HOSTILE + ge["text"]
+    ge["prompt_sha256"] = hashlib.sha256(ge["text"].encode()).hexdigest()
+    typed = {(r["warmup"], r["repeat"]): r for r in doc["runs"] if r["path"] == "typed"}
+    n = len(doc["inputs"]["criteria"])
+    for run in doc["runs"]:
+        if run["path"] != "generated":
+            continue
+        run["tokens"][0]["text"] = HOSTILE + run["tokens"][0]["text"]
+        run["text"] = "".join(t["text"] for t in run["tokens"] if not t["stop"])
+        valid, complete, parsed, error = trace_mod.parse_array(run["text"], n)
+        run.update(valid=valid, complete=complete, parsed=parsed, error=error)
+        choices = [d["choice"] for d in typed[(run["warmup"], run["repeat"])]["decisions"]]
+        run["agreement"] = trace_mod.agreement(parsed, complete, choices)
+    trace_mod.finalize(doc)
+    problems = trace_mod.verify(doc)
+    assert not problems, problems
+    return doc
+
+
+def shape_report() -> dict[str, Any]:
+    """A shape benchmark report in the shape ``semif bench`` writes (numbers made up for rendering)."""
+
+    def p(mode: str, rate: float, dp: float | None, flips: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": mode, "decisions": 42, "wall_s": 42 / rate, "decisions_per_s": rate}
+        if dp is not None:
+            out.update(speedup_vs_fresh=rate / 10.0, vs_fresh={"max_abs_dp": dp, "n_flips": flips, "n_ties": 0})
+        return out
+
+    return {"schema": "semif-bench-v1", "workload": {"name": "shape", "size": "small", "rows": 42},
+            "model": {"key": "fake", "backend": "fake", "dtype": "float32"}, "machine": {"cpu": "Test CPU"},
+            "passes": {"direct": p("direct", 10.0, None, 0), "serial": p("serial", 31.5, 2e-6, 0),
+                       "shared": p("shared", 55.25, 1.5e-5, 1)}}
+
+
+def make_data_dir(tmp: Path, hostile: bool = True, reports: bool = True) -> Path:
+    """A data directory: the fake trace, optionally the hostile trace and a few result reports."""
+    data = tmp / "data"
+    (data / "traces").mkdir(parents=True)
+    (data / "traces" / "trace-fake.json").write_bytes(FAKE.read_bytes())
+    if hostile:
+        trace_mod.write(data / "traces" / "trace-hostile.json", hostile_trace())
+    if reports:
+        (data / "results").mkdir()
+        (data / "results" / "shape-small-fake-fake.json").write_bytes(orjson.dumps(shape_report()))
+        (data / "results" / "mystery.json").write_bytes(orjson.dumps(
+            {"kind": "mystery", "title": "A kind the site does not know <b>", "rows": [{"a": 1, "b": "x<y"}]}))
+    return data
+
+
+def inline_blocks(html: str, tag: str) -> list[str]:
+    """Contents of the inline ``<tag>`` elements (scripts without a type, i.e. the executable ones)."""
+    if tag == "script":
+        return re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    return re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.S)
+
+
+def embedded_json(html: str, element_id: str) -> Any:
+    m = re.search(rf'<script type="application/json" id="{re.escape(element_id)}">(.*?)</script>', html, flags=re.S)
+    assert m, element_id
+    return json.loads(m.group(1))
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# --- tests ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("site")
+    data = make_data_dir(tmp)
+    out = tmp / "site"
+    build.build(data, out)
+    return data, out
+
+
+def test_fixture_trace_verifies() -> None:
+    assert FAKE.is_file(), "tests/fixtures/trace-fake.json is missing (python tests/fixtures/build_trace_fake.py)"
+    assert trace_mod.verify(trace_mod.load(FAKE)) == []
+
+
+def test_build_writes_pages_traces_and_checksums(built: tuple[Path, Path]) -> None:
+    data, out = built
+    for page in ("index.html", "demo/index.html", "traces/index.html", "traces/SHA256SUMS"):
+        assert (out / page).is_file(), page
+    sums = dict(line.split("  ")[::-1] for line in (out / "traces/SHA256SUMS").read_text().splitlines())
+    assert set(sums) == {"trace-fake.json", "trace-hostile.json"}
+    for name, digest in sums.items():
+        raw = (data / "traces" / name).read_bytes()
+        assert (out / "traces" / name).read_bytes() == raw  # byte for byte
+        assert hashlib.sha256(raw).hexdigest() == digest
+    demo = (out / "demo/index.html").read_text()
+    assert embedded_json(demo, "trace-trace-fake") == json.loads(FAKE.read_bytes())
+    meta = embedded_json(demo, "semif-index")
+    assert [m["slug"] for m in meta] == ["trace-fake", "trace-hostile"]
+    assert embedded_json(demo, "semif-schema") == trace_mod.schema()
+    assert (out / "results/shape-small-fake-fake.json").is_file()
+
+
+def test_index_has_headlines_results_and_charts(built: tuple[Path, Path]) -> None:
+    _, out = built
+    index = (out / "index.html").read_text()
+    summary = json.loads(FAKE.read_bytes())["summary"]
+    assert f"{summary['wall_ratio']:.2f}×" in index
+    assert 'href="demo/index.html#trace=trace-fake"' in index
+    # shape benchmark: one bar per pass, with its drift; the unknown kind as a generic table
+    chart = re.search(r'<svg class="chart".*?</svg>', index, flags=re.S)
+    assert chart and chart.group(0).count('class="chart-bar"') == 3
+    assert "max |Δp| 1.500e-05" in chart.group(0) and "55.25" in chart.group(0)
+    assert "A kind the site does not know &lt;b&gt;" in index
+    assert "<td>x&lt;y</td>" in index
+
+
+class _Tags(HTMLParser):
+    """Every start tag of a page with its attributes, as a browser's tokenizer sees them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags_of(html: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Tags()
+    parser.feed(html)
+    return parser.tags
+
+
+def test_quant_ladder_charts_and_loose_formats(tmp_path: Path) -> None:
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    rungs = [{"ftype": "F32", "bytes": 540_000_000, "decisions_per_s": 4.0,
+              "vs_f32": {"max_abs_dp": 0.0, "n_flips": 0}},
+             {"ftype": "Q8_0", "bytes": 145_000_000, "decisions_per_s": 9.5,
+              "vs_f32": {"max_abs_dp": 0.004, "n_flips": 1}}]
+    (data / "results" / "quant-smollm2.json").write_bytes(orjson.dumps({"kind": "quant", "rungs": rungs}))
+    (data / "results" / "quant-other.json").write_bytes(orjson.dumps({"kind": "quant", "note": "no rungs yet"}))
+    _, reports = build.build(data, tmp_path / "site")
+    by_name = {r.rel: r for r in reports}
+    ladder = by_name["results/quant-smollm2.json"]
+    assert len(ladder.charts) == 2 and "Q8_0 (145 MB)" in ladder.charts[0] and "1 flip" in ladder.charts[1]
+    assert by_name["results/quant-other.json"].charts == []  # shown as a table, not refused
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "no rungs yet" in index
+
+
+def test_pages_are_self_contained(built: tuple[Path, Path]) -> None:
+    _, out = built
+    for page in ("index.html", "demo/index.html", "traces/index.html"):
+        html = (out / page).read_text()
+        tags = tags_of(html)
+        names = {t for t, _ in tags}
+        assert not names & {"img", "iframe", "object", "embed", "audio", "video", "source", "base"}, page
+        # one link: an empty data: icon, so the browser does not go looking for /favicon.ico
+        assert [a for t, a in tags if t == "link"] == [{"rel": "icon", "href": "data:,"}], page
+        assert not [a for _, a in tags if "src" in a or "srcset" in a], page  # no script/img/frame is fetched
+        assert not [a for _, a in tags if "style" in a], page  # styles only from the hashed <style> element
+        assert not [(t, a) for t, a in tags if any(k.startswith("on") for k in a)], page  # no inline handlers
+        hrefs = [a["href"] or "" for t, a in tags if "href" in a and t != "link"]
+        assert hrefs and all(not re.match(r"[a-z][a-z0-9+.-]*:", h) for h in hrefs), (page, hrefs)  # relative only
+        css = "".join(inline_blocks(html, "style"))
+        assert "url(" not in css and "@import" not in css, page
+        # outside the embedded data, the only absolute URL is the SVG namespace (an identifier, never fetched)
+        code = re.sub(r'<script type="application/json".*?</script>', "", html, flags=re.S)
+        assert set(re.findall(r"https?://[^\s\"'<>)]+", code)) <= {"http://www.w3.org/2000/svg"}, page
+
+
+def test_csp_allows_exactly_the_inline_code(built: tuple[Path, Path]) -> None:
+    _, out = built
+    for page in ("index.html", "demo/index.html", "traces/index.html"):
+        html = (out / page).read_text()
+        csp = next(a["content"] or "" for t, a in tags_of(html)
+                   if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+        assert "default-src 'none'" in csp and "unsafe-inline" not in csp
+
+        def digest(text: str) -> str:
+            return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+        scripts = inline_blocks(html, "script")
+        styles = inline_blocks(html, "style")
+        assert len(styles) == 1
+        script_src = re.search(r"script-src ([^;]*)", csp).group(1).split()
+        assert script_src == ([digest(s) for s in scripts] or ["'none'"]), page
+        assert re.search(r"style-src ([^;]*)", csp).group(1).split() == [digest(styles[0])]
+
+
+def test_hostile_text_cannot_break_out(built: tuple[Path, Path]) -> None:
+    _, out = built
+    demo = (out / "demo/index.html").read_text()
+    n_traces = 2
+    scripts = [a for t, a in tags_of(demo) if t == "script"]
+    # exactly our own elements: index + schema + one per trace (inert JSON), and the page's code
+    assert [a.get("type") for a in scripts] == ["application/json"] * (2 + n_traces) + [None]
+    assert demo.count("</script>") == 3 + n_traces
+    assert "<script>alert" not in demo and "\\u003cscript\\u003ealert(1)" in demo
+    assert embedded_json(demo, "trace-trace-hostile")["inputs"]["criteria"][1]["question"].startswith("</script>")
+    for page in ("index.html", "traces/index.html"):
+        html = (out / page).read_text()
+        assert {t for t, _ in tags_of(html)}.isdisjoint({"script", "img", "i"}), page
+        assert "&lt;i&gt;fake&lt;/i&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html, page
+
+
+def test_script_json_escapes_everything_that_could_end_the_element() -> None:
+    value = {"a": "</script><!--<script>&\u2028\u2029", "b": [1.5, None, True]}
+    text = str(build.script_json(value))
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    assert json.loads(text) == value
+
+
+def test_build_is_deterministic(tmp_path: Path) -> None:
+    data = make_data_dir(tmp_path)
+    build.build(data, tmp_path / "a")
+    build.build(data, tmp_path / "b")
+    assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")
+
+
+def test_real_data_dir_builds_byte_identically(tmp_path: Path) -> None:
+    traces, reports = build.build(ROOT / "data", tmp_path / "a")
+    build.build(ROOT / "data", tmp_path / "b")
+    assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")
+    docs = {p: json.loads(p.read_bytes()) for p in (ROOT / "data").rglob("*.json")}
+    n_traces = sum(1 for d in docs.values() if isinstance(d, dict) and d.get("format") == trace_mod.TRACE_FORMAT)
+    n_reports = sum(1 for p, d in docs.items()
+                    if p.relative_to(ROOT / "data").parts[0] == "results" and d.get("format") != trace_mod.TRACE_FORMAT)
+    assert (len(traces), len(reports)) == (n_traces, n_reports)
+
+
+def test_rebuild_replaces_a_previous_build_and_refuses_other_dirs(tmp_path: Path) -> None:
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    out = tmp_path / "site"
+    build.build(data, out)
+    (out / "stale.html").write_text("old")
+    build.build(data, out)
+    assert not (out / "stale.html").exists()
+    other = tmp_path / "precious"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    with pytest.raises(build.BuildError, match="not a previous site build"):
+        build.build(data, other)
+    assert (other / "notes.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("case", ["not-json", "tampered", "wrong-format", "not-a-trace-in-traces", "nan"])
+def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) -> None:
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    bad = data / "traces" / "bad.json"
+    doc = json.loads(FAKE.read_bytes())
+    if case == "not-json":
+        bad.write_text('{"format": "semif-trace-v1", ')
+        match = r"traces/bad\.json: invalid JSON"
+    elif case == "tampered":
+        doc["runs"][1]["tokens"][3]["t"] += 0.5  # a hand-edited timestamp: checksums no longer match
+        bad.write_bytes(orjson.dumps(doc))
+        match = r"traces/bad\.json: trace failed verification: .*checksums"
+    elif case == "wrong-format":
+        doc["format"] = "semif-trace-v2"
+        bad.write_bytes(orjson.dumps(doc))
+        match = r"traces/bad\.json: trace format 'semif-trace-v2' is not supported"
+    elif case == "not-a-trace-in-traces":
+        bad.write_text('{"hello": 1}')
+        match = r"traces/bad\.json: files under traces/ must be traces"
+    else:
+        bad.write_text('{"format": "semif-trace-v1", "x": NaN}')
+        match = r"traces/bad\.json: non-standard JSON constant NaN"
+    out = tmp_path / "site"
+    with pytest.raises(build.BuildError, match=match):
+        build.build(data, out)
+    assert not out.exists()  # nothing written when any input is bad
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"[1, 2]", r"results/r\.json: a result report must be a JSON object, found list"),
+    (b"{}", r"results/r\.json: empty report"),
+    (b'{"schema": "semif-bench-v1", "workload": {"name": "shape"}}',
+     r"results/r\.json: a shape benchmark report needs"),
+    (b'{"schema": "semif-bench-v1", "passes": {"direct": {"decisions_per_s": "fast"}}}',
+     r"results/r\.json: pass 0 needs a name/mode and a finite decisions_per_s"),
+])
+def test_bad_report_stops_the_build_naming_the_file(tmp_path: Path, content: bytes, match: str) -> None:
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    (data / "results" / "r.json").write_bytes(content)
+    with pytest.raises(build.BuildError, match=match):
+        build.build(data, tmp_path / "site")
+
+
+def test_cli_reports_errors_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "traces" / "broken.json").write_text("{")
+    assert build.main(["--data", str(data), "--out", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("build.py: error: traces/broken.json: invalid JSON")
+    (data / "traces" / "broken.json").unlink()
+    assert build.main(["--data", str(data), "--out", str(tmp_path / "site")]) == 0
+    assert "from 1 trace(s) and 0 report(s)" in capsys.readouterr().out
+
+
+def test_schema_uses_only_keywords_the_page_validates() -> None:
+    schema = build.load_trace_schema()
+    assert build._schema_keywords(schema) <= build._JS_SCHEMA_KEYWORDS | build._ANNOTATION_KEYWORDS
+    weird = copy.deepcopy(schema)
+    weird["properties"]["runs"]["unevaluatedItems"] = False
+    assert "unevaluatedItems" in build._schema_keywords(weird) - build._JS_SCHEMA_KEYWORDS
+
+
+def test_build_needs_no_torch(tmp_path: Path) -> None:
+    data = make_data_dir(tmp_path, hostile=False)
+    code = ("import sys, build; from pathlib import Path; "
+            f"build.build(Path({str(data)!r}), Path({str(tmp_path / 'site')!r})); "
+            "bad = [m for m in ('torch', 'transformers', 'llama_cpp') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
