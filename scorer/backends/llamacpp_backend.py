@@ -1,0 +1,617 @@
+"""The llama.cpp kernel (GGUF weights), through llama-cpp-python's low-level C API.
+
+What runs, per protocol call (one context, a unified KV cache; nothing stays in the cache between calls
+except a live generation session, and an idle cache is cleared so every call lays its tokens out from
+cell 0, exactly as a fresh run does):
+
+* ``score_fresh`` (direct): the prompt in one sequence, logits at its last token only.
+* ``prefill``: the prefix decoded once, its state saved off the cache (``llama_state_seq_get_data``).
+* ``score_with_prefix`` (serial): the saved prefix restored into cells 0… (``…set_data``), the suffix
+  decoded after it. Same cell layout as a fresh run, so serial equals direct exactly (measured: 0.0).
+* ``fan_out`` (shared, kernel ``llamacpp.seq-cp-batch``): per packed pass the prefix is restored once and
+  ``seq_cp``-ed to one branch per suffix (branches share the prefix's cells; no data is copied), then ALL
+  suffixes go through ONE ``llama_decode`` (each token tagged with its branch's sequence id and its
+  position), logits only at each branch's last token; every sequence is removed afterwards. Branches
+  after the first sit behind the other branches' cells, and llama.cpp's attention over that layout is
+  not bit-identical to a fresh run: the drift is measured (tests, ``semif compare``), never assumed 0.
+* ``decode_start/next/end``: greedy generation in its own sequence.
+
+The context (KV cells, sequences, batch) is sized from the rows by :meth:`LlamaCppBackend.plan_memory`
+before a run, and recorded. Prompts are encoded by the reference (Hugging Face) tokenizer; the GGUF's
+own tokenizer only proves parity (:mod:`scorer.gguf_check`): the vocabulary at load, every prompt and
+its answer slots before any score (:meth:`LlamaCppBackend.validate_prompt`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import platform
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scorer import __version__, store
+from scorer.backends import BackendConfig
+from scorer.backends.base import FanOutTiming, Prefix, pack_chunks
+from scorer.errors import ModelError, ValidationError
+from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
+from scorer.gguf_tools import GGUFIdentity, identity
+from scorer.prompt import Prompt
+from scorer.tokenizer import HFTokenizer
+
+KERNEL = "llamacpp.seq-cp-batch"
+_CELL_ROUND = 256  # llama.cpp pads the KV cache to 256 cells anyway
+# Until a run plans the cache (plan_memory), room for a typical state and its criteria fanned out at once.
+_DEFAULT_CELLS = 4096
+_DEFAULT_SEQS = 64
+_DEFAULT_BATCH = 2048
+_MAX_BATCH = 8192  # longer inputs are decoded in successive n_batch pieces
+_N_UBATCH = 512  # fixed, so the physical batch split (and its numerics) does not depend on the plan
+_GEN_HEADROOM = 1024  # cells kept free for generated tokens when decode_start has to size the cache
+_FLASH_ATTN_DISABLED = 0  # enum llama_flash_attn_type: -1 auto, 0 disabled, 1 enabled
+_GGML_TYPE_F16 = 1
+_TOKENIZER_MARK = "semif-tokenizer.json"
+_SCORE_KIND = ("quantized-weight conditional option score, uncalibrated: softmax over the declared options' "
+               "answer-slot logits at the answer position, computed by llama.cpp from {quant} GGUF weights; "
+               "not a calibrated probability of correctness")
+_LAYER_DEVICE = re.compile(r"layer\s+(\d+) assigned to device (\S+?),")
+_FLASH = re.compile(r"flash_attn\s*=\s*(\w+)|Flash Attention was auto, set to (\w+)")
+
+
+class _LogSink:
+    """Captures llama.cpp's log (it is the only place some facts appear, e.g. where layers went)."""
+
+    def __init__(self) -> None:
+        self._chunks: list[str] = []
+        self._base = 0
+        self._callback: Any = None
+
+    def install(self) -> None:
+        """Route llama.cpp's log here (once per process); nothing is printed."""
+        if self._callback is not None:
+            return
+        import llama_cpp
+
+        @llama_cpp.llama_log_callback
+        def _cb(level: int, text: bytes, user_data: Any) -> None:
+            self._chunks.append(text.decode("utf-8", "replace"))
+            if len(self._chunks) > 40_000:  # keep memory bounded on long runs
+                drop = 20_000
+                del self._chunks[:drop]
+                self._base += drop
+
+        self._callback = _cb  # the C side holds only a pointer: keep the object alive
+        llama_cpp.llama_log_set(_cb, ctypes.c_void_p(0))
+
+    def mark(self) -> int:
+        return self._base + len(self._chunks)
+
+    def text(self, mark: int) -> str:
+        return "".join(self._chunks[max(0, mark - self._base):])
+
+    def tail(self, mark: int, lines: int = 8) -> str:
+        got = [ln for ln in self.text(mark).splitlines() if ln.strip()]
+        return " | ".join(got[-lines:]) or "(llama.cpp logged nothing)"
+
+
+LLAMA_LOG = _LogSink()
+
+
+class LlamaVocab:
+    """The GGUF's own tokenizer, through llama.cpp (implements :class:`scorer.gguf_check.GGUFTokenizer`)."""
+
+    def __init__(self, lib: Any, vocab: Any):
+        self._lib = lib
+        self._vocab = vocab
+        self._n = int(lib.llama_vocab_n_tokens(vocab))
+        self.add_bos = bool(lib.llama_vocab_get_add_bos(vocab))
+        self.bos_id = int(lib.llama_vocab_bos(vocab))
+
+    @property
+    def n_vocab(self) -> int:
+        return self._n
+
+    def token_text(self, token_id: int) -> str:
+        return bytes(self._lib.llama_vocab_get_text(self._vocab, token_id)).decode("utf-8", "replace")
+
+    def piece(self, token_id: int) -> str:
+        buf = ctypes.create_string_buffer(64)
+        n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, True)
+        return buf.raw[:n].decode("utf-8", "replace")
+
+    def encode(self, text: str, with_bos: bool = True) -> list[int]:
+        data = text.encode("utf-8")
+        cap = len(data) + 8
+        arr = (self._lib.llama_token * cap)()
+        n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, cap, False, True)
+        if n < 0:
+            cap = -n
+            arr = (self._lib.llama_token * cap)()
+            n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, cap, False, True)
+        ids = list(arr[:n])
+        if with_bos and self.add_bos and (not ids or ids[0] != self.bos_id):
+            ids.insert(0, self.bos_id)
+        return ids
+
+
+@dataclass(frozen=True)
+class _PrefixState:
+    """A prefilled prefix, saved off the KV cache (``llama_state_seq_get_data``)."""
+
+    data: bytes
+    """The sequence's saved state: its tokens' K/V in every layer."""
+    n_past: int
+    """Number of prefix tokens it holds."""
+
+
+@dataclass
+class _Seq:
+    """A live llama.cpp sequence (during one call, or a generation session)."""
+
+    seq: int
+    """Sequence id in the KV cache."""
+    n_past: int
+    """Tokens it holds (positions 0..n_past-1)."""
+
+
+def _gpu_layers(value: str, supported: bool) -> int:
+    v = str(value).strip().lower()
+    if v == "auto":
+        return -1 if supported else 0
+    try:
+        n = int(v)
+    except ValueError:
+        raise ModelError(f"--llama-gpu-layers {value!r} (expected a number of layers or 'auto')") from None
+    if n < 0:
+        raise ModelError(f"--llama-gpu-layers {value!r} (expected 0 or more, or 'auto')")
+    return n
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _round_up(n: int, k: int) -> int:
+    return max(k, -(-n // k) * k)
+
+
+def _load_reference_tokenizer(ref: store.ModelRef, gguf_path: Path | None, gguf_sha: str | None
+                              ) -> tuple[Any, dict[str, Any]]:
+    """The reference (HF) tokenizer: the very tokenizer the torch backend uses for this model."""
+    from transformers import AutoTokenizer
+
+    if ref.kind in ("local", "hub"):
+        kw = {"revision": ref.revision} if ref.kind == "hub" else {}
+        try:
+            return AutoTokenizer.from_pretrained(ref.name, **kw), {"from": ref.kind, "name": ref.name, **kw}
+        except OSError as exc:
+            raise ModelError(f"could not load the reference tokenizer of {ref.name}: {exc}") from None
+    assert gguf_path is not None and gguf_sha is not None
+    if ref.kind == "store" and not gguf_path.is_file():
+        assert ref.entry is not None
+        gguf_path = store.fetch(ref.entry)
+    dequant = store.dequant_dir(gguf_sha)
+    if (dequant / "semif-dequant.json").is_file():  # the torch backend's own cache: same files, same tokenizer
+        return AutoTokenizer.from_pretrained(str(dequant)), {"from": "dequantized HF folder", "gguf_sha256": gguf_sha}
+    cached = store.cache_dir() / "tokenizers" / gguf_sha
+    if not (cached / _TOKENIZER_MARK).is_file():
+        # Same steps as the torch backend's dequantize (load from the GGUF, save_pretrained), tokenizer only.
+        print(f"[semif] first load of {gguf_path.name}'s reference tokenizer (cached for next time) …", file=sys.stderr)
+        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        tmp = cached.parent / f".{gguf_sha}.partial-{os.getpid()}"
+        store.remove_tree(tmp)
+        tok.save_pretrained(str(tmp))
+        (tmp / _TOKENIZER_MARK).write_text(f'{{"gguf_file": "{gguf_path.name}", "gguf_sha256": "{gguf_sha}"}}\n')
+        store.remove_tree(cached)
+        os.replace(tmp, cached)
+    return AutoTokenizer.from_pretrained(str(cached)), {"from": "tokenizer loaded from the GGUF by transformers",
+                                                        "gguf_sha256": gguf_sha}
+
+
+class LlamaCppBackend:
+    """A GGUF on llama.cpp. See :class:`scorer.backends.base.Backend` for the contracts."""
+
+    name = "llamacpp"
+    kernel = KERNEL
+    logits_dtype = "float32"
+
+    def __init__(self, cfg: BackendConfig):
+        import llama_cpp
+
+        self._lib = lib = llama_cpp
+        self._model: Any = None
+        self._ctx: Any = None
+        LLAMA_LOG.install()
+        ref = store.resolve(cfg.model, cfg.revision)
+        # The file to run, hashed before llama.cpp reads it.
+        if cfg.gguf:
+            path = Path(cfg.gguf)
+            if not path.is_file():
+                raise ModelError(f"--gguf {cfg.gguf}: file not found")
+            path, sha = path.resolve(), store.sha256_file(path)
+        elif ref.kind in ("store", "gguf"):
+            path, sha = store.gguf_for(ref)
+        else:
+            raise ModelError(f"the llama.cpp backend runs GGUF files; --model {cfg.model} is a {ref.kind} model: "
+                             "pass --gguf FILE (its tokenizer is checked against this model's)")
+        # The reference tokenizer comes from --model (for a --gguf rung of a store model: the store model's).
+        ref_gguf, ref_sha = path, sha
+        if cfg.gguf and ref.kind == "store":
+            assert ref.entry is not None
+            ref_gguf, ref_sha = store.gguf_path(ref.entry), ref.entry.sha256
+        elif cfg.gguf and ref.kind == "gguf":
+            ref_gguf, ref_sha = store.gguf_for(ref)
+        hf_tok, tok_info = _load_reference_tokenizer(ref, ref_gguf, ref_sha)
+        self.tokenizer = HFTokenizer(hf_tok)
+
+        lib.llama_backend_init()
+        self.gpu_offload_supported = bool(lib.llama_supports_gpu_offload())
+        self._gpu_layers = _gpu_layers(cfg.llama_gpu_layers, self.gpu_offload_supported)
+        mp = lib.llama_model_default_params()
+        mp.n_gpu_layers = self._gpu_layers
+        mark = LLAMA_LOG.mark()
+        t0 = time.perf_counter()
+        self._model = lib.llama_model_load_from_file(str(path).encode(), mp)
+        if not self._model:
+            raise ModelError(f"llama.cpp could not load {path}: {LLAMA_LOG.tail(mark)}")
+        self.load_s = time.perf_counter() - t0
+        load_log = LLAMA_LOG.text(mark)
+        devices = dict(_LAYER_DEVICE.findall(load_log))
+        self._offloaded = sum(1 for d in devices.values() if not d.upper().startswith("CPU"))
+        self._layer_slots = len(devices)
+        self._vocab = LlamaVocab(lib, lib.llama_model_get_vocab(self._model))
+        self.n_ctx = int(lib.llama_model_n_ctx_train(self._model))
+        self.threads = cfg.threads or _usable_cores()
+        ftype = int(lib.llama_model_ftype(self._model))
+        self.gguf: GGUFIdentity = identity(path, sha, ftype)
+
+        # Validation 1: the whole vocabulary, then rendered probe prompts.
+        check_vocabulary(hf_tok.convert_ids_to_tokens(list(range(len(hf_tok)))), self._vocab)
+        check_encodings(self.tokenizer, self._vocab, probe_texts(self.tokenizer))
+        self._letters_ok: set[str] = set()
+
+        self._free: list[int] = []
+        self._live: dict[int, _Seq] = {}
+        self._plan: dict[str, Any] = {"mode": None, "cells": _DEFAULT_CELLS, "sequences": _DEFAULT_SEQS,
+                                      "batch": _DEFAULT_BATCH}
+        self._stop: list[int] | None = None
+        self._make_context(_DEFAULT_CELLS, _DEFAULT_SEQS, _DEFAULT_BATCH)
+        import transformers
+
+        self._info: dict[str, Any] = {
+            "key": ref.key, "source": "gguf" if cfg.gguf else ref.kind, "revision": ref.revision,
+            "gguf_file": path.name, "gguf_sha256": sha, "dtype": self.gguf.quantization,
+            "device": "cpu" if self._offloaded == 0 else "gpu", "backend": self.name,
+            "architecture": self._meta("general.architecture"), "vocab_size": self._vocab.n_vocab,
+            "n_ctx": self.n_ctx, "threads": self.threads, "logits_dtype": self.logits_dtype,
+            "score_kind": _SCORE_KIND.format(quant=self.gguf.quantization),
+            "gguf": self.gguf.block(), "reference_tokenizer": tok_info,
+            "validation": {"vocabulary": f"{self._vocab.n_vocab} token texts and probe prompts identical",
+                           "answer_slots": "checked per prompt", "row_parity": "checked per prompt"},
+            "versions": {"semif": __version__, "python": platform.python_version(),
+                         "llama_cpp_python": lib.__version__, "transformers": transformers.__version__,
+                         "numpy": np.__version__},
+        }
+        if ref.entry and not cfg.gguf:
+            self._info.update(upstream=ref.entry.upstream, licence=ref.entry.licence)
+
+    # --- llama.cpp plumbing ------------------------------------------------------------------------
+    def _meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(256)
+        n = self._lib.llama_model_meta_val_str(self._model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", "replace") if n >= 0 else None
+
+    def _make_context(self, cells: int, seqs: int, batch: int) -> None:
+        """(Re)create the context; only allowed while no sequence is live (their KV would be lost)."""
+        lib = self._lib
+        if self._live:
+            raise ModelError("llama.cpp context resize requested while prefixes/sessions are live")
+        if self._ctx:
+            lib.llama_free(self._ctx)
+            self._ctx = None
+        cp = lib.llama_context_default_params()
+        cp.n_ctx = _round_up(cells, _CELL_ROUND)
+        cp.n_seq_max = max(1, min(seqs, int(lib.llama_max_parallel_sequences())))
+        cp.n_batch = max(batch, 1)
+        cp.n_ubatch = min(_N_UBATCH, cp.n_batch)
+        cp.n_threads = cp.n_threads_batch = self.threads
+        cp.kv_unified = True  # all branches share the prefix's cells (seq_cp copies no data)
+        # Measured on SmolLM2 Q4_1 (CPU): with flash attention ("auto" turns it on) a prompt scored as
+        # prefix + 1-token suffix differs from the same prompt scored fresh by up to 0.6 in a logit; without
+        # it the two paths agree exactly. Direct = serial = shared matters more here than FA's speed.
+        cp.flash_attn_type = _FLASH_ATTN_DISABLED
+        cp.type_k = cp.type_v = _GGML_TYPE_F16  # llama.cpp's default KV type, pinned so records can say so
+        cp.no_perf = True
+        mark = LLAMA_LOG.mark()
+        ctx = lib.llama_init_from_model(self._model, cp)
+        if not ctx:
+            raise ModelError(f"llama.cpp could not create a context of {cp.n_ctx} cells: {LLAMA_LOG.tail(mark)}")
+        self._ctx = ctx
+        self._mem = lib.llama_get_memory(ctx)
+        flash = [a or b for a, b in _FLASH.findall(LLAMA_LOG.text(mark))]
+        self._ctx_info = {
+            "kv_cells": int(lib.llama_n_ctx(ctx)), "n_seq_max": int(lib.llama_n_seq_max(ctx)),
+            "n_batch": int(lib.llama_n_batch(ctx)), "n_ubatch": int(lib.llama_n_ubatch(ctx)),
+            "n_threads": int(lib.llama_n_threads(ctx)), "n_threads_batch": int(lib.llama_n_threads_batch(ctx)),
+            "kv_unified": True, "flash_attn": flash[-1] if flash else None, "type_k": "f16", "type_v": "f16",
+        }
+        self._free = list(range(self._ctx_info["n_seq_max"] - 1, -1, -1))
+
+    def plan_memory(self, need: dict[str, int]) -> None:
+        """Size the context for a run from its rows (:func:`scorer.runs.score.memory_need`).
+
+        Prefixes are held as saved states, not in the cache, so the cache only ever holds one prompt
+        (direct, serial) or one prefix and one packed pass of branches (shared).
+        """
+        mode = need["mode"]
+        if mode == "shared":
+            cells, seqs = need["pass_cells"], need["pass_branches"] + 1
+            batch = max(need["longest_prefix"], need["pass_tokens"])
+        else:
+            cells, seqs, batch = need["longest_prompt"], 1, need["longest_prompt"]
+        self._resize(cells, seqs, batch)
+        self._plan = {"mode": mode, "cells": cells, "sequences": seqs, "batch": batch}
+
+    def _resize(self, cells: int, seqs: int, batch: int) -> None:
+        cells = _round_up(max(1, cells), _CELL_ROUND)
+        seqs = max(1, min(seqs, int(self._lib.llama_max_parallel_sequences())))
+        batch = _round_up(min(max(1, batch), _MAX_BATCH), _N_UBATCH)
+        cur = self._ctx_info
+        if (cur["kv_cells"], cur["n_seq_max"], cur["n_batch"]) != (cells, seqs, batch):
+            self._make_context(cells, seqs, batch)
+
+    def _ensure(self, cells: int, seqs: int) -> None:
+        """Grow the context for a call no plan covered (possible only while no generation session is live)."""
+        cur = self._ctx_info
+        held = sum(s.n_past for s in self._live.values())
+        if held + cells <= cur["kv_cells"] and seqs <= len(self._free):
+            return
+        if self._live:
+            raise ModelError(f"the llama.cpp KV cache holds {cur['kv_cells']} cells and {cur['n_seq_max']} sequences; "
+                             f"this call needs {held + cells} cells and {len(self._live) + seqs} sequences while a "
+                             "generation session is live")
+        self._resize(max(cur["kv_cells"], cells), max(cur["n_seq_max"], seqs), max(cur["n_batch"], cells))
+
+    def _idle_reset(self) -> None:
+        """With nothing live, clear the cache so the next tokens land in cells 0, 1, … as in a fresh run.
+
+        Why: llama.cpp places tokens in free cells after the last ones used; attention then runs over a
+        different cell layout, and with quantized activations that moves logits (measured: identical prompts,
+        different layouts, |Δp| up to 0.05 on SmolLM2 Q4_1). Same layout, same numbers.
+        """
+        if not self._live:
+            self._lib.llama_memory_clear(self._mem, False)
+
+    def _take(self, n_past: int = 0) -> _Seq:
+        if not self._free:
+            raise ModelError(f"no free llama.cpp sequence (n_seq_max {self._ctx_info['n_seq_max']})")
+        s = _Seq(self._free.pop(), n_past)
+        self._live[s.seq] = s
+        return s
+
+    def _drop(self, s: _Seq) -> None:
+        self._lib.llama_memory_seq_rm(self._mem, s.seq, -1, -1)
+        del self._live[s.seq]
+        self._free.append(s.seq)
+
+    def _save(self, s: _Seq) -> bytes:
+        lib = self._lib
+        size = int(lib.llama_state_seq_get_size(self._ctx, s.seq))
+        buf = (ctypes.c_uint8 * size)()
+        got = int(lib.llama_state_seq_get_data(self._ctx, buf, size, s.seq))
+        if got != size:
+            raise ModelError(f"llama.cpp saved {got} of {size} bytes of a prefix state")
+        return bytes(buf)
+
+    def _restore(self, state: _PrefixState) -> _Seq:
+        """Load a saved prefix into a new sequence (cells 0… when nothing else is live)."""
+        s = self._take(state.n_past)
+        buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+        if int(self._lib.llama_state_seq_set_data(self._ctx, buf, len(state.data), s.seq)) == 0:
+            self._drop(s)
+            raise ModelError("llama.cpp could not restore a prefix state (no room in the KV cache?)")
+        return s
+
+    def _decode(self, tokens: list[int], pos: list[int], seqs: list[int], want: list[int]) -> list[np.ndarray]:
+        """One logical batch (split into ``n_batch`` pieces if needed); logits of the ``want`` indices, in order."""
+        lib = self._lib
+        n_vocab = self._vocab.n_vocab
+        wanted = set(want)
+        out: dict[int, np.ndarray] = {}
+        step = self._ctx_info["n_batch"]
+        for start in range(0, len(tokens), step):
+            end = min(start + step, len(tokens))
+            n = end - start
+            batch = lib.llama_batch_init(n, 0, 1)
+            try:
+                for j in range(n):
+                    i = start + j
+                    batch.token[j] = tokens[i]
+                    batch.pos[j] = pos[i]
+                    batch.n_seq_id[j] = 1
+                    batch.seq_id[j][0] = seqs[i]
+                    batch.logits[j] = i in wanted
+                batch.n_tokens = n
+                mark = LLAMA_LOG.mark()
+                rc = lib.llama_decode(self._ctx, batch)
+                if rc != 0:
+                    why = {1: "no KV-cache slot for the batch", 2: "aborted", -1: "invalid batch"}.get(rc, "error")
+                    raise ModelError(f"llama_decode failed ({rc}: {why}) on {n} tokens; KV cache "
+                                     f"{self._ctx_info['kv_cells']} cells: {LLAMA_LOG.tail(mark)}")
+                for j in range(n):
+                    if start + j in wanted:
+                        ptr = lib.llama_get_logits_ith(self._ctx, j)
+                        out[start + j] = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).copy()
+            finally:
+                lib.llama_batch_free(batch)
+        return [out[i] for i in want]
+
+    def _run(self, s: _Seq, ids: list[int], logits: bool) -> np.ndarray | None:
+        """Append ``ids`` to sequence ``s``; logits of the last one if asked."""
+        n = len(ids)
+        got = self._decode(list(ids), list(range(s.n_past, s.n_past + n)), [s.seq] * n, [n - 1] if logits else [])
+        s.n_past += n
+        return got[0] if logits else None
+
+    def close(self) -> None:
+        """Free the context and the model (also done when the object is collected)."""
+        lib = getattr(self, "_lib", None)
+        if lib is None:
+            return
+        if getattr(self, "_ctx", None):
+            lib.llama_free(self._ctx)
+            self._ctx = None
+        if getattr(self, "_model", None):
+            lib.llama_model_free(self._model)
+            self._model = None
+
+    def __del__(self) -> None:
+        # Interpreter shutdown may have torn the library down already.
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # --- protocol ----------------------------------------------------------------------------------
+    def model_info(self) -> dict[str, Any]:
+        info = dict(self._info)
+        info["llama"] = {
+            **self._ctx_info, "planned": dict(self._plan), "n_ctx_train": self.n_ctx,
+            "n_gpu_layers_requested": self._gpu_layers, "layers_offloaded": self._offloaded,
+            "layer_slots": self._layer_slots, "gpu_offload_supported": self.gpu_offload_supported,
+            "system_info": bytes(self._lib.llama_print_system_info()).decode("utf-8", "replace").strip(" |"),
+        }
+        return info
+
+    def validate_prompt(self, prompt: Prompt) -> None:
+        """Validations 3 and 2 for one rendered prompt (called for every row before any is scored)."""
+        check_row(prompt, self._vocab)
+        check_slots(prompt, self._vocab, self._letters_ok)
+
+    def score_fresh(self, ids: list[int]) -> np.ndarray:
+        self._ensure(len(ids), 1)
+        self._idle_reset()
+        s = self._take()
+        try:
+            out = self._run(s, ids, logits=True)
+        finally:
+            self._drop(s)
+        assert out is not None
+        return out
+
+    def prefill(self, ids: list[int]) -> Prefix:
+        """Decode the prefix, save its state (KV of every layer) off the cache, free the cache."""
+        self._ensure(len(ids), 1)
+        t0 = time.perf_counter()
+        self._idle_reset()
+        s = self._take()
+        try:
+            self._run(s, ids, logits=False)
+            state = _PrefixState(self._save(s), len(ids))
+        finally:
+            self._drop(s)
+        return Prefix(list(ids), state, time.perf_counter() - t0)
+
+    def _state(self, prefix: Prefix) -> _PrefixState:
+        if not isinstance(prefix.handle, _PrefixState):
+            raise ValidationError("this prefix was released")
+        return prefix.handle
+
+    def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+        """Serial: restore the saved prefix into cells 0…, decode the suffix after it, drop the sequence."""
+        state = self._state(prefix)
+        self._ensure(state.n_past + len(suffix), 1)
+        t0 = time.perf_counter()
+        self._idle_reset()
+        s = self._restore(state)
+        copy_s = time.perf_counter() - t0
+        try:
+            out = self._run(s, suffix, logits=True)
+        finally:
+            self._drop(s)
+        assert out is not None
+        return out, copy_s
+
+    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
+                ) -> tuple[list[np.ndarray], FanOutTiming]:
+        """Shared: per packed pass, restore the prefix, ``seq_cp`` it to one branch per suffix and decode
+        every suffix in ONE batch (logits at each branch's last token only); then drop all sequences."""
+        state = self._state(prefix)
+        timing = FanOutTiming()
+        results: list[np.ndarray] = []
+        p = state.n_past
+        max_branches = int(self._lib.llama_max_parallel_sequences()) - 1
+        for chunk in pack_chunks(suffixes, max_batch_tokens):
+            for k in range(0, len(chunk), max_branches):
+                part = chunk[k:k + max_branches]
+                self._ensure(p + sum(len(x) for x in part), len(part) + 1)
+                t0 = time.perf_counter()
+                self._idle_reset()
+                src = self._restore(state)
+                branches: list[_Seq] = []
+                try:
+                    for _ in part:
+                        b = self._take(p)
+                        self._lib.llama_memory_seq_cp(self._mem, src.seq, b.seq, -1, -1)
+                        branches.append(b)
+                    t1 = time.perf_counter()
+                    tokens: list[int] = []
+                    pos: list[int] = []
+                    seqs: list[int] = []
+                    want: list[int] = []
+                    for b, suf in zip(branches, part, strict=True):
+                        tokens += suf
+                        pos += range(p, p + len(suf))
+                        seqs += [b.seq] * len(suf)
+                        want.append(len(tokens) - 1)
+                    results += self._decode(tokens, pos, seqs, want)
+                finally:
+                    for b in branches:
+                        self._drop(b)
+                    self._drop(src)
+                t2 = time.perf_counter()
+                timing.copy_s += t1 - t0
+                timing.suffix_s += t2 - t1
+                timing.chunks += 1
+        return results, timing
+
+    def release(self, prefix: Prefix) -> None:
+        prefix.handle = None
+
+    def decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
+        self._ensure(len(ids) + _GEN_HEADROOM, 1)
+        self._idle_reset()
+        s = self._take()
+        try:
+            out = self._run(s, ids, logits=True)
+        except Exception:
+            self._drop(s)
+            raise
+        assert out is not None
+        return s, out
+
+    def decode_next(self, session: Any, token_id: int) -> np.ndarray:
+        out = self._run(session, [int(token_id)], logits=True)
+        assert out is not None
+        return out
+
+    def decode_end(self, session: Any) -> None:
+        if session.seq in self._live:
+            self._drop(session)
+
+    def stop_ids(self) -> list[int]:
+        """Every token llama.cpp itself treats as end of generation (end-of-turn, end-of-sequence…)."""
+        if self._stop is None:
+            self._stop = [i for i in range(self._vocab.n_vocab) if self._lib.llama_vocab_is_eog(self._vocab._vocab, i)]
+        return list(self._stop)

@@ -1,0 +1,165 @@
+"""GGUF files: identity (name, bytes, sha256, quantization), an F32 copy, and llama.cpp's quantizer.
+
+The F32 copy is how the quantization ladder gets its reference weights: every tensor of a GGUF is
+dequantized with the ``gguf`` package and written back as F32 with the original metadata (so the
+tokenizer, chat template and hyperparameters travel unchanged). For the models of the embedded store
+this F32 file is itself dequantized from a quantized GGUF: it is the reference the rungs are measured
+against, not the model's original fp16/bf16 weights.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scorer import store
+from scorer.errors import ModelError
+
+# llama.cpp's ``enum llama_ftype`` (llama.h); names as the quantize tool spells them.
+FTYPES: dict[str, int] = {
+    "F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10, "Q3_K_S": 11,
+    "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18,
+    "IQ2_XXS": 19, "IQ2_XS": 20, "Q2_K_S": 21, "IQ3_XS": 22, "IQ3_XXS": 23, "IQ1_S": 24, "IQ4_NL": 25,
+    "IQ3_S": 26, "IQ3_M": 27, "IQ2_S": 28, "IQ2_M": 29, "IQ4_XS": 30, "IQ1_M": 31, "BF16": 32,
+    "TQ1_0": 36, "TQ2_0": 37,
+}
+FTYPE_NAMES = {v: k for k, v in FTYPES.items()}
+_GUESSED = 1024  # LLAMA_FTYPE_GUESSED: the file type was inferred from the tensors
+
+
+def ftype_name(ftype: int) -> str:
+    """``Q4_K_M`` for 15; a guessed type is named with a ``~`` suffix; unknown values stay numeric."""
+    base = ftype & ~_GUESSED
+    name = FTYPE_NAMES.get(base, f"ftype-{base}")
+    return f"{name}~" if ftype & _GUESSED else name
+
+
+@dataclass(frozen=True)
+class GGUFIdentity:
+    """What a record says about the GGUF it was scored with (the ``gguf`` block)."""
+
+    file: str
+    """File name (no directory: paths differ between machines)."""
+    bytes: int
+    """File size."""
+    sha256: str
+    """sha256 of the file, computed before llama.cpp loaded it."""
+    quantization: str
+    """llama.cpp file type, e.g. ``Q4_K_M`` (most tensors; some keep other types)."""
+
+    def block(self) -> dict[str, Any]:
+        return {"file": self.file, "bytes": self.bytes, "sha256": self.sha256, "quantization": self.quantization}
+
+
+def write_f32(source: Path, target: Path) -> dict[str, Any]:
+    """Dequantize every tensor of ``source`` to F32 and write ``target`` (atomically), keeping all metadata.
+
+    Returns what was done: tensor type counts of the source, seconds, bytes written.
+    """
+    import gguf
+    import numpy as np
+
+    t0 = time.perf_counter()
+    reader = gguf.GGUFReader(str(source))
+    arch_field = reader.get_field("general.architecture")
+    if arch_field is None:
+        raise ModelError(f"{source} has no general.architecture; not a model GGUF")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    writer = gguf.GGUFWriter(str(tmp), str(arch_field.contents()))
+    try:
+        for f in reader.fields.values():
+            if f.name == "general.architecture" or f.name.startswith("GGUF."):
+                continue  # written by GGUFWriter itself
+            vtype = f.types[0]
+            sub = f.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+            value = FTYPES["F32"] if f.name == "general.file_type" else f.contents()
+            writer.add_key_value(f.name, value, vtype, sub_type=sub)
+        shapes = []
+        for t in reader.tensors:
+            shape = tuple(int(x) for x in reversed(t.shape))  # GGUF lists ne0 first; numpy wants it last
+            shapes.append(shape)
+            writer.add_tensor_info(t.name, shape, np.dtype(np.float32), int(np.prod(shape)) * 4,
+                                   gguf.GGMLQuantizationType.F32)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        for t, shape in zip(reader.tensors, shapes, strict=True):
+            data = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32, copy=False).reshape(shape)
+            writer.write_tensor_data(data)
+        writer.close()
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return {"source_tensor_types": dict(Counter(t.tensor_type.name for t in reader.tensors)),
+            "tensors": len(reader.tensors), "seconds": round(time.perf_counter() - t0, 3),
+            "bytes": target.stat().st_size}
+
+
+@dataclass
+class QuantizeResult:
+    """One run of llama.cpp's quantizer."""
+
+    ftype: str
+    """Requested llama.cpp file type."""
+    seconds: float
+    """Wall time."""
+    bytes: int
+    """Output file size."""
+    tensor_types: dict[str, int] = field(default_factory=dict)
+    """How many tensors ended up in each type (llama.cpp falls back where a row size does not fit)."""
+    fallback_tensors: int = 0
+    """Tensors llama.cpp had to quantize to a fallback type (its own warning)."""
+    bits_per_weight: float | None = None
+    """llama.cpp's reported bits per weight of the output."""
+
+
+_CONVERT = re.compile(r"type =\s+(\w+),\s+(?:converting to (\w+)|size)")
+_FALLBACK = re.compile(r"(\d+) of \d+ tensor\(s\) required fallback")
+_BPW = re.compile(r"quant size\s+=\s+[\d.]+ MiB \(([\d.]+) BPW\)")
+
+
+def quantize(source: Path, target: Path, ftype: str, threads: int | None = None) -> QuantizeResult:
+    """Quantize ``source`` (F32/F16) to ``ftype`` with llama.cpp's own quantizer, atomically."""
+    import llama_cpp
+
+    from scorer.backends.llamacpp_backend import LLAMA_LOG
+
+    if ftype not in FTYPES:
+        raise ModelError(f"unknown quantization type {ftype!r} (expected one of {', '.join(FTYPES)})")
+    LLAMA_LOG.install()
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = FTYPES[ftype]
+    params.nthread = threads or 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    mark = LLAMA_LOG.mark()
+    t0 = time.perf_counter()
+    try:
+        rc = llama_cpp.llama_model_quantize(str(source).encode(), str(tmp).encode(), ctypes.byref(params))
+        if rc != 0:
+            raise ModelError(f"llama.cpp could not quantize {source.name} to {ftype} (status {rc}): "
+                             f"{LLAMA_LOG.tail(mark)}")
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():  # a failed quantize leaves a partial file behind
+            tmp.unlink()
+    seconds = time.perf_counter() - t0
+    text = LLAMA_LOG.text(mark)
+    types = Counter(m.group(2) or m.group(1) for m in _CONVERT.finditer(text))
+    fb = _FALLBACK.search(text)
+    bpw = _BPW.search(text)
+    return QuantizeResult(ftype, round(seconds, 3), target.stat().st_size, dict(sorted(types.items())),
+                          int(fb.group(1)) if fb else 0, float(bpw.group(1)) if bpw else None)
+
+
+def identity(path: Path, sha256: str | None, ftype: int) -> GGUFIdentity:
+    """The ``gguf`` block of a file whose sha256 is known (or is computed now)."""
+    return GGUFIdentity(path.name, path.stat().st_size, sha256 or store.sha256_file(path), ftype_name(ftype))
