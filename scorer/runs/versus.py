@@ -1,0 +1,721 @@
+"""``semif versus``: the same model, state and criteria, answered typed and generated, traced.
+
+* Typed path: every criterion becomes a yes/no decision (options A. Yes / B. No); the shared state is
+  prefilled once and all suffixes are scored in packed passes (shared mode); each decision is read
+  from its answer slot's logits. No token is generated.
+* Generated path: one prompt (``semif-array-v1``) holds the state and the numbered criteria and asks
+  for a JSON array of lowercase "yes"/"no"; greedy decoding with the KV cache until end-of-turn or
+  the token limit. The output is judged strictly and never repaired.
+
+Both paths run on the same backend object (same weights, dtype, device), written on the backend
+protocol only, so ``--backend llamacpp`` works wherever the kernel implements it. Each run takes its
+t0 before rendering any prompt; everything after is measured inside the run with a monotonic clock.
+Evidence that a production caller would not compute (top-k lists, token texts) is derived after the
+run's clock stops, from logits kept during the run, so it does not inflate either path's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from scorer import readout, trace
+from scorer.backends.base import Backend, pack_chunks
+from scorer.errors import InputError, ValidationError
+from scorer.prompt import Tokenizer, common_prefix, sha256_text, sha256_tokens, state_text
+from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, ExactPolicy, default_report_path
+from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, make_record, memory_need, prepare, score_items
+from scorer.schema import Decision, Option
+
+ARRAY_PROMPT_VERSION = "semif-array-v1"
+ARRAY_SYSTEM = (
+    "You are a precise decision function. Read the state, then answer every question with yes or no. "
+    'Reply with a JSON array of lowercase strings, "yes" or "no", one per question, in the order of the '
+    "questions, and nothing else."
+)
+YES_NO = (Option("yes", "Yes"), Option("no", "No"))
+DEFAULT_INPUT = Path(__file__).resolve().parents[2] / "data" / "versus" / "ticket-21.json"
+DEFAULT_TRACES = Path("data") / "traces"
+DEFAULT_REPEATS, DEFAULT_WARMUP, DEFAULT_TOP_K = 3, 1, 5
+_INPUT_KEYS = {"id", "state", "criteria"}
+_CRITERION_KEYS = {"id", "question", "label"}
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One binary criterion about the state."""
+
+    id: str
+    """Unique id within the input file."""
+    question: str
+    """The yes/no question."""
+    label: str | None = None
+    """Gold answer ``yes``/``no`` when known; never shown to the model."""
+
+
+@dataclass(frozen=True)
+class VersusInput:
+    """One state and its ordered criteria (``data/versus/*.json``)."""
+
+    id: str
+    """Input id; names the trace file."""
+    state: str | dict[str, Any] | list[Any]
+    """The evidence: text or a JSON object/array."""
+    criteria: tuple[Criterion, ...]
+    """The criteria, in the order the generated array must follow."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The trace's ``inputs`` identity: ``{id, state, criteria}``."""
+        crit = [{"id": c.id, "question": c.question, **({"label": c.label} if c.label else {})}
+                for c in self.criteria]
+        return {"id": self.id, "state": self.state, "criteria": crit}
+
+
+def _nonempty(v: Any) -> bool:
+    return isinstance(v, str) and v.strip() != ""
+
+
+def load_input(path: str | Path) -> VersusInput:
+    """Read and validate a versus input file, with file/field errors."""
+    name = str(path)
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(name, None, None, "file not found", 'a JSON file {"id", "state", "criteria"}')
+    try:
+        obj = orjson.loads(p.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(name, None, None, f"invalid JSON ({exc})", "one JSON object") from None
+    if not isinstance(obj, dict):
+        raise InputError(name, None, None, f"a JSON {type(obj).__name__}", 'an object {"id", "state", "criteria"}')
+    for key in sorted(_INPUT_KEYS):
+        if key not in obj:
+            raise InputError(name, None, key, "missing", "keys id, state, criteria")
+    unknown = sorted(set(obj) - _INPUT_KEYS)
+    if unknown:
+        raise InputError(name, None, None, f"unknown keys {unknown}", "only id, state, criteria")
+    if not _nonempty(obj["id"]):
+        raise InputError(name, None, "id", f"{obj['id']!r}", "a non-empty string")
+    state = obj["state"]
+    if (isinstance(state, str) and not state.strip()) or (isinstance(state, (dict, list)) and not state):
+        raise InputError(name, None, "state", "empty", "non-empty text or a non-empty JSON object/array")
+    if not isinstance(state, (str, dict, list)):
+        raise InputError(name, None, "state", f"a {type(state).__name__}", "text or a JSON object/array")
+    raw = obj["criteria"]
+    if not isinstance(raw, list) or not raw:
+        raise InputError(name, None, "criteria", "not a non-empty list", "a list of {id, question, label?} objects")
+    crits: list[Criterion] = []
+    seen: set[str] = set()
+    for i, c in enumerate(raw):
+        where = f"criteria[{i}]"
+        if not isinstance(c, dict):
+            raise InputError(name, None, where, f"a {type(c).__name__}", "an object {id, question, label?}")
+        bad = sorted(set(c) - _CRITERION_KEYS)
+        if bad:
+            raise InputError(name, None, where, f"unknown keys {bad}", "only id, question and label")
+        for key in ("id", "question"):
+            if key not in c:
+                raise InputError(name, None, f"{where}.{key}", "missing", "a non-empty string")
+            if not _nonempty(c[key]):
+                raise InputError(name, None, f"{where}.{key}", f"{c[key]!r}", "a non-empty string")
+        if c["id"] in seen:
+            raise InputError(name, None, f"{where}.id", f"duplicate id {c['id']!r}", "unique criterion ids")
+        seen.add(c["id"])
+        label = c.get("label")
+        if label is not None and label not in ("yes", "no"):
+            raise InputError(name, None, f"{where}.label", f"{label!r}", '"yes" or "no" (or no label)')
+        crits.append(Criterion(c["id"], c["question"], label))
+    return VersusInput(obj["id"], state, tuple(crits))
+
+
+def decisions_for(inp: VersusInput, source: str = "") -> list[Decision]:
+    """The typed path's rows: one yes/no decision per criterion, in order."""
+    return [Decision(c.id, inp.state, c.question, YES_NO, {"label": c.label} if c.label else {},
+                     f"{source}#criteria[{i}]") for i, c in enumerate(inp.criteria)]
+
+
+# --- the generated path's prompt -------------------------------------------------------------------
+def array_messages(inp: VersusInput) -> list[dict[str, str]]:
+    """``semif-array-v1``: the state, then the numbered questions, then the exact answer shape."""
+    n = len(inp.criteria)
+    questions = "\n".join(f"{i}. {c.question.strip()}" for i, c in enumerate(inp.criteria, start=1))
+    user = (f"State:\n{state_text(inp.state)}\n\nQuestions:\n{questions}\n\n"
+            f'Answer with a JSON array of exactly {n} strings, each "yes" or "no", in the order of the questions.')
+    return [{"role": "system", "content": ARRAY_SYSTEM}, {"role": "user", "content": user}]
+
+
+def render_array(tok: Tokenizer, inp: VersusInput) -> tuple[str, list[int]]:
+    text = tok.render_chat(array_messages(inp), add_generation_prompt=True)
+    return text, tok.encode(text)
+
+
+def default_max_new_tokens(n: int) -> int:
+    """Enough for ``["yes", …]`` with one or two tokens per value plus slack, never unbounded."""
+    return 4 * n + 16
+
+
+# --- token evidence ----------------------------------------------------------------------------------
+def token_texts(tok: Tokenizer, ids: list[int]) -> list[str]:
+    """Text of token i = decode(ids[:i+1]) minus decode(ids[:i]), multi-byte safe.
+
+    While a character is split across tokens, the partial decode ends in U+FFFD: those tokens get ""
+    and the character is given to the token that completes it.
+    """
+    out: list[str] = []
+    acc = ""
+    for i in range(len(ids)):
+        cur = tok.decode(ids[: i + 1])
+        if i < len(ids) - 1 and cur.endswith("\ufffd"):
+            out.append("")
+            continue
+        keep = len(common_prefix([list(acc), list(cur)])) if not cur.startswith(acc) else len(acc)
+        out.append(cur[keep:])
+        acc = cur
+    return out
+
+
+def string_value_starts(text: str) -> list[int]:
+    """Character offsets where each string value of the top-level array begins (after its quote)."""
+    starts: list[int] = []
+    depth, in_str, esc = 0, False, False
+    for pos, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+            if depth == 1 and pos + 1 < len(text):
+                starts.append(pos + 1)
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+    return starts
+
+
+def _first_token(tok: Tokenizer, text: str) -> int | None:
+    ids = tok.encode(text)
+    bos = getattr(tok, "bos_id_prepended", None)
+    if bos is not None and ids and ids[0] == bos:
+        ids = ids[1:]
+    return ids[0] if ids else None
+
+
+def answer_candidates(tok: Tokenizer, lead: str) -> tuple[int, int] | None:
+    """Token ids that would start ``yes`` / ``no`` after ``lead`` (e.g. "" when the quote was its own
+    token, '"' when the model writes '"yes' as one token). None when no single token decides."""
+    got = []
+    for word in ("yes", "no"):
+        t = _first_token(tok, lead + word)
+        if t is None:
+            return None
+        piece = tok.decode([t])
+        if not piece.startswith(lead) or len(piece) <= len(lead) or not (lead + word).startswith(piece):
+            return None
+        got.append(t)
+    return (got[0], got[1]) if got[0] != got[1] else None
+
+
+@dataclass
+class _Evidence:
+    """Per-token evidence derived after a generated run's clock stopped."""
+
+    texts: list[str]
+    answer_at: dict[int, int] = field(default_factory=dict)
+    """token index -> answer index k."""
+    leads: dict[int, str] = field(default_factory=dict)
+    """token index -> text between the token's start and the value's first character."""
+
+
+def _locate_answers(texts: list[str], stop_last: bool) -> _Evidence:
+    ev = _Evidence(texts)
+    body = texts[:-1] if stop_last else texts
+    text = "".join(body)
+    offsets = []
+    pos = 0
+    for t in body:
+        offsets.append(pos)
+        pos += len(t)
+    for k, v in enumerate(string_value_starts(text)):
+        for i, (start, t) in enumerate(zip(offsets, body, strict=True)):
+            if t and start <= v < start + len(t):
+                ev.answer_at[i] = k
+                ev.leads[i] = text[start:v]
+                break
+    return ev
+
+
+# --- runs --------------------------------------------------------------------------------------------
+def _r(t: float) -> float:
+    return round(t, 6)
+
+
+def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: bool, clock0: float,
+              max_batch_tokens: int, top_k: int, info: dict[str, Any], exact: ExactPolicy | None = None
+              ) -> tuple[dict[str, Any], list[Item]]:
+    """One typed run: render+encode, prefill the shared prefix, packed suffix passes, readouts, and (with
+    an exact policy) a fresh re-score of every decision whose margin is under the drift bound."""
+    t0 = time.perf_counter()
+    items = prepare(backend, decisions, with_prefix=True)
+    t_enc = time.perf_counter() - t0
+    if len({sha256_tokens(it.prefix) for it in items}) != 1:
+        raise ValidationError("the typed prompts of one state do not share one token prefix")
+    pre = backend.prefill(items[0].prefix)
+    t_pre = time.perf_counter() - t0
+    suffixes = [it.prompt.ids[len(it.prefix):] for it in items]
+    logits: list[np.ndarray] = []
+    avail: list[float] = []
+    passes: list[int] = []
+    chunks = pack_chunks(suffixes, max_batch_tokens)
+    for k, chunk in enumerate(chunks):
+        # One fan_out per packed chunk, so each decision's availability is its own pass's end.
+        lg, _timing = backend.fan_out(pre, chunk, max_batch_tokens)
+        t = time.perf_counter() - t0
+        logits += lg
+        avail += [t] * len(chunk)
+        passes += [k] * len(chunk)
+    t_suf = time.perf_counter() - t0
+    run_ident = {"config_sha256": "versus", "repeat": repeat, "warmup": warmup}
+    zero = {"encode_s": 0.0, "forward_s": 0.0, "total_s": 0.0}
+    records = [make_record(it, lg, backend, info, "shared", zero, None, run_ident)
+               for it, lg in zip(items, logits, strict=True)]
+    escalated = [False] * len(items)
+    if exact is not None:
+        for i, it in enumerate(items):
+            if exact.escalates(records[i]):
+                # The fresh path's answer replaces the fast one; it is available when its own pass ends.
+                logits[i] = backend.score_fresh(it.prompt.ids)
+                records[i] = make_record(it, logits[i], backend, info, "direct", zero, None, run_ident)
+                avail[i] = time.perf_counter() - t0
+                escalated[i] = True
+    t_avail = time.perf_counter() - t0
+    backend.release(pre)
+    tok = backend.tokenizer
+    decisions_out = []
+    for rec, lg, ta, k, esc in zip(records, logits, avail, passes, escalated, strict=True):
+        decisions_out.append({
+            "criterion_id": rec["id"], "t_available": _r(ta), "pass": k, "escalated": esc,
+            "option_ids": rec["option_ids"],
+            "letters": rec["letters"], "option_logits": rec["option_logits"], "probabilities": rec["probabilities"],
+            "choice": rec["choice"], "margin": rec["margin"], "tie": rec["tie"],
+            "tied_option_ids": rec["tied_option_ids"], "allowed_token_mass": rec["allowed_token_mass"],
+            "full_vocab_argmax": rec["full_vocab_argmax"],
+            "top_k": readout.top_k(lg, top_k, tok.decode) if top_k else []})
+    n_pre = len(items[0].prefix)
+    n_suf = sum(len(s) for s in suffixes)
+    n_esc = sum(len(it.prompt.ids) for it, esc in zip(items, escalated, strict=True) if esc)
+    run = {"path": "typed", "repeat": repeat, "warmup": warmup, "start_s": _r(t0 - clock0),
+           "events": [{"name": "encoded", "t": _r(t_enc)}, {"name": "prefill_done", "t": _r(t_pre)},
+                      {"name": "suffix_done", "t": _r(t_suf)}, {"name": "decisions_available", "t": _r(t_avail)}],
+           "total_s": _r(t_avail),
+           "tokens": {"prefix": n_pre, "suffix": n_suf, "escalated": n_esc, "processed": n_pre + n_suf + n_esc,
+                      "output": 0, "passes": len(chunks)},
+           "escalated": sum(escalated),
+           "decisions": decisions_out}
+    return run, items
+
+
+def run_generated(backend: Backend, inp: VersusInput, repeat: int, warmup: bool, clock0: float,
+                  max_new_tokens: int, top_k: int, expect_sha256: str | None = None) -> dict[str, Any]:
+    """One generated run: render+encode, greedy decoding with the KV cache, then strict judging."""
+    tok = backend.tokenizer
+    stops = set(backend.stop_ids())
+    t0 = time.perf_counter()
+    text, ids = render_array(tok, inp)
+    t_enc = time.perf_counter() - t0
+    if expect_sha256 is not None and sha256_text(text) != expect_sha256:
+        raise ValidationError("the generated prompt rendered differently between runs")
+    if len(ids) + max_new_tokens > backend.n_ctx:
+        raise ValidationError(f"the generated prompt is {len(ids)} tokens + {max_new_tokens} new tokens but the "
+                              f"model's context holds {backend.n_ctx}; SemIf never truncates")
+    out: list[int] = []
+    ts: list[float] = []
+    kept: list[np.ndarray] = []
+    reason = "max_new_tokens"
+    session, lg = backend.decode_start(ids)
+    try:
+        while True:
+            tid = int(np.argmax(lg))
+            ts.append(time.perf_counter() - t0)
+            out.append(tid)
+            # A copy: a kernel may reuse its logits buffer on the next step.
+            kept.append(np.array(lg, dtype=np.float32, copy=True))
+            if tid in stops:
+                reason = "end_of_turn"
+                break
+            if len(out) >= max_new_tokens:
+                break
+            lg = backend.decode_next(session, tid)
+    finally:
+        backend.decode_end(session)
+    t_done = time.perf_counter() - t0
+    # --- clock stopped: evidence and judging ---
+    stop_last = reason == "end_of_turn"
+    body_ids = out[:-1] if stop_last else out
+    texts = token_texts(tok, body_ids)
+    if stop_last:
+        texts.append(tok.decode([out[-1]]))
+    ev = _locate_answers(texts, stop_last)
+    tokens = []
+    for i, (tid, t, logit) in enumerate(zip(out, ts, kept, strict=True)):
+        lse = readout.logsumexp(logit)
+        yes_no = None
+        k = ev.answer_at.get(i)
+        if k is not None:
+            cand = answer_candidates(tok, ev.leads[i])
+            if cand is not None:
+                ly, ln = float(logit[cand[0]]), float(logit[cand[1]])
+                two = readout.softmax(np.array([ly, ln]))
+                mass = float(np.exp(ly - lse) + np.exp(ln - lse))
+                yes_no = {"yes": float(two[0]), "no": float(two[1]), "yes_id": cand[0], "no_id": cand[1],
+                          "mass": min(mass, 1.0)}
+        tokens.append({"i": i, "t": _r(t), "id": tid, "text": texts[i], "p": min(float(np.exp(logit[tid] - lse)), 1.0),
+                       "top_k": readout.top_k(logit, top_k, tok.decode) if top_k else [],
+                       "stop": stop_last and i == len(out) - 1, "answer_index": k, "yes_no": yes_no})
+    body = "".join(texts[:-1] if stop_last else texts)
+    valid, complete, parsed, error = trace.parse_array(body, len(inp.criteria))
+    return {"path": "generated", "repeat": repeat, "warmup": warmup, "start_s": _r(t0 - clock0),
+            "events": [{"name": "encoded", "t": _r(t_enc)}, {"name": "first_token", "t": _r(ts[0])},
+                       {"name": "done", "t": _r(t_done)}],
+            "ttft_s": _r(ts[0]), "total_s": _r(t_done), "tokens": tokens, "output_tokens": len(out),
+            "decode_steps": len(out) - 1, "stop_reason": reason, "text": body, "valid": valid,
+            "complete": complete, "error": error, "parsed": parsed, "agreement": []}
+
+
+# --- the experiment ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VersusConfig:
+    """How the experiment is run."""
+
+    repeats: int = DEFAULT_REPEATS
+    """Measured runs of each path."""
+    warmup: int = DEFAULT_WARMUP
+    """Warm-up runs of each path (kept in the trace, flagged)."""
+    max_new_tokens: int | None = None
+    """Generation limit; default :func:`default_max_new_tokens`."""
+    top_k: int = DEFAULT_TOP_K
+    """Alternatives recorded per decision and per generated token."""
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    """Shared mode: suffix tokens per packed pass."""
+    check_direct: bool = True
+    """After the runs, score the criteria in direct mode (untimed) and compare with the typed choices."""
+    exact: bool = True
+    """Typed path: escalate to a fresh pass every decision whose margin is under the measured drift bound."""
+    exact_safety: float = DEFAULT_SAFETY
+    """Bound = safety × 2 × max |Δp| (see :mod:`scorer.runs.drift`)."""
+    exact_probe: int = DEFAULT_PROBE_ROWS
+    """Without a usable drift report: criteria scored both ways (once, before the runs) to measure |Δp|."""
+    drift_report: Path | None = None
+    """A ``semif drift`` report of this configuration; default: ``data/results/drift-<model>-<backend>-shared.json``
+    when it exists and matches, else a probe."""
+    command: str | None = None
+    """The command line, recorded in the trace."""
+
+
+def _prompts_block(backend: Backend, inp: VersusInput, items: list[Item], max_new: int) -> dict[str, Any]:
+    tok = backend.tokenizer
+    pre = items[0].prefix
+    text, ids = render_array(tok, inp)
+    return {
+        "typed": {"version": items[0].prompt.version, "template": items[0].prompt.template,
+                  "letters": list(items[0].prompt.letters), "slot_token_ids": items[0].prompt.slot_ids,
+                  "prefix_tokens": len(pre), "prefix_sha256": sha256_tokens(pre), "prefix_text": tok.decode(pre),
+                  "suffix_tokens": [len(it.prompt.ids) - len(pre) for it in items],
+                  "suffix_texts": [tok.decode(it.prompt.ids[len(pre):]) for it in items],
+                  "input_tokens": [len(it.prompt.ids) for it in items],
+                  "prompt_sha256": [it.prompt.sha256 for it in items],
+                  "tokens_sha256": [it.prompt.tokens_sha256 for it in items]},
+        "generated": {"version": ARRAY_PROMPT_VERSION, "template": tok.template_name, "text": text,
+                      "prompt_sha256": sha256_text(text), "tokens_sha256": sha256_tokens(ids),
+                      "input_tokens": len(ids), "max_new_tokens": max_new,
+                      "stop_token_ids": sorted(backend.stop_ids())},
+    }
+
+
+def _differences(prompts: dict[str, Any], n: int) -> list[str]:
+    ty, ge = prompts["typed"], prompts["generated"]
+    return [
+        f"Instructions: the typed prompts ({ty['version']}) ask for one option letter; the generated prompt "
+        f"({ge['version']}) asks for a JSON array of \"yes\"/\"no\". Both use the model's {ge['template']} template "
+        "with the system message first and the state first in the user message.",
+        f"Typed: {n} prompts, one criterion each, offered as options A. Yes / B. No; they share a "
+        f"{ty['prefix_tokens']}-token prefix (system + state) and differ in a {min(ty['suffix_tokens'])}–"
+        f"{max(ty['suffix_tokens'])}-token suffix. Generated: one {ge['input_tokens']}-token prompt with all "
+        f"{n} criteria numbered.",
+        "Typed reads each answer from the letter slots' logits at one position (no token is emitted); generated "
+        "decodes greedily, so its answer to criterion k is conditioned on its own answers to criteria 1..k-1 "
+        "and on the criteria after k, which the typed prompts never see.",
+        "Typed output is always one decision per criterion with probabilities; generated output is accepted "
+        "only if it is a valid JSON array of exactly the right length (never repaired).",
+    ]
+
+
+def _notes(trace_doc: dict[str, Any], exact_note: str) -> list[str]:
+    s, model = trace_doc["summary"], trace_doc["model"]
+    ph, tt, gt = s["phases"], s["typed_tokens"], s["generated_tokens"]
+    notes = [exact_note]
+    pre_rate = ph["typed_prefill_tokens_per_s"]
+    step = ph["generated_s_per_decode_step"]
+    if pre_rate and step:
+        notes.append(
+            f"Where the time goes (medians, {model.get('backend')} {model.get('dtype')} on {model.get('device')}): "
+            f"typed prefilled {tt['prefix']} tokens at {pre_rate:.0f} tok/s and ran {tt['suffix']} suffix tokens in "
+            f"{tt['passes']} packed pass(es); generated prefilled {gt['input']} tokens "
+            f"({ph['generated_prefill_s']:.2f} s) then took {gt['decode_steps_median']:g} decode steps at "
+            f"{1000 * step:.0f} ms each, so one decode step costs about {step * pre_rate:.1f} prefill tokens here. "
+            "The wall ratio is the ratio of those two token bills at these rates.")
+    if model.get("device") == "cpu":
+        notes.append(
+            "Measured on a CPU, where prefill is compute-bound: both paths pay for reading the shared state, so the "
+            "ratio depends on how many prefill tokens one decode step is worth here (above). On a GPU, prefill "
+            "tokens are processed in parallel and cost little next to sequential decode steps, so the same token "
+            "counts give a larger ratio. Either way the typed path yields one decision per criterion, with "
+            "probabilities, each available when its pass ends.")
+    n = len(trace_doc["inputs"]["criteria"])
+    if s["generated_limit_runs"]:
+        limit = trace_doc["protocol"]["max_new_tokens"]
+        tail = (f"; the token that starts value {n} (the last criterion's) came at "
+                f"{s['generated_all_answers_median_s']:.2f} s (median), "
+                "so a run that closed the array and stopped there would have taken about that long"
+                if s["generated_all_answers_median_s"] is not None else f"; it never reached value {n}")
+        notes.append(
+            f"In {s['generated_limit_runs']} of {s['runs']} measured generated runs the model did not end its turn "
+            f"and was stopped at max_new_tokens = {limit}: those runs' time is set by the limit{tail}. They are "
+            "recorded as failures, not repaired.")
+    if not s["generated_outputs_identical"]:
+        notes.append("The generated outputs differ between repeats although decoding is greedy: the kernel's "
+                     "numerics are not bit-reproducible run to run.")
+    return notes
+
+
+def _calibrate(backend: Backend, items: list[Item], cfg: VersusConfig) -> tuple[ExactPolicy | None, dict[str, Any]]:
+    """Set the exact policy's bound once, before the runs (a property of the configuration, not of a run)."""
+    if not cfg.exact:
+        return None, {"enabled": False}
+    report = cfg.drift_report
+    fallback = None
+    if report is None:
+        auto = default_report_path(backend, "shared")
+        if auto.is_file():
+            report = auto
+    policy = ExactPolicy(safety=cfg.exact_safety, probe_rows=cfg.exact_probe, report=report)
+    try:
+        policy.calibrate(backend, items, "shared", cfg.max_batch_tokens)
+    except InputError as exc:
+        if cfg.drift_report is not None:
+            raise  # a report the user named must match; only the discovered default may be passed over
+        fallback = f"{report} not used: {exc}"
+        policy = ExactPolicy(safety=cfg.exact_safety, probe_rows=cfg.exact_probe)
+        policy.calibrate(backend, items, "shared", cfg.max_batch_tokens)
+    block = {"enabled": True, **policy.block}
+    if fallback:
+        block["report_skipped"] = fallback
+    return policy, block
+
+
+def _check_direct(backend: Backend, decisions: list[Decision], typed_run: dict[str, Any]) -> dict[str, Any]:
+    items = prepare(backend, decisions, with_prefix=False)
+    recs = list(score_items(backend, items, "direct", {"config_sha256": "versus-check"}))
+    mism, max_dp = [], 0.0
+    for rec, d in zip(recs, typed_run["decisions"], strict=True):
+        max_dp = max(max_dp, *(abs(a - b) for a, b in zip(rec["probabilities"], d["probabilities"], strict=True)))
+        if rec["choice"] != d["choice"]:
+            mism.append(d["criterion_id"])
+    return {"mode": "direct", "choices_equal": not mism, "max_abs_dp": max_dp, "mismatched": mism}
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-") or "model"
+
+
+def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
+    """``versus-<input>-<model>-<backend>-<device>.json``."""
+    return f"versus-{_safe(input_id)}-{_safe(model_key)}-{_safe(backend)}-{_safe(device)}.json"
+
+
+RunFn = Callable[[dict[str, Any]], None]
+
+
+def _load_average() -> list[float] | None:
+    """1/5/15-minute load averages: other work on the machine shows in the timings, so it is recorded."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: str = "",
+               on_run: RunFn | None = None) -> dict[str, Any]:
+    """Run the whole protocol and return the finalized trace (not yet written)."""
+    if cfg.repeats < 1 or cfg.warmup < 0:
+        raise ValidationError(f"--repeats must be ≥ 1 and --warmup ≥ 0 (got {cfg.repeats}, {cfg.warmup})")
+    n = len(inp.criteria)
+    max_new = cfg.max_new_tokens or default_max_new_tokens(n)
+    info = backend.model_info()
+    decisions = decisions_for(inp, source)
+    # Rendered once up front (untimed) for the prompts block; every run renders again inside its clock.
+    base_items = prepare(backend, decisions, with_prefix=True)
+    prompts = _prompts_block(backend, inp, base_items, max_new)
+    want_gen = prompts["generated"]["prompt_sha256"]
+    plan = getattr(backend, "plan_memory", None)
+    if plan is not None:  # a fixed-size state (llama.cpp's KV cache) is sized once, outside every run's clock
+        plan(memory_need(base_items, "shared", cfg.max_batch_tokens))
+    policy, exact_block = _calibrate(backend, base_items, cfg)
+    runs: list[dict[str, Any]] = []
+    created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    load_before = _load_average()
+    clock0 = time.perf_counter()
+    schedule = [(True, i) for i in range(cfg.warmup)] + [(False, i) for i in range(cfg.repeats)]
+    for warm, rep in schedule:
+        typed, items = run_typed(backend, decisions, rep, warm, clock0, cfg.max_batch_tokens, cfg.top_k, info,
+                                 policy)
+        if [it.prompt.sha256 for it in items] != prompts["typed"]["prompt_sha256"]:
+            raise ValidationError("the typed prompts rendered differently between runs")
+        runs.append(typed)
+        if on_run:
+            on_run(typed)
+        gen = run_generated(backend, inp, rep, warm, clock0, max_new, cfg.top_k, want_gen)
+        gen["agreement"] = trace.agreement(gen["parsed"], gen["complete"], [d["choice"] for d in typed["decisions"]])
+        runs.append(gen)
+        if on_run:
+            on_run(gen)
+    wall = time.perf_counter() - clock0
+    first_measured = next(r for r in runs if r["path"] == "typed" and not r["warmup"])
+    check = _check_direct(backend, decisions, first_measured) if cfg.check_direct else None
+    from scorer.machine import library_versions, machine_facts
+
+    mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": _load_average()}
+    if info.get("device") == "cpu":
+        mach["gpu"] = None  # a GPU in the box that the run did not use must not be credited with the numbers
+    exp_id = (f"{trace_name(inp.id, str(info.get('key')), str(info.get('backend')), str(info.get('device')))[:-5]}"
+              f"-{created.strftime('%Y%m%dT%H%M%SZ')}")
+    n_esc = sum(r["escalated"] for r in runs if r["path"] == "typed" and not r["warmup"])
+    if policy is not None:
+        how = (f"a drift report ({exact_block['drift_report']})" if exact_block["source"] == "drift-report"
+               else f"a probe of {exact_block['probe_rows']} criteria scored both ways before the runs, untimed")
+        exact_txt = (f"with the exact policy: a decision whose margin is under {exact_block['bound']:.3g} "
+                     f"(safety {exact_block['safety']:g} x 2 x max |dp| {exact_block['max_abs_dp']:.3g}, from {how}) "
+                     f"is re-scored by a fresh pass inside the typed clock; {n_esc} decision(s) of the measured runs "
+                     "were re-scored")
+    else:
+        exact_txt = "without the exact policy (--no-exact)"
+    exact_note = ("Typed mode: shared (the state's prefix is prefilled once and the criteria's suffixes are packed "
+                  f"into block-masked passes), {exact_txt}. "
+                  + ("The typed choices of measured repeat 0 were also checked against direct mode (one fresh "
+                     "forward per criterion, untimed), see checks.typed_vs_direct."
+                     if check else "No direct-mode check was run (--no-check-direct)."))
+    doc: dict[str, Any] = {
+        "format": trace.TRACE_FORMAT,
+        "experiment": {"id": exp_id, "kind": "versus", "created_utc": created.isoformat().replace("+00:00", "Z"),
+                       "title": f"Typed vs generated: {n} yes/no criteria about {inp.id} on {info.get('key')}",
+                       "command": cfg.command, "wall_s": _r(wall)},
+        "machine": mach,
+        "versions": {**library_versions(), **{k: str(v) for k, v in (info.get("versions") or {}).items()}},
+        "model": info,
+        "inputs": {**inp.as_json(), "sha256": ""},
+        "prompts": prompts,
+        "differences": _differences(prompts, n),
+        "notes": [],
+        "protocol": {"warmup": cfg.warmup, "repeats": cfg.repeats,
+                     "order": "alternating: typed then generated, per repeat, warm-ups first",
+                     "typed_mode": "shared", "exact": exact_block,
+                     "decoding": "greedy (argmax), KV cache, thinking disabled, stop at end-of-turn",
+                     "max_new_tokens": max_new, "top_k": cfg.top_k, "max_batch_tokens": cfg.max_batch_tokens},
+        "checks": {"typed_vs_direct": check},
+        "runs": runs,
+        "summary": {},
+        "checksums": {},
+    }
+    doc["summary"] = trace.compute_summary(doc)
+    doc["notes"] = _notes(doc, exact_note)
+    return trace.finalize(doc)
+
+
+# --- command line ------------------------------------------------------------------------------------
+def _cmd_versus(args: argparse.Namespace) -> int:
+    from scorer import store
+    from scorer.backends import load_backend
+    from scorer.cli import backend_config
+    from scorer.errors import OutputExistsError
+
+    inp = load_input(args.input)  # validated before any model loads
+    if args.drift_report:
+        from scorer.runs.drift import load_report
+
+        load_report(Path(args.drift_report))  # a bad report path fails before the model loads
+    device = args.device if args.backend == "torch" else ("cpu" if args.llama_gpu_layers == "0" else "gpu")
+    key = store.resolve(args.model, args.revision).key
+    out = Path(args.output) if args.output else DEFAULT_TRACES / trace_name(inp.id, key, args.backend, device)
+    if out.exists() and not args.force:
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    backend = load_backend(backend_config(args))
+
+    def progress(run: dict[str, Any]) -> None:
+        kind = "warm-up" if run["warmup"] else f"repeat {run['repeat'] + 1}/{args.repeats}"
+        extra = ""
+        if run["path"] == "generated":
+            extra = (f", TTFT {run['ttft_s']:.2f} s, {run['output_tokens']} tokens, "
+                     f"{'valid' if run['complete'] else 'FAILED: ' + str(run['error'])}")
+        print(f"[semif] versus {run['path']:<9} {kind}: {run['total_s']:.2f} s{extra}", file=sys.stderr)
+
+    cfg = VersusConfig(repeats=args.repeats, warmup=args.warmup, max_new_tokens=args.max_new_tokens,
+                       top_k=args.top_k, max_batch_tokens=args.max_batch_tokens,
+                       check_direct=not args.no_check_direct, exact=not args.no_exact,
+                       exact_safety=args.exact_safety, exact_probe=args.exact_probe,
+                       drift_report=Path(args.drift_report) if args.drift_report else None,
+                       command="semif " + shlex.join(sys.argv[1:]))
+    doc = run_versus(backend, inp, cfg, source=str(args.input), on_run=progress)
+    problems = trace.verify(doc)
+    if problems:  # a trace this code wrote must verify; refuse to save one that does not
+        raise ValidationError("the trace failed its own verification:\n  " + "\n  ".join(problems))
+    trace.write(out, doc, force=args.force)
+    print(trace.summary_text(doc))
+    print(f"[semif] wrote {out}", file=sys.stderr)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``semif versus``."""
+    from scorer.cli import _add_model_args
+
+    p = sub.add_parser("versus", help="typed readout vs generated JSON array on one state and its criteria (traced)")
+    p.add_argument("--input", default=str(DEFAULT_INPUT),
+                   help='{"id", "state", "criteria": [{"id", "question", "label"?}]} (default: the shipped ticket-21)')
+    p.add_argument("--output", help="trace file (default data/traces/versus-<input>-<model>-<backend>-<device>.json)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing trace file")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="measured runs per path (default 3)")
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up runs per path (default 1)")
+    p.add_argument("--max-new-tokens", type=int, help="generation limit (default 4 x criteria + 16)")
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="alternatives recorded per position (default 5)")
+    p.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS,
+                   help="typed path: suffix tokens per packed pass")
+    p.add_argument("--no-check-direct", action="store_true",
+                   help="skip the untimed direct-mode cross-check of the typed choices")
+    p.add_argument("--no-exact", action="store_true",
+                   help="typed path: do not re-score near-tie decisions fresh (default: the exact policy is on)")
+    p.add_argument("--drift-report",
+                   help="exact policy: drift report of this configuration (default: "
+                        "data/results/drift-<model>-<backend>-shared.json if it matches, else a probe)")
+    p.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY,
+                   help=f"bound = SAFETY x 2 x max|dp| (default {DEFAULT_SAFETY:g})")
+    p.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS, metavar="N",
+                   help=f"criteria scored both ways to measure drift when no report is used "
+                        f"(default {DEFAULT_PROBE_ROWS})")
+    _add_model_args(p)
+    p.set_defaults(func=_cmd_versus)
