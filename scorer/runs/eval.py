@@ -1,0 +1,640 @@
+"""Evaluation runs: ``semif eval``, ``calibrate``, ``perturb``, ``order`` and ``route``, and the
+order-debiased readout behind ``semif score --permute K``.
+
+Everything here reads records (JSONL) and labels and writes plain-JSON reports (schema
+``semif-eval-v1``) under ``data/results/`` plus a readable table on stdout. Only ``score_permuted``
+touches a backend, through :func:`scorer.runs.score.prepare` and :func:`scorer.runs.score.score_items`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from scorer import __version__, metrics
+from scorer.errors import InputError, OutputExistsError
+from scorer.schema import Decision
+
+REPORT_SCHEMA = "semif-eval-v1"
+RESULTS_DIR = Path("data/results")
+DEFAULT_THRESHOLDS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
+# Two averaged probabilities closer than this are a tie (far above float64 rounding, about the size of
+# the float32 logit resolution the probabilities come from).
+PERMUTE_TIE_TOL = 1e-6
+PERMUTE_READOUT = ("mean of the option probabilities over K cyclic orderings of the options, aligned by "
+                   "option id; option_logits = ln(mean probability), so softmax(option_logits) = probabilities")
+
+
+# --- shared helpers -----------------------------------------------------------------------------------------------
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def machine() -> dict[str, Any]:
+    """Where a report was computed (the records carry where they were scored)."""
+    return {"platform": platform.platform(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
+            "python": platform.python_version(), "numpy": np.__version__, "semif": __version__}
+
+
+def _load(run: str, labels: str | None) -> tuple[list[dict[str, Any]], list[metrics.Label], metrics.Table, int]:
+    from scorer.schema import read_records
+
+    recs = read_records(run)
+    labs = metrics.labels_from_decisions(labels) if labels else metrics.labels_from_records(recs, run)
+    table, unlabelled = metrics.align(labs, recs, run)
+    return recs, labs, table, unlabelled
+
+
+def _run_info(path: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
+    first = recs[0] if recs else {}
+    return {"path": path, "sha256": file_sha256(Path(path)), "records": len(recs), "model": first.get("model"),
+            "mode": first.get("mode"), "kernel": first.get("kernel"), "prompt_version": first.get("prompt_version"),
+            "temperature": first.get("temperature"), "permute": (first.get("permute") or {}).get("k")}
+
+
+def _labels_info(labels: str | None) -> dict[str, Any] | None:
+    return None if labels is None else {"path": labels, "sha256": file_sha256(Path(labels))}
+
+
+def _write_report(report: dict[str, Any], out: Path, force: bool) -> None:
+    if out.exists() and not force:
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+    print(f"[semif] wrote {out}", file=sys.stderr)
+
+
+def _default_out(prefix: str, run: str) -> Path:
+    return RESULTS_DIR / f"{prefix}-{Path(run).stem}.json"
+
+
+def _title(what: str, run_info: dict[str, Any], rows: int) -> str:
+    """Heading for the site: what, model, backend, mode and the run file."""
+    m = run_info.get("model") or {}
+    return (f"{what} · {m.get('key')} {m.get('backend')} {run_info.get('mode')} · {Path(run_info['path']).stem} "
+            f"({rows} rows)")
+
+
+def _ci(m: dict[str, float]) -> str:
+    return f"{m['value']:.3f}  [{m['ci_lo']:.3f}, {m['ci_hi']:.3f}]"
+
+
+# --- semif eval ---------------------------------------------------------------------------------------------------
+def eval_report(run: str, labels: str | None, compare: str | None = None, reps: int = metrics.BOOTSTRAP_REPS,
+                seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
+    """The full report of one run (and, with ``compare``, of run B against it on the same rows)."""
+    from scorer.schema import read_records
+
+    recs, labs, table, unlabelled = _load(run, labels)
+    info = _run_info(run, recs)
+    report: dict[str, Any] = {
+        "schema": REPORT_SCHEMA, "kind": "eval", "title": _title("Decision quality", info, len(labs)),
+        "created_unix": round(time.time(), 3), "machine": machine(),
+        "run": info, "labels": _labels_info(labels), "groups": len({lb.group for lb in labs}),
+        "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
+        "conventions": {"missing_or_invalid": f"wrong, p(label) = {metrics.FLOOR_P}, Brier 2, confidence 1",
+                        "tie": "wrong (choice null); its probabilities count for NLL, Brier and ECE",
+                        "balanced_accuracy": "mean over families of the mean per-class recall",
+                        "macro_f1": "mean over families of the mean per-class F1 (classes present as labels)",
+                        "ece": f"top-label, {metrics.ECE_BINS} equal-width bins"},
+        "unlabelled_records": unlabelled,
+        **metrics.evaluate(table, reps, seed),
+        "letter_bias": letter_bias(recs, labs),
+    }
+    if compare:
+        recs_b = read_records(compare)
+        table_b, _ = metrics.align(labs, recs_b, compare)
+        report["compare"] = {"run_b": _run_info(compare, recs_b), "counts_b": table_b.counts(),
+                             **metrics.paired(table, table_b, reps, seed)}
+    return report
+
+
+def letter_bias(recs: list[dict[str, Any]], labs: list[metrics.Label]) -> dict[str, dict[str, int]]:
+    """How often each answer letter was chosen, next to how often it was the gold letter, over the labelled
+    rows that have a record (a position bias shows as a letter chosen far more often than it is gold)."""
+    gold = {lb.id: lb.label for lb in labs}
+    chosen: dict[str, int] = {}
+    golds: dict[str, int] = {}
+    for r in recs:
+        if r.get("id") not in gold or not isinstance(r.get("letters"), list):
+            continue
+        ids, letters = r["option_ids"], r["letters"]
+        if gold[r["id"]] in ids:
+            g = letters[ids.index(gold[r["id"]])]
+            golds[g] = golds.get(g, 0) + 1
+        if r.get("choice") in ids:
+            c = letters[ids.index(r["choice"])]
+            chosen[c] = chosen.get(c, 0) + 1
+    return {"chosen": dict(sorted(chosen.items())), "gold": dict(sorted(golds.items()))}
+
+
+def print_eval(rep: dict[str, Any]) -> None:
+    run, c = rep["run"], rep["counts"]
+    m = run.get("model") or {}
+    extra = "".join([f" · T={run['temperature']:.4g}" if run.get("temperature") else "",
+                     f" · permute K={run['permute']}" if run.get("permute") else ""])
+    print(f"{run['path']}: model {m.get('key')} · {m.get('backend')} · {m.get('dtype')} · mode {run.get('mode')}"
+          f"{extra}")
+    print(f"rows {c['rows']} in {rep['groups']} groups (scored {c['scored']}, missing {c['missing']}, "
+          f"invalid {c['invalid']}, ties {c['ties']}) · chance accuracy {rep['chance_accuracy']:.3f}")
+    b = rep["bootstrap"]
+    print(f"{'metric':<18} value  [95% CI, group bootstrap, {b['reps']} reps, seed {b['seed']}]")
+    names = {"accuracy": "accuracy", "balanced_accuracy": "family bal. acc.", "macro_f1": "macro-F1",
+             "nll": "NLL", "brier": "Brier", "ece": "ECE (10 bins)"}
+    for k, label in names.items():
+        print(f"{label:<18} {_ci(rep['metrics'][k])}")
+    print(f"\n{'family':<10} {'rows':>4} {'acc':>6} {'bal':>6} {'F1':>6} {'NLL':>6} {'Brier':>6} {'ECE':>6} "
+          f"{'chance':>6}")
+    for f in rep["per_family"]:
+        print(f"{f['family']:<10} {f['rows']:>4} {f['accuracy']:>6.3f} {f['balanced_accuracy']:>6.3f} "
+              f"{f['macro_f1']:>6.3f} {f['nll']:>6.3f} {f['brier']:>6.3f} {f['ece']:>6.3f} "
+              f"{f['chance_accuracy']:>6.3f}")
+    print("\nreliability  " + "  ".join(
+        f"{r['lo']:.1f}-{r['hi']:.1f}:{r['n']}" + (f"/{r['accuracy']:.2f}" if r["n"] else "")
+        for r in rep["reliability"]) + "   (bin:rows/accuracy)")
+    print("risk-coverage  " + "  ".join(f"{int(r['coverage'] * 100)}%: acc {r['accuracy']:.3f}"
+                                        for r in rep["risk_coverage"]))
+    lb = rep["letter_bias"]
+    print("chosen letter  " + "  ".join(f"{k}: {v} (gold {lb['gold'].get(k, 0)})" for k, v in lb["chosen"].items()))
+    t = rep["time"]
+    if t["rows_timed"]:
+        print(f"time {t['total_s']:.1f} s total, {1000 * t['mean_s']:.0f} ms mean, {1000 * t['median_s']:.0f} ms "
+              f"median per decision ({t['rows_timed']} timed rows)")
+    if "compare" in rep:
+        cp = rep["compare"]
+        print(f"\npaired: B = {cp['run_b']['path']} vs A on the same {cp['rows']} rows (delta = B - A)")
+        for k, label in names.items():
+            d = cp["deltas"][k]
+            print(f"  {label:<18} A {d['a']:.3f}  B {d['b']:.3f}  delta {d['delta']:+.3f} "
+                  f"[{d['ci_lo']:+.3f}, {d['ci_hi']:+.3f}]")
+        tv = cp["mean_total_variation"]
+        print(f"  flips {cp['flips']} ({100 * cp['flip_rate']:.1f}%) · A-only correct {cp['a_only_correct']}, "
+              f"B-only correct {cp['b_only_correct']} · McNemar exact p {cp['mcnemar_exact_p']:.3g} · "
+              f"mean total variation {'n/a' if tv is None else f'{tv:.3f}'}")
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    rep = eval_report(args.run, args.labels, args.compare, args.reps, args.seed)
+    print_eval(rep)
+    _write_report(rep, Path(args.output) if args.output else _default_out("eval", args.run), args.force)
+    return 0
+
+
+# --- semif calibrate ----------------------------------------------------------------------------------------------
+def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metrics.BOOTSTRAP_REPS,
+                     seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
+    from scorer import calibrate
+
+    recs, _, table, _ = _load(run, labels)
+    if any(r.get("temperature") not in (None, 1.0) for r in recs):
+        raise InputError(run, None, "temperature", "the records are already temperature-scaled",
+                         "raw records (fit on what the model produced)")
+    fit = calibrate.fit_table(table)
+    oof = calibrate.out_of_fold(table, folds, reps, seed)
+    info = _run_info(run, recs)
+    return {
+        "schema": REPORT_SCHEMA, "kind": "calibrate", "title": _title("Calibration", info, table.n),
+        "created_unix": round(time.time(), 3), "machine": machine(), "run": info, "labels": _labels_info(labels),
+        "counts": table.counts(),
+        "method": "temperature scaling, softmax(option_logits / T); T minimises mean NLL (golden-section "
+                  f"search over log T in [{calibrate.T_MIN}, {calibrate.T_MAX}])",
+        "fit_all_rows": {"temperature": fit.temperature, "nll_before": fit.nll_before, "nll_after": fit.nll_after,
+                         "rows": fit.rows, "at_bound": fit.at_bound, "iterations": fit.iterations,
+                         "note": "in-sample: this is the T to apply; judge it by the out-of-fold numbers"},
+        "out_of_fold": oof,
+        "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
+    }
+
+
+def print_calibrate(rep: dict[str, Any]) -> None:
+    f, o = rep["fit_all_rows"], rep["out_of_fold"]
+    print(f"{rep['run']['path']}: T = {f['temperature']:.4f} (fitted on all {f['rows']} rows; NLL "
+          f"{f['nll_before']:.4f} -> {f['nll_after']:.4f} in-sample{'; at the search bound' if f['at_bound'] else ''})")
+    temps = ", ".join(f"{x['temperature']:.3f}" for x in o["per_fold"])
+    print(f"out of fold ({o['folds']} group-disjoint folds; fold T: {temps}):")
+    for k in ("ece", "nll", "brier", "accuracy"):
+        print(f"  {k:<9} before {_ci(o['before'][k])}   after {_ci(o['after'][k])}")
+    print(f"  argmax unchanged: {o['argmax_unchanged']}")
+
+
+def apply_file(run: str, out: Path, temperature: float) -> int:
+    """Write ``run``'s records with ``temperature`` applied (choices unchanged). Returns the count."""
+    from scorer.calibrate import apply_temperature
+    from scorer.schema import dumps_record, read_records
+
+    if out.exists():
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+    recs = [apply_temperature(r, temperature) for r in read_records(run)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(b"".join(dumps_record(r) for r in recs))
+    return len(recs)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    rep = calibrate_report(args.run, args.labels, args.folds, args.reps, args.seed)
+    print_calibrate(rep)
+    _write_report(rep, Path(args.output) if args.output else _default_out("calibrate", args.run), args.force)
+    if args.apply:
+        t = args.temperature if args.temperature is not None else rep["fit_all_rows"]["temperature"]
+        n = apply_file(args.run, Path(args.apply), t)
+        print(f"[semif] wrote {n} records with T = {t:.6g} to {args.apply}", file=sys.stderr)
+    return 0
+
+
+# --- semif perturb ------------------------------------------------------------------------------------------------
+def _cmd_perturb(args: argparse.Namespace) -> int:
+    from scorer.perturb import parse_kinds, perturb_file
+
+    n = perturb_file(Path(args.input), parse_kinds(args.kind), Path(args.output), args.force)
+    print(f"[semif] wrote {n} rows ({args.kind}) to {args.output}", file=sys.stderr)
+    return 0
+
+
+# --- semif score --permute K --------------------------------------------------------------------------------------
+def permute_shifts(n_options: int, k: int) -> list[int]:
+    """The cyclic shifts used for a row with ``n_options`` options: ``k`` evenly spaced ones (at most n)."""
+    k = max(1, min(k, n_options))
+    return [(j * n_options) // k for j in range(k)]
+
+
+def merge_permuted(passes: list[dict[str, Any]], k: int, shifts: list[int], index: int) -> dict[str, Any]:
+    """One record from the records of the same row under several cyclic orderings (first = identity).
+
+    Probabilities are averaged aligned by option id; the merged timing is the sum of the passes
+    (that is the cost of the debiased readout).
+    """
+    base = passes[0]
+    ids = base["option_ids"]
+    aligned = []
+    for rec in passes:
+        pos = {o: i for i, o in enumerate(rec["option_ids"])}
+        aligned.append([rec["probabilities"][pos[o]] for o in ids])
+    mean = np.mean(np.asarray(aligned, dtype=np.float64), axis=0)
+    mean = mean / mean.sum()
+    order = np.argsort(-mean, kind="stable")
+    top, second = float(mean[order[0]]), float(mean[order[1]])
+    tied = sorted(int(i) for i in order if top - mean[i] <= PERMUTE_TIE_TOL)
+    tie = len(tied) > 1
+    timing: dict[str, float] = {}
+    for rec in passes:
+        for key, v in rec["timing"].items():
+            timing[key] = timing.get(key, 0.0) + float(v)
+    timing = {key: round(v, 6) for key, v in timing.items()}
+    timing["permute_passes"] = len(passes)
+    out = dict(base)
+    out.update({
+        "probabilities": [float(v) for v in mean],
+        "option_logits": [float(v) for v in np.log(np.maximum(mean, 1e-300))],
+        "choice": None if tie else ids[int(order[0])],
+        "margin": top - second,
+        "tie": tie,
+        "tied_option_ids": [ids[i] for i in tied] if tie else [],
+        "allowed_token_mass": float(np.mean([r["allowed_token_mass"] for r in passes])),
+        "score_kind": f"order-averaged ({len(passes)} cyclic orderings) {base['score_kind']}",
+        "timing": timing,
+        "permute": {"k": k, "shifts": shifts, "readout": PERMUTE_READOUT,
+                    "option_ids": [r["option_ids"] for r in passes],
+                    "probabilities": aligned, "choices": [r["choice"] for r in passes],
+                    "prompt_sha256": [r["prompt_sha256"] for r in passes],
+                    "input_tokens": [r["input_tokens"] for r in passes]},
+        "run": {**base["run"], "index": index},
+    })
+    return out
+
+
+def score_permuted(backend: Any, decisions: list[Decision], k: int, mode: str, run: dict[str, Any], skip: int = 0,
+                   max_batch_tokens: int = 4096) -> Iterator[dict[str, Any]]:
+    """Records of ``decisions[skip:]`` read out over ``k`` cyclic orderings each (pass j scores every row
+    that has a j-th shift; rows with fewer options than ``k`` use all n of their rotations).
+
+    Every pass's prompts are rendered and validated here, before any is scored (like a plain run);
+    the records come from the returned iterator, in input order, once all passes have run.
+    """
+    from scorer.perturb import rotate
+    from scorer.runs.score import prepare
+
+    rows = decisions[skip:]
+    shifts = [permute_shifts(len(d.options), k) for d in rows]
+    passes = []
+    for j in range(max(len(s) for s in shifts) if rows else 0):
+        sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
+        passes.append(prepare(backend, sel, with_prefix=mode != "direct"))
+    return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens)
+
+
+def _permuted_records(backend: Any, rows: list[Decision], shifts: list[list[int]], passes: list[list[Any]], k: int,
+                      mode: str, run: dict[str, Any], skip: int, max_batch_tokens: int) -> Iterator[dict[str, Any]]:
+    from scorer.progress import bar
+    from scorer.runs.score import score_items
+
+    by_pass = []
+    for j, items in enumerate(passes):
+        # The merged records only exist once every pass has run: show each pass's own progress meanwhile.
+        b = bar(len(items), f"permute pass {j + 1}/{len(passes)}")
+        recs = {}
+        for r in score_items(backend, items, mode, run, 0, max_batch_tokens):
+            recs[r["id"]] = r
+            b.update(1)
+        b.close()
+        by_pass.append(recs)
+    for i, (d, s) in enumerate(zip(rows, shifts, strict=True)):
+        yield merge_permuted([by_pass[j][d.id] for j in range(len(s))], k, s, skip + i)
+
+
+# --- semif order --------------------------------------------------------------------------------------------------
+def order_report(labels: str | None, base: str, reversed_: str, permuted: str | None, permuted_reversed: str | None,
+                 reps: int = metrics.BOOTSTRAP_REPS, seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
+    """Flips under option reversal and accuracy, with and without the order-averaged readout, and its cost."""
+    from scorer.schema import read_records
+
+    recs_a = read_records(base)
+    labs = metrics.labels_from_decisions(labels) if labels else metrics.labels_from_records(recs_a, base)
+
+    def side(a: str, b: str) -> dict[str, Any]:
+        ra, rb = read_records(a), read_records(b)
+        ta, _ = metrics.align(labs, ra, a)
+        tb, _ = metrics.align(labs, rb, b)
+        p = metrics.paired(ta, tb, reps, seed)
+        boot_a, boot_b = metrics.bootstrap(ta, reps, seed), metrics.bootstrap(tb, reps, seed)
+        return {"original": _run_info(a, ra), "reversed": _run_info(b, rb),
+                "accuracy_original": boot_a["accuracy"], "accuracy_reversed": boot_b["accuracy"],
+                "balanced_accuracy_original": boot_a["balanced_accuracy"],
+                "balanced_accuracy_reversed": boot_b["balanced_accuracy"],
+                "flips": p["flips"], "flip_rate": p["flip_rate"], "flipped_ids": p["flipped_ids"],
+                "mean_total_variation": p["mean_total_variation"], "counts": [ta.counts(), tb.counts()],
+                "time_s": [float(ta.seconds.sum()), float(tb.seconds.sum())]}
+
+    title = _title("Order robustness (options reversed)", _run_info(base, recs_a), len(labs))
+    rep: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "order", "title": title,
+                           "created_unix": round(time.time(), 3),
+                           "machine": machine(), "labels": _labels_info(labels),
+                           "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
+                           "rows": len(labs), "plain": side(base, reversed_)}
+    if permuted and permuted_reversed:
+        rep["permuted"] = side(permuted, permuted_reversed)
+        plain_t, perm_t = sum(rep["plain"]["time_s"]) / 2, sum(rep["permuted"]["time_s"]) / 2
+        rep["cost"] = {"plain_time_s": plain_t, "permuted_time_s": perm_t,
+                       "time_ratio": perm_t / plain_t if plain_t else None,
+                       "k": (rep["permuted"]["original"].get("permute"))}
+    return rep
+
+
+def print_order(rep: dict[str, Any]) -> None:
+    print(f"order robustness on {rep['rows']} rows (reversed option order, ids kept)")
+    print(f"{'readout':<16} {'acc original':>24} {'acc reversed':>24} {'flips':>11} {'mean TV':>8} {'time s':>8}")
+    for name in ("plain", "permuted"):
+        if name not in rep:
+            continue
+        s = rep[name]
+        label = name if name == "plain" else f"permute K={rep['cost']['k']}"
+        tv = s["mean_total_variation"]
+        print(f"{label:<16} {_ci(s['accuracy_original']):>24} {_ci(s['accuracy_reversed']):>24} "
+              f"{s['flips']:>4} ({100 * s['flip_rate']:4.1f}%) {'n/a' if tv is None else f'{tv:.3f}':>8} "
+              f"{sum(s['time_s']) / 2:>8.1f}")
+    if "cost" in rep and rep["cost"]["time_ratio"]:
+        print(f"cost of the order-averaged readout: {rep['cost']['time_ratio']:.2f}x the time of one plain pass")
+
+
+def _cmd_order(args: argparse.Namespace) -> int:
+    if bool(args.permuted) != bool(args.permuted_reversed):
+        raise InputError("--permuted", None, None, "only one of --permuted/--permuted-reversed given",
+                         "both (the order-averaged runs on the original and the reversed rows) or neither")
+    rep = order_report(args.labels, args.base, args.reversed, args.permuted, args.permuted_reversed, args.reps,
+                       args.seed)
+    print_order(rep)
+    _write_report(rep, Path(args.output) if args.output else _default_out("order", args.base), args.force)
+    return 0
+
+
+# --- semif route --------------------------------------------------------------------------------------------------
+def escalates(fast: dict[str, Any] | None, threshold: float) -> bool:
+    """The margin policy: escalate a decision whose fast-path margin is below ``threshold`` (or that the
+    fast path did not produce)."""
+    return fast is None or float(fast["margin"]) < threshold
+
+
+def route_records(fast: list[dict[str, Any]], reference: list[dict[str, Any]],
+                  threshold: float) -> list[dict[str, Any]]:
+    """The records a two-path policy returns: the fast record, or for escalated rows the reference one.
+
+    Rows are those of the fast run in its order, then any only the reference has. An escalated
+    record's timing is the fast time plus the reference time (the policy paid for both).
+    """
+    ref = {r["id"]: r for r in reference}
+    fst = {r["id"]: r for r in fast}
+    ids = [r["id"] for r in fast] + [r["id"] for r in reference if r["id"] not in fst]
+    out = []
+    for rid in ids:
+        f = fst.get(rid)
+        if not escalates(f, threshold):
+            rec = dict(f)  # type: ignore[arg-type]
+            rec["escalated"] = False
+            rec["route"] = {"policy": "margin", "threshold": threshold, "path": "fast", "fast_margin": f["margin"]}
+        elif rid in ref:
+            r = ref[rid]
+            rec = dict(r)
+            f_s = float(f["timing"]["total_s"]) if f else 0.0
+            rec["timing"] = {**r["timing"], "total_s": round(f_s + float(r["timing"]["total_s"]), 6),
+                             "fast_total_s": round(f_s, 6), "reference_total_s": float(r["timing"]["total_s"])}
+            rec["escalated"] = True
+            rec["route"] = {"policy": "margin", "threshold": threshold, "path": "reference",
+                            "fast_margin": None if f is None else f["margin"],
+                            "fast_choice": None if f is None else f["choice"]}
+        else:
+            continue  # neither path has this row: eval counts it as missing
+        out.append(rec)
+    return out
+
+
+def route_report(fast: str, reference: str, labels: str | None, thresholds: tuple[float, ...],
+                 reps: int = metrics.BOOTSTRAP_REPS, seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
+    """Accuracy, share escalated and time of the margin policy at each threshold, next to each path alone."""
+    from scorer.schema import read_records
+
+    rf, rr = read_records(fast), read_records(reference)
+    labs = metrics.labels_from_decisions(labels) if labels else metrics.labels_from_records(rr, reference)
+    wanted = {lb.id for lb in labs}
+
+    def row(name: str, recs: list[dict[str, Any]], threshold: float | None) -> dict[str, Any]:
+        t, _ = metrics.align(labs, recs, name)
+        boot = metrics.bootstrap(t, reps, seed)
+        esc = sum(1 for r in recs if r["id"] in wanted and r.get("escalated"))
+        return {"policy": name, "threshold": threshold, "accuracy": boot["accuracy"],
+                "balanced_accuracy": boot["balanced_accuracy"], "nll": boot["nll"]["value"],
+                "ece": boot["ece"]["value"], "escalated": esc, "escalated_share": esc / t.n,
+                "time_s": float(t.seconds.sum()), "counts": t.counts()}
+
+    rows = [row("fast only", rf, None), row("reference only", rr, None)]
+    ref_time = rows[1]["time_s"]
+    for th in thresholds:
+        rows.append(row(f"margin<{th:g}", route_records(rf, rr, th), th))
+    for r in rows:
+        r["time_vs_reference"] = r["time_s"] / ref_time if ref_time else None
+    fi, ri = _run_info(fast, rf), _run_info(reference, rr)
+    fm, rm = fi.get("model") or {}, ri.get("model") or {}
+    title = (f"Two-path routing · fast {fm.get('key')} {fm.get('backend')} → reference {rm.get('key')} "
+             f"{rm.get('backend')} · {Path(reference).stem} ({len(labs)} rows)")
+    return {"schema": REPORT_SCHEMA, "kind": "route", "title": title, "created_unix": round(time.time(), 3),
+            "machine": machine(), "fast": fi, "reference": ri, "labels": _labels_info(labels),
+            "rows": len(labs), "policy": "escalate a decision to the reference path when its fast-path margin "
+                                         "(top minus second probability) is below the threshold",
+            "time_accounting": "fast time for every row + reference time for escalated rows (timing.total_s)",
+            "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
+            "table": rows}
+
+
+def print_route(rep: dict[str, Any]) -> None:
+    fm, rm = rep["fast"].get("model") or {}, rep["reference"].get("model") or {}
+    print(f"two-path routing on {rep['rows']} rows · fast: {fm.get('key')} {fm.get('backend')} "
+          f"{rep['fast'].get('mode')} · reference: {rm.get('key')} {rm.get('backend')} {rep['reference'].get('mode')}")
+    print(f"{'policy':<16} {'accuracy [95% CI]':>24} {'bal.acc':>8} {'escalated':>10} {'time s':>8} {'vs ref':>7}")
+    for r in rep["table"]:
+        print(f"{r['policy']:<16} {_ci(r['accuracy']):>24} {r['balanced_accuracy']['value']:>8.3f} "
+              f"{100 * r['escalated_share']:>9.1f}% {r['time_s']:>8.1f} {r['time_vs_reference']:>6.2f}x")
+
+
+def _cmd_route(args: argparse.Namespace) -> int:
+    try:
+        ths = tuple(float(x) for x in args.thresholds.split(","))
+    except ValueError:
+        raise InputError("--thresholds", None, None, f"{args.thresholds!r} is not a list of numbers",
+                         "e.g. 0,0.05,0.1") from None
+    if any(not math.isfinite(t) or t < 0 for t in ths):
+        raise InputError("--thresholds", None, None, "a threshold is negative or not finite", "numbers >= 0")
+    rep = route_report(args.fast, args.reference, args.labels, ths, args.reps, args.seed)
+    print_route(rep)
+    _write_report(rep, Path(args.output) if args.output else _default_out("route", args.fast), args.force)
+    if args.apply is not None:
+        from scorer.schema import dumps_record, read_records
+
+        if args.routed_output is None:
+            raise InputError("--routed-output", None, None, "missing", "a JSONL path for the routed records")
+        out = Path(args.routed_output)
+        if out.exists():
+            raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+        recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"".join(dumps_record(r) for r in recs))
+        print(f"[semif] wrote {len(recs)} routed records (margin < {args.apply:g} escalated) to {out}",
+              file=sys.stderr)
+    return 0
+
+
+def route_live(decisions: list[Decision], fast: Any, reference: Any, threshold: float, run: dict[str, Any],
+               fast_mode: str = "direct", max_batch_tokens: int = 4096) -> list[dict[str, Any]]:
+    """The margin policy as it runs in production: score every row on the fast backend, then only the
+    escalated rows on the reference backend (fresh passes). Returns the routed records in input order."""
+    from scorer.runs.score import prepare, score_items
+
+    fast_items = prepare(fast, decisions, with_prefix=fast_mode != "direct")
+    fast_recs = list(score_items(fast, fast_items, fast_mode, run, 0, max_batch_tokens))
+    escalated = [d for d, r in zip(decisions, fast_recs, strict=True) if escalates(r, threshold)]
+    ref_recs = list(score_items(reference, prepare(reference, escalated, with_prefix=False), "direct", run)) \
+        if escalated else []
+    out = route_records(fast_recs, ref_recs, threshold)
+    for i, rec in enumerate(out):
+        rec["run"] = {**rec["run"], "index": i}
+    return out
+
+
+def _cmd_route_score(args: argparse.Namespace) -> int:
+    from scorer.backends import BackendConfig, load_backend
+    from scorer.runs.score import config_sha256
+    from scorer.schema import dumps_record, load_decisions
+
+    inp, out = Path(args.input), Path(args.output)
+    decisions = load_decisions(inp)
+    if out.exists():
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it (choose another --output)")
+    if not (math.isfinite(args.margin) and args.margin >= 0):
+        raise InputError("--margin", None, None, f"{args.margin!r}", "a number >= 0")
+    fast = load_backend(BackendConfig(model=args.fast_model, backend=args.fast_backend, threads=args.threads))
+    ref = load_backend(BackendConfig(model=args.reference_model, backend=args.reference_backend,
+                                     threads=args.threads))
+    parts = {"input_sha256": file_sha256(inp), "semif": __version__, "route": {"margin": args.margin},
+             "fast": fast.model_info().get("key"), "fast_backend": args.fast_backend, "fast_mode": args.fast_mode,
+             "reference": ref.model_info().get("key"), "reference_backend": args.reference_backend}
+    run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3), "resumed_from": 0}
+    recs = route_live(decisions, fast, ref, args.margin, run, args.fast_mode)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(b"".join(dumps_record(r) for r in recs))
+    n_esc = sum(r["escalated"] for r in recs)
+    total = sum(r["timing"]["total_s"] for r in recs)
+    print(f"[semif] wrote {out}: {len(recs)} decisions, {n_esc} escalated (margin < {args.margin:g}), "
+          f"{total:.1f} s", file=sys.stderr)
+    return 0
+
+
+# --- registration -------------------------------------------------------------------------------------------------
+def _common(p: argparse.ArgumentParser, labels_help: str = "decision input file with label/family/group fields "
+            "(default: the records' extra.label)") -> None:
+    p.add_argument("--labels", help=labels_help)
+    p.add_argument("--output", help="JSON report path (default data/results/<kind>-<run>.json)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing report")
+    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS, help="bootstrap replicates")
+    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED, help="bootstrap seed")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("eval", help="decision-quality metrics of a run against labels")
+    p.add_argument("run", help="records (JSONL) of `semif score`")
+    p.add_argument("--compare", help="a second run on the same rows: paired comparison (B = this run)")
+    _common(p)
+    p.set_defaults(func=_cmd_eval)
+
+    p = sub.add_parser("calibrate", help="fit one temperature by NLL; ECE before/after out of fold")
+    p.add_argument("run")
+    p.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
+    p.add_argument("--apply", help="also write the run's records with the temperature applied to this JSONL")
+    p.add_argument("--temperature", type=float, help="with --apply: use this T instead of the fitted one")
+    _common(p)
+    p.set_defaults(func=_cmd_calibrate)
+
+    p = sub.add_parser("perturb", help="deterministic perturbations of a decision file (reverse, wrap, distract)")
+    p.add_argument("--input", required=True)
+    p.add_argument("--kind", required=True, help="comma list of reverse, wrap, distract, rotate-S (applied in order)")
+    p.add_argument("--output", required=True)
+    p.add_argument("--force", action="store_true", help="overwrite the output (rebuilds are byte-identical)")
+    p.set_defaults(func=_cmd_perturb)
+
+    p = sub.add_parser("order", help="flips under option reversal, with and without the --permute readout")
+    p.add_argument("--base", required=True, help="run on the original rows")
+    p.add_argument("--reversed", required=True, help="run on the reversed rows (semif perturb --kind reverse)")
+    p.add_argument("--permuted", help="semif score --permute K run on the original rows")
+    p.add_argument("--permuted-reversed", help="semif score --permute K run on the reversed rows")
+    _common(p)
+    p.set_defaults(func=_cmd_order)
+
+    p = sub.add_parser("route", help="two-path routing: fast path, escalate low-margin decisions to the reference")
+    p.add_argument("--fast", required=True, help="records of the fast path")
+    p.add_argument("--reference", required=True, help="records of the reference (accurate) path on the same rows")
+    p.add_argument("--thresholds", default=",".join(f"{t:g}" for t in DEFAULT_THRESHOLDS),
+                   help="margins to report (comma list)")
+    p.add_argument("--apply", type=float, help="also write the routed records at this margin threshold")
+    p.add_argument("--routed-output", help="with --apply: JSONL path of the routed records")
+    _common(p)
+    p.set_defaults(func=_cmd_route)
+
+    p = sub.add_parser("route-score", help="score rows with the two-path policy: fast path first, rows with "
+                                           "margin below --margin re-scored on the reference path")
+    p.add_argument("--input", required=True, help="decisions, one JSON object per line")
+    p.add_argument("--output", required=True, help="routed records (JSONL); never overwritten")
+    p.add_argument("--margin", type=float, required=True, help="escalate decisions whose fast margin is below this")
+    p.add_argument("--fast-model", required=True)
+    p.add_argument("--fast-backend", choices=("torch", "llamacpp"), default="llamacpp")
+    p.add_argument("--fast-mode", choices=("direct", "serial", "shared"), default="direct")
+    p.add_argument("--reference-model", required=True)
+    p.add_argument("--reference-backend", choices=("torch", "llamacpp"), default="torch")
+    p.add_argument("--threads", type=int, help="CPU threads for both backends")
+    p.set_defaults(func=_cmd_route_score)
