@@ -40,7 +40,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", choices=("cpu", "cuda", "mps"), default="cpu", help="torch device")
     g.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
                    help="torch dtype (default fp32 on cpu, bf16 on cuda)")
-    g.add_argument("--threads", type=int, help="CPU threads")
+    g.add_argument("--threads", "--llama-threads", type=int, help="CPU threads (torch intra-op / llama.cpp n_threads)")
     g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
     g.add_argument("--llama-gpu-layers", default="0", help="llama.cpp: layers to offload, N or auto (default 0)")
 
@@ -51,17 +51,37 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
                          llama_gpu_layers=args.llama_gpu_layers)
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return int(text)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (v > 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number > 0")
+    return v
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # --- score -------------------------------------------------------------------------------------------
 def _cmd_score(args: argparse.Namespace) -> int:
+    from scorer.runs.drift import load_report, policy_from_args
     from scorer.runs.score import run_score
     from scorer.schema import load_decisions
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
+    exact = policy_from_args(args)
+    if exact is not None and exact.report is not None:
+        load_report(exact.report)  # a bad report path fails before the model loads
     if out.exists() and not args.resume:
         from scorer.errors import OutputExistsError
 
@@ -79,10 +99,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
     parts = {"input_sha256": file_sha256(inp), "semif": __version__}
     try:
         run_score(decisions, backend, out, args.mode, parts, args.resume, args.max_batch_tokens,
-                  on_record=lambda _r: bar.update(1), on_start=start)
+                  on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,
+                  temperature=args.temperature, exact=exact)
     finally:
         if bar is not None:
             bar.close()
+    if exact is not None:
+        print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "
+              f"{exact.block.get('max_abs_dp'):.3g}, safety {exact.safety:g}); {exact.escalated} decisions re-scored "
+              f"fresh in {exact.escalate_s:.2f} s, probe {exact.probe_s:.2f} s", file=sys.stderr)
     print(f"[semif] wrote {out}", file=sys.stderr)
     if args.summary:
         from scorer.report import print_table
@@ -149,6 +174,8 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from scorer.runs.drift import add_exact_args
+
     ap = argparse.ArgumentParser(prog="semif", description="Typed decisions from option-letter logits.")
     ap.add_argument("--version", action="version", version=f"semif {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -160,7 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-batch-tokens", type=int, default=4096, help="shared mode: suffix tokens per pass")
     p.add_argument("--resume", action="store_true", help="continue a killed run into the same --output")
     p.add_argument("--summary", action="store_true", help="print a table of the decisions when done")
+    p.add_argument("--permute", type=_positive_int, default=1, metavar="K",
+                   help="average option probabilities over K cyclic option orderings, aligned by id (K passes)")
+    p.add_argument("--temperature", type=_positive_float, metavar="T",
+                   help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
     _add_model_args(p)
+    add_exact_args(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="print a readable table of a records file")
@@ -187,6 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Modules that add subcommands (import must be cheap: no torch at import time).
 COMMAND_MODULES: tuple[str, ...] = (
+    "scorer.runs.versus",
+    "scorer.trace",
+    "scorer.runs.eval",
+    "scorer.runs.drift",
+    "scorer.runs.bench",
+    "scorer.runs.compare",
+    "scorer.runs.quant",
 )
 
 

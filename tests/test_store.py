@@ -38,7 +38,7 @@ def test_resolve(tmp_path):
         store.resolve("Org/Name", "main")
     ref = store.resolve("Org/Name", "a" * 40)
     assert ref.kind == "hub" and ref.revision == "a" * 40
-    with pytest.raises(ModelError, match="without config.json"):
+    with pytest.raises(ModelError, match=r"without config\.json"):
         store.resolve(str(tmp_path))
     (tmp_path / "config.json").write_text("{}")
     assert store.resolve(str(tmp_path)).kind == "local"

@@ -10,6 +10,15 @@ kernels and the fake to them):
   never change what a later call over the same prefix sees.
 * Results over a prefix equal the fresh results over ``prefix.ids + suffix`` up to the backend's
   stated numerical drift; drift is measured (``semif drift``), never assumed zero.
+
+Two optional hooks (looked up with ``getattr``; torch and the fake do without them):
+
+* ``validate_prompt(prompt)``: called by :func:`scorer.runs.score.prepare` for every rendered prompt
+  before anything is scored; raises :class:`~scorer.errors.ValidationError` when the backend would not
+  score exactly these token ids (llama.cpp: its GGUF tokenizer must reproduce them).
+* ``plan_memory(need)``: called by :func:`scorer.runs.score.score_items` with
+  :func:`scorer.runs.score.memory_need` of the run, so a fixed-size state (llama.cpp's KV cache) is
+  sized from the rows.
 """
 
 from __future__ import annotations

@@ -17,16 +17,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
 
 from scorer import readout
-from scorer.backends.base import Backend, Prefix
+from scorer.backends.base import Backend, Prefix, pack_chunks
 from scorer.errors import InputError, OutputExistsError, ValidationError
 from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
+
+if TYPE_CHECKING:
+    from scorer.runs.drift import ExactPolicy
 
 MODES = ("direct", "serial", "shared")
 DEFAULT_MAX_BATCH_TOKENS = 4096
@@ -53,6 +56,8 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
     every full prompt is checked to start with it.
     """
     tok = backend.tokenizer
+    # Optional hook: a backend that runs its own tokenizer (llama.cpp) proves per prompt that it sees these ids.
+    validate = getattr(backend, "validate_prompt", None)
     items: list[Item] = []
     heads: list[list[int]] = []
     for i, d in enumerate(decisions):
@@ -63,6 +68,11 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
             raise ValidationError(f"{d.source}: {exc}") from None
         head = prefix_ids(tok, p) if with_prefix else []
         dt = time.perf_counter() - t0
+        if validate is not None:
+            try:
+                validate(p)
+            except ValidationError as exc:
+                raise ValidationError(f"{d.source}: row {d.id!r}: {exc}") from None
         if len(p.ids) + 1 > backend.n_ctx:
             raise ValidationError(f"{d.source}: the prompt of row {d.id!r} is {len(p.ids)} tokens but the "
                                   f"model's context holds {backend.n_ctx}; SemIf never truncates "
@@ -127,6 +137,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "model": model_info,
         "extra": d.extra,
         "run": {**run, "index": item.index},
+        **({"gguf": model_info["gguf"]} if "gguf" in model_info else {}),
     }
 
 
@@ -141,6 +152,31 @@ def _cache_block(item: Item, hit: bool) -> dict[str, Any]:
             "cache_hit": hit, "prefix_sha256": sha256_tokens(item.prefix)}
 
 
+def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> dict[str, Any]:
+    """The most a run of ``mode`` over ``items`` puts through a backend at once, for backends that size a
+    fixed state up front (llama.cpp's KV cache): the longest prompt, prefix and suffix, how many prefixes
+    the serial LRU may hold, and the largest packed pass (prefix + suffix tokens, suffixes, suffix tokens)."""
+    groups: OrderedDict[str, list[Item]] = OrderedDict()
+    for it in items:
+        groups.setdefault(sha256_tokens(it.prefix), []).append(it)
+    need: dict[str, Any] = {
+        "mode": mode, "longest_prompt": max(len(it.prompt.ids) for it in items),
+        "longest_prefix": max(len(it.prefix) for it in items),
+        "longest_suffix": max(len(it.prompt.ids) - len(it.prefix) for it in items),
+        "held_prefixes": min(len(groups), SERIAL_CACHE_STATES + 1) if mode == "serial" else 0,
+        "pass_cells": 0, "pass_branches": 0, "pass_tokens": 0,
+    }
+    if mode == "shared":
+        for g in groups.values():
+            p = len(g[0].prefix)
+            for chunk in pack_chunks([it.prompt.ids[p:] for it in g], max_batch_tokens):
+                n = sum(len(x) for x in chunk)
+                need["pass_cells"] = max(need["pass_cells"], p + n)
+                need["pass_branches"] = max(need["pass_branches"], len(chunk))
+                need["pass_tokens"] = max(need["pass_tokens"], n)
+    return need
+
+
 def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, Any], skip: int = 0,
                 max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> Iterator[dict[str, Any]]:
     """Yield the records of ``items[skip:]`` in input order.
@@ -150,6 +186,9 @@ def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, A
     """
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+    plan = getattr(backend, "plan_memory", None)
+    if plan is not None:  # optional hook: a fixed-size state (llama.cpp's KV cache) is sized from these rows
+        plan(memory_need(items, mode, max_batch_tokens))
     info = backend.model_info()
     if mode == "direct":
         for it in items[skip:]:
@@ -263,16 +302,28 @@ def resume_point(path: Path, config_hash: str, decisions: list[Decision]) -> int
 
 def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: str, run_parts: dict[str, Any],
               resume: bool, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None) -> int:
+              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None,
+              permute: int = 1, temperature: float | None = None, exact: ExactPolicy | None = None) -> int:
     """Score ``decisions`` into ``output`` (JSONL, flushed per record). Returns the records written.
 
     ``run_parts`` identifies the run (input hash, options); the model block is added here, so a
-    resumed run is refused unless it loads the very same weights the same way.
+    resumed run is refused unless it loads the very same weights the same way. ``permute`` > 1 reads
+    each decision out over that many cyclic option orderings (:func:`scorer.runs.eval.score_permuted`);
+    ``temperature`` rescales the option logits (:func:`scorer.calibrate.apply_temperature`); ``exact``
+    re-scores fresh the fast-path decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`).
     """
     info = backend.model_info()
     ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
                                        "device", "backend")}
     parts = {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
+    if permute > 1:  # only when set, so the config hash of a plain run is what it always was
+        parts["permute"] = permute
+    if temperature is not None:
+        parts["temperature"] = temperature
+    if exact is not None:
+        if permute > 1:
+            raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
+        parts["exact"] = exact.config()
     chash = config_sha256(parts)
     skip = 0
     if output.exists():
@@ -280,14 +331,31 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
             raise OutputExistsError(f"{output} exists; refusing to overwrite it (pass --resume to continue that "
                                     "run, or choose another --output)")
         skip = resume_point(output, chash, decisions)
-    items = prepare(backend, decisions, with_prefix=mode != "direct")
-    if on_start:
-        on_start(len(items), skip)
     run = {"config_sha256": chash, "started_unix": round(time.time(), 3), "resumed_from": skip}
+    records: Iterator[dict[str, Any]]
+    if permute > 1:
+        from scorer.runs.eval import score_permuted
+
+        records = score_permuted(backend, decisions, permute, mode, run, skip, max_batch_tokens)
+        if on_start:
+            on_start(len(decisions), skip)
+    else:
+        items = prepare(backend, decisions, with_prefix=mode != "direct")
+        if exact is not None:  # the bound is set (probe or drift report) before any record is written
+            exact.calibrate(backend, items, mode, max_batch_tokens)
+        if on_start:
+            on_start(len(items), skip)
+        records = score_items(backend, items, mode, run, skip, max_batch_tokens)
+        if exact is not None:
+            records = exact.apply(backend, items, mode, records)
+    if temperature is not None:
+        from scorer.calibrate import apply_temperature
+
+        records = (apply_temperature(r, temperature) for r in records)
     written = 0
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("ab") as f:
-        for rec in score_items(backend, items, mode, run, skip, max_batch_tokens):
+        for rec in records:
             f.write(dumps_record(rec))
             f.flush()
             written += 1
