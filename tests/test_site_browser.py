@@ -191,9 +191,12 @@ def test_seek_shows_exactly_the_tokens_and_decisions_up_to_that_time(open_page: 
             assert page.text_content("#gen-text") == text, at
             assert s["decisionsShown"] == sum(1 for d in typed["decisions"] if d["t_available"] <= at), at
             assert page.locator(".crit .choice").count() == s["decisionsShown"]
-    # the typed decisions land pass by pass: every decision of a pass at the same instant
-    passes = sorted({d["t_available"] for d in typed["decisions"]})
+    # the typed decisions land pass by pass: every decision of a pass at the same instant; a decision
+    # escalated by the exact policy lands later, one by one, when its fresh re-score finished
+    passes = sorted({d["t_available"] for d in typed["decisions"] if not d["escalated"]})
     assert len(passes) == typed["tokens"]["passes"]
+    escalated = [d for d in typed["decisions"] if d["escalated"]]
+    assert all(d["t_available"] > passes[-1] for d in escalated)
 
 
 def test_share_link_restores_trace_repeat_and_time(open_page: Any, site: Path) -> None:

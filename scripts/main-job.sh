@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The main job on the embedded default model (qwen2.5-0.5b, torch fp32 on CPU):
+#   1. fetch + verify the model (sha256 pin),
+#   2. score the bundled example decisions and print a table,
+#   3. typed vs generated (`semif versus`) → a trace in data/traces/,
+#   4. the small shape benchmark (direct / serial / shared / --exact) → a report in data/results/,
+#   5. build the static site → site/.
+# Nothing is overwritten: every run writes new, time-stamped files (records under out/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+SEMIF=.venv/bin/semif
+MODEL=${SEMIF_MODEL:-qwen2.5-0.5b}
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=out/main-$STAMP
+mkdir -p "$OUT"
+start=$(date +%s)
+step() { echo; echo "== $* ($(( $(date +%s) - start )) s)" >&2; }
+
+step "1/5 model $MODEL: fetch and verify"
+$SEMIF models fetch "$MODEL"
+
+step "2/5 typed decisions on data/examples/decisions.jsonl"
+$SEMIF score --model "$MODEL" --input data/examples/decisions.jsonl --output "$OUT/examples.jsonl" --summary
+
+step "3/5 typed vs generated (semif versus)"
+TRACE=data/traces/versus-ticket-21-$MODEL-torch-cpu-$STAMP.json
+$SEMIF versus --model "$MODEL" --output "$TRACE"
+$SEMIF trace verify "$TRACE"
+$SEMIF trace summary "$TRACE"
+
+step "4/5 shape benchmark (small: 2 states x 21 criteria)"
+$SEMIF bench shape --size small --model "$MODEL" --output "data/results/shape-small-$MODEL-torch-cpu-$STAMP.json"
+
+step "5/5 static site"
+.venv/bin/python build.py
+
+echo >&2
+echo "done in $(( $(date +%s) - start )) s. Records: $OUT/  Trace: $TRACE" >&2
+echo "Open the replay: file://$PWD/site/demo/index.html   (overview: file://$PWD/site/index.html)" >&2
