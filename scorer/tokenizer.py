@@ -19,7 +19,10 @@ class HFTokenizer:
         self.has_template = bool(getattr(tok, "chat_template", None))
         # Templates put their own special tokens in the text; BOS is added only where the model
         # declares it needs one and the rendered text does not already begin with it.
-        wants_bos = bool(getattr(tok, "add_bos_token", False)) and tok.bos_token_id is not None
+        # Ask the tokenizer itself rather than its ``add_bos_token`` flag, which GGUF-loaded tokenizers
+        # (Gemma 3) report as False while their post-processor does add BOS.
+        probe = tok("A", add_special_tokens=True)["input_ids"]
+        wants_bos = tok.bos_token_id is not None and bool(probe) and probe[0] == tok.bos_token_id
         self.bos_id_prepended: int | None = tok.bos_token_id if wants_bos else None
 
     @property
