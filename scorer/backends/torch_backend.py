@@ -70,9 +70,12 @@ def _blockwise_attention(module: Any, query: Any, key: Any, value: Any, attentio
     _, n_heads, n_q, d = query.shape
     n_kv = key.shape[1]
     scale = scaling if scaling is not None else d ** -0.5
-    q = query[0].reshape(n_kv, n_heads // n_kv, n_q, d)  # heads grouped by their key/value head (GQA)
-    kp, vp = key[0, :, :p], value[0, :, :p]
-    ks, vs = key[0, :, p:], value[0, :, p:]
+    # Scores, softmax and the weighted sum run in fp32 whatever the model dtype (as SDPA's kernels
+    # accumulate): in bf16 a hand-written softmax would drift ~10x further from the fresh path.
+    f32 = torch.float32
+    q = query[0].reshape(n_kv, n_heads // n_kv, n_q, d).to(f32)  # heads grouped by their key/value head (GQA)
+    kp, vp = key[0, :, :p].to(f32), value[0, :, :p].to(f32)
+    ks, vs = key[0, :, p:].to(f32), value[0, :, p:].to(f32)
     s_pre = torch.matmul(q, kp.transpose(-1, -2).unsqueeze(1)) * scale  # [Hkv, g, L, p]
     k_own, v_own = ks[:, own], vs[:, own]  # [Hkv, L, S, d]
     s_own = torch.einsum("hgld,hlsd->hgls", q, k_own) * scale  # [Hkv, g, L, S]
@@ -81,7 +84,7 @@ def _blockwise_attention(module: Any, query: Any, key: Any, value: Any, attentio
     e_pre, e_own = (s_pre - top).exp_(), (s_own - top).exp_()
     den = e_pre.sum(-1, keepdim=True) + e_own.sum(-1, keepdim=True)
     out = (torch.matmul(e_pre, vp.unsqueeze(1)) + torch.einsum("hgls,hlsd->hgld", e_own, v_own)) / den
-    return out.reshape(n_heads, n_q, d).transpose(0, 1).unsqueeze(0).contiguous(), None
+    return out.reshape(n_heads, n_q, d).transpose(0, 1).unsqueeze(0).to(query.dtype).contiguous(), None
 
 
 def _register_blockwise() -> None:
