@@ -220,7 +220,12 @@ def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
     reports: list[ReportFile] = []
     trace_slugs: set[str] = set()
     report_slugs: set[str] = set()
-    for path in sorted(data_dir.rglob("*.json"), key=lambda p: p.relative_to(data_dir).as_posix()):
+    # Published traces (under traces/) come first, so the replay opens on one of them; then the rest.
+    def _order(p: Path) -> tuple[bool, str]:
+        rel = p.relative_to(data_dir).as_posix()
+        return (not rel.startswith("traces/"), rel)
+
+    for path in sorted(data_dir.rglob("*.json"), key=_order):
         if not path.is_file():
             continue
         rel = path.relative_to(data_dir).as_posix()

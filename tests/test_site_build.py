@@ -361,3 +361,12 @@ def test_build_needs_no_torch(tmp_path: Path) -> None:
             "bad = [m for m in ('torch', 'transformers', 'llama_cpp') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_published_traces_come_first(tmp_path: Path) -> None:
+    """A trace kept beside results (e.g. a GPU run) is listed, but the replay opens on one under traces/."""
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results" / "aaa").mkdir(parents=True)
+    trace_mod.write(data / "results" / "aaa" / "a-side-trace.json", hostile_trace())
+    traces, _ = build.discover(data)
+    assert [t.rel for t in traces] == ["traces/trace-fake.json", "results/aaa/a-side-trace.json"]
