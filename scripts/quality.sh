@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Reproduces the decision-quality results of the README (issue: labelled workloads, metrics,
+# calibration, order robustness, two-path routing): the scored runs under data/results/runs/ and the
+# eval / calibrate / order / route reports under data/results/.
+#
+# Nothing is overwritten: a run whose records are complete is left as it is (`--resume` continues a
+# partial one), and a report that exists is kept unless FORCE=1. Every run uses one CPU thread, as the
+# committed runs did, so two of them can share the 2-core machine and their times stay comparable.
+# Expect several hours on 2 CPU cores (qwen2.5-1.5b takes ~4 s per decision per ordering).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+SEMIF=.venv/bin/semif
+RUNS=data/results/runs
+RES=data/results
+FORCE_FLAG=()
+[[ "${FORCE:-0}" == 1 ]] && FORCE_FLAG=(--force)
+
+# The perturbed sets are built deterministically (byte-identical on every rebuild).
+for set in authored boundary; do
+  [[ -f data/eval/perturbed-reverse-$set.jsonl ]] ||
+    $SEMIF perturb --input data/eval/$set.jsonl --kind reverse --output data/eval/perturbed-reverse-$set.jsonl
+done
+
+score() {  # score NAME INPUT ARGS...: records to $RUNS/NAME.jsonl, resumed if partial
+  local name=$1 input=$2; shift 2
+  local out=$RUNS/$name.jsonl resume=()
+  if [[ -s $out ]]; then
+    [[ $(wc -l <"$out") -ge $(grep -c . "$input") ]] && return 0
+    resume=(--resume)
+  fi
+  echo "== score $name" >&2
+  $SEMIF score --input "$input" --output "$out" --threads 1 "${resume[@]}" "$@"
+}
+
+report() {  # report KIND NAME ARGS...: a JSON report at $RES/KIND-NAME.json unless it exists
+  local kind=$1 name=$2; shift 2
+  local out=$RES/$kind-$name.json
+  [[ -f $out && -z ${FORCE_FLAG[*]:-} ]] && return 0
+  $SEMIF "$kind" "$@" --output "$out" "${FORCE_FLAG[@]}"
+}
+
+for set in authored boundary; do
+  in=data/eval/$set.jsonl rev=data/eval/perturbed-reverse-$set.jsonl
+  score q05-torch-$set "$in" --model qwen2.5-0.5b
+  score q05-torch-reverse-$set "$rev" --model qwen2.5-0.5b
+  score q05-torch-permute2-$set "$in" --model qwen2.5-0.5b --permute 2
+  score q05-torch-permute2-reverse-$set "$rev" --model qwen2.5-0.5b --permute 2
+  score q05-llamacpp-t1-$set "$in" --model qwen2.5-0.5b --backend llamacpp
+  score q15-torch-$set "$in" --model qwen2.5-1.5b
+  score q15-torch-reverse-$set "$rev" --model qwen2.5-1.5b
+  score q15-torch-permute2-$set "$in" --model qwen2.5-1.5b --permute 2
+  score q15-torch-permute2-reverse-$set "$rev" --model qwen2.5-1.5b --permute 2
+
+  for run in q05-torch q05-llamacpp-t1 q15-torch q05-torch-reverse q15-torch-reverse q05-torch-permute2 \
+             q05-torch-permute2-reverse q15-torch-permute2 q15-torch-permute2-reverse; do
+    report eval "$run-$set" "$RUNS/$run-$set.jsonl" --labels "$in"
+  done
+  for run in q05-torch q05-llamacpp-t1 q15-torch; do
+    report calibrate "$run-$set" "$RUNS/$run-$set.jsonl" --labels "$in"
+  done
+  for m in q05 q15; do
+    report order "$m-torch-$set" --labels "$in" --base "$RUNS/$m-torch-$set.jsonl" \
+      --reversed "$RUNS/$m-torch-reverse-$set.jsonl" --permuted "$RUNS/$m-torch-permute2-$set.jsonl" \
+      --permuted-reversed "$RUNS/$m-torch-permute2-reverse-$set.jsonl"
+  done
+  th=0,0.05,0.1,0.2,0.3,0.5,1
+  report route "q05-llamacpp-to-q05-torch-$set" --labels "$in" --thresholds $th \
+    --fast "$RUNS/q05-llamacpp-t1-$set.jsonl" --reference "$RUNS/q05-torch-$set.jsonl"
+  report route "q05-llamacpp-to-q15-torch-$set" --labels "$in" --thresholds $th \
+    --fast "$RUNS/q05-llamacpp-t1-$set.jsonl" --reference "$RUNS/q15-torch-$set.jsonl"
+  report route "q05-torch-to-q15-torch-$set" --labels "$in" --thresholds $th \
+    --fast "$RUNS/q05-torch-$set.jsonl" --reference "$RUNS/q15-torch-$set.jsonl"
+done
+echo "quality reports in $RES/ (runs in $RUNS/)" >&2
