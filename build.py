@@ -475,7 +475,112 @@ def _render_quant(rel: str, rep: ReportFile) -> None:
                                    "the reference weights (lower is closer); flips = changed choices"))
 
 
-_REPORT_RENDERERS = {"shape": _render_shape, "quant": _render_quant}
+def _val(v: Any) -> float | None:
+    """A metric that is either a number or ``{"value": …, "ci_lo": …, "ci_hi": …}``."""
+    return _num(v.get("value")) if isinstance(v, dict) else _num(v)
+
+
+def _ci_note(v: Any) -> str:
+    if isinstance(v, dict) and _num(v.get("ci_lo")) is not None and _num(v.get("ci_hi")) is not None:
+        return f"CI [{v['ci_lo']:.2f}, {v['ci_hi']:.2f}]"
+    return ""
+
+
+def _reliability_chart(rep: ReportFile, series: list[tuple[str, Any]], title: str) -> None:
+    """Reliability diagram(s) from 10-bin tables (lists of {lo, hi, n, confidence, accuracy})."""
+    usable = [(name, bins) for name, bins in series if isinstance(bins, list) and bins
+              and all(isinstance(b, dict) for b in bins)]
+    if usable:
+        rep.charts.append(svg_reliability(usable, title))
+
+
+def _coverage_label(c: float | None) -> str:
+    if c is None:
+        return "?"
+    return "all rows" if c >= 1 else f"{c:.0%} most confident"
+
+
+def _render_eval(rel: str, rep: ReportFile) -> None:
+    """Quality report: per-family balanced accuracy, risk–coverage and the reliability diagram."""
+    fams = _find_rows(rep.obj, ("per_family",))
+    bars = []
+    for f in fams:
+        ba = _num(f.get("balanced_accuracy"))
+        if ba is not None:
+            bars.append((str(f.get("family") or f.get("name")), ba,
+                         f"accuracy {_fmt(_num(f.get('accuracy')))} · {f.get('rows', '?')} rows · "
+                         f"chance {_fmt(_num(f.get('chance_accuracy')))}"))
+    if bars:
+        rep.charts.append(svg_bars(bars, "balanced accuracy", "Balanced accuracy per family (1 = every class "
+                                   "right; chance is 1 / number of options)"))
+    rc = [(_coverage_label(_num(r.get("coverage"))), _num(r.get("accuracy")),
+           f"{r.get('rows', '?')} rows, confidence ≥ {_fmt(_num(r.get('min_confidence')))}")
+          for r in _find_rows(rep.obj, ("risk_coverage",))]
+    rc = [(label, v, note) for label, v, note in rc if v is not None]
+    if rc:
+        rep.charts.append(svg_bars(rc, "accuracy", "Risk–coverage: accuracy on the most confident share of the "
+                                   "rows (a useful score is more accurate where it is more confident)"))
+    _reliability_chart(rep, [("top-label", rep.obj.get("reliability"))], "Reliability: accuracy per confidence "
+                       "bin (on the diagonal = calibrated)")
+
+
+def _render_calibrate(rel: str, rep: ReportFile) -> None:
+    """Temperature scaling: ECE/NLL before and after, out of fold, and both reliability diagrams."""
+    oof = rep.obj.get("out_of_fold") if isinstance(rep.obj.get("out_of_fold"), dict) else {}
+    bars = []
+    for metric in ("ece", "nll", "brier"):
+        for side in ("before", "after"):
+            v = (oof.get(side) or {}).get(metric) if isinstance(oof.get(side), dict) else None
+            if _val(v) is not None:
+                bars.append((f"{metric.upper() if metric == 'ece' else metric} {side}", _val(v), _ci_note(v)))
+    if bars:
+        t = _num((rep.obj.get("fit_all_rows") or {}).get("temperature")) if isinstance(
+            rep.obj.get("fit_all_rows"), dict) else None
+        rep.charts.append(svg_bars(bars, "lower is better", "Before vs after temperature scaling, out of fold "
+                                   f"(group-disjoint folds){'' if t is None else f'; T on all rows = {_fmt(t)}'}"))
+    _reliability_chart(rep, [("before", oof.get("reliability_before")), ("after", oof.get("reliability_after"))],
+                       "Reliability before and after calibration, out of fold")
+
+
+def _render_order(rel: str, rep: ReportFile) -> None:
+    """Order robustness: flips under option reversal and accuracy, plain vs the order-averaged readout."""
+    bars = []
+    for side in ("plain", "permuted"):
+        d = rep.obj.get(side)
+        if not isinstance(d, dict) or not isinstance(d.get("flips"), int):
+            continue
+        rows = _num(rep.obj.get("rows")) or 0
+        share = f" ({d['flips'] / rows:.0%})" if rows else ""
+        bars.append((f"{side} readout", float(d["flips"]),
+                     f"flips{share} · accuracy {_fmt(_val(d.get('accuracy_original')))} original / "
+                     f"{_fmt(_val(d.get('accuracy_reversed')))} reversed"))
+    if bars:
+        cost = rep.obj.get("cost") if isinstance(rep.obj.get("cost"), dict) else {}
+        ratio = _num(cost.get("time_ratio"))
+        rep.charts.append(svg_bars(bars, "decisions whose choice flips when the options are reversed",
+                                   "Flips under option reversal (lower is more robust)"
+                                   + ("" if ratio is None else f"; the averaged readout costs {ratio:.2f}× the time")))
+
+
+def _render_route(rel: str, rep: ReportFile) -> None:
+    """Two-path routing: accuracy per policy, with the share escalated and the time against the reference."""
+    bars = []
+    for r in _find_rows(rep.obj, ("table",)):
+        acc = _val(r.get("accuracy"))
+        if acc is None:
+            continue
+        share, tv = _num(r.get("escalated_share")), _num(r.get("time_vs_reference"))
+        note = " · ".join(x for x in (_ci_note(r.get("accuracy")),
+                                      "" if share is None else f"{share:.0%} escalated",
+                                      "" if tv is None else f"{tv:.2f}× ref. time") if x)
+        bars.append((str(r.get("policy")), acc, note))
+    if bars:
+        rep.charts.append(svg_bars(bars, "accuracy", "Accuracy per routing policy: fast path alone, escalating "
+                                   "decisions whose margin is below a threshold, reference path alone"))
+
+
+_REPORT_RENDERERS = {"shape": _render_shape, "quant": _render_quant, "eval": _render_eval,
+                     "calibrate": _render_calibrate, "order": _render_order, "route": _render_route}
 
 
 # --- SVG (build-time charts) ------------------------------------------------------------------------------
@@ -503,6 +608,46 @@ def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str) -> Marku
         parts.append(f'<text x="{label_w + w + 4:.2f}" y="{y + 14}" class="chart-value">{_esc(_fmt(value))}</text>')
         if note:
             parts.append(f'<text x="{label_w}" y="{y + 27}" class="chart-note">{_esc(note)}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def svg_reliability(series: list[tuple[str, list[dict[str, Any]]]], title: str) -> Markup:
+    """Reliability diagram as inline SVG: per series, a point per non-empty bin at (mean confidence,
+    accuracy), sized by its row count, joined by a line; the diagonal is perfect calibration."""
+    size, pad = 260, 34
+    plot = size - 2 * pad
+    width = size + 120
+
+    def xy(c: float, a: float) -> tuple[float, float]:
+        return pad + c * plot, size - pad - a * plot
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {size}" role="img" aria-label="{_esc(title)}" '
+             f'xmlns="http://www.w3.org/2000/svg">', f'<title>{_esc(title)}</title>',
+             f'<rect x="{pad}" y="{pad}" width="{plot}" height="{plot}" class="chart-frame"/>',
+             f'<line x1="{pad}" y1="{size - pad}" x2="{size - pad}" y2="{pad}" class="chart-diagonal"/>',
+             f'<text x="{size / 2}" y="{size - 6}" text-anchor="middle" class="chart-label">confidence</text>',
+             f'<text x="10" y="{size / 2}" transform="rotate(-90 10 {size / 2})" text-anchor="middle" '
+             f'class="chart-label">accuracy</text>']
+    for tick in (0.0, 0.5, 1.0):
+        x, y = xy(tick, tick)
+        parts.append(f'<text x="{x:.1f}" y="{size - pad + 12}" text-anchor="middle" class="chart-note">{tick:g}</text>')
+        parts.append(f'<text x="{pad - 4}" y="{y + 3:.1f}" text-anchor="end" class="chart-note">{tick:g}</text>')
+    total = max(1.0, max((_num(b.get("n")) or 0.0) for _, bins in series for b in bins))
+    for i, (name, bins) in enumerate(series):
+        pts = [(_num(b.get("confidence")), _num(b.get("accuracy")), _num(b.get("n")) or 0.0) for b in bins]
+        pts = [(c, a, n) for c, a, n in pts if c is not None and a is not None and n > 0]
+        cls = f"chart-series-{i % 2}"
+        if len(pts) > 1:
+            path = " ".join(f"{xy(c, a)[0]:.1f},{xy(c, a)[1]:.1f}" for c, a, _ in pts)
+            parts.append(f'<polyline points="{path}" class="chart-line {cls}"/>')
+        for c, a, n in pts:
+            x, y = xy(c, a)
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{2.5 + 5 * math.sqrt(n / total):.1f}" '
+                         f'class="chart-dot {cls}"><title>{_esc(name)}: {int(n)} rows, confidence {c:.2f}, '
+                         f'accuracy {a:.2f}</title></circle>')
+        parts.append(f'<circle cx="{size + 8}" cy="{pad + 6 + 18 * i}" r="5" class="chart-dot {cls}"/>'
+                     f'<text x="{size + 18}" y="{pad + 10 + 18 * i}" class="chart-label">{_esc(name)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -370,3 +370,30 @@ def test_published_traces_come_first(tmp_path: Path) -> None:
     trace_mod.write(data / "results" / "aaa" / "a-side-trace.json", hostile_trace())
     traces, _ = build.discover(data)
     assert [t.rel for t in traces] == ["traces/trace-fake.json", "results/aaa/a-side-trace.json"]
+
+
+@pytest.mark.parametrize(("name", "charts"), [
+    ("eval-q15-torch-authored.json", 3), ("calibrate-q15-torch-authored.json", 2),
+    ("order-q05-torch-authored.json", 1), ("route-q05-llamacpp-to-q15-torch-authored.json", 1)])
+def test_quality_reports_get_their_charts(tmp_path: Path, name: str, charts: int) -> None:
+    """The committed quality reports render as charts (plus their tables), with the numbers from the file."""
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    (data / "results" / name).write_bytes((ROOT / "data" / "results" / name).read_bytes())
+    _, reports = build.discover(data)
+    (rep,) = reports
+    assert len(rep.charts) == charts
+    assert all(str(c).startswith('<svg class="chart"') for c in rep.charts)
+    obj = json.loads((ROOT / "data" / "results" / name).read_text())
+    if name.startswith("route"):
+        assert f"{obj['table'][0]['accuracy']['value']:.4g}" in str(rep.charts[0])
+    if name.startswith("order"):
+        assert f">{obj['plain']['flips']}<" in str(rep.charts[0])
+
+
+def test_reliability_chart_places_bins_by_confidence_and_accuracy() -> None:
+    svg = str(build.svg_reliability([("x<y", [{"n": 4, "confidence": 0.5, "accuracy": 1.0},
+                                               {"n": 0, "confidence": None, "accuracy": None}])], "t"))
+    assert svg.count("<circle") == 2  # one bin point + the legend; the empty bin is skipped
+    assert 'cx="130.0" cy="34.0"' in svg  # (0.5, 1.0) on a 192-px plot with 34-px padding
+    assert "x&lt;y" in svg and "x<y" not in svg
