@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=.venv
 LLAMA_VERSION=0.3.36
-WHEELHOUSE=${SEMIF_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/semif/wheelhouse}
+# llama.cpp builds natively (-march=native: AVX-512 where the CPU has it), so a built wheel is only reused
+# on a CPU with the same instruction-set flags: the wheelhouse is keyed on them.
+cpu_key=$(uname -m)-$( (grep -m1 -E '^(flags|Features)' /proc/cpuinfo 2>/dev/null || uname -m) | sha256sum | cut -c1-12)
+WHEELHOUSE=${SEMIF_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/semif/wheelhouse/$cpu_key}
 want_browser=0
 [ "${1:-}" = "--browser" ] && want_browser=1
 
