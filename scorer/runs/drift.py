@@ -440,13 +440,19 @@ def add_exact_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--exact", action="store_true",
                    help="re-score on the fresh path every fast-path decision whose margin is below a bound derived "
                         "from measured drift, so the choices equal fresh scoring's")
-    g.add_argument("--drift-report", help="--exact: take the drift from this `semif drift` report of the same "
-                                          "configuration (else a probe of the first rows measures it)")
+    add_exact_tuning_args(g, drift_help="--exact: take the drift from this `semif drift` report of the same "
+                                        "configuration (else a probe of the first rows measures it)",
+                          probe_help="--exact without --drift-report: rows scored both ways to measure drift")
+
+
+def add_exact_tuning_args(g: Any, drift_help: str, probe_help: str) -> None:
+    """Where the exact policy's bound comes from: ``--drift-report``, ``--exact-safety``, ``--exact-probe``
+    (shared by ``semif score``/``bench``, where the policy is opt-in, and ``semif versus``, where it is on)."""
+    g.add_argument("--drift-report", help=drift_help)
     g.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY,
                    help=f"bound = SAFETY x 2 x max|dp| (default {DEFAULT_SAFETY:g})")
     g.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS, metavar="N",
-                   help=f"--exact without --drift-report: rows scored both ways to measure drift "
-                        f"(default {DEFAULT_PROBE_ROWS})")
+                   help=f"{probe_help} (default {DEFAULT_PROBE_ROWS})")
 
 
 def policy_from_args(args: argparse.Namespace) -> ExactPolicy | None:

@@ -35,7 +35,13 @@ from scorer import readout, trace
 from scorer.backends.base import Backend, pack_chunks
 from scorer.errors import InputError, ValidationError
 from scorer.prompt import Tokenizer, common_prefix, sha256_text, sha256_tokens, state_text
-from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, ExactPolicy, default_report_path
+from scorer.runs.drift import (
+    DEFAULT_PROBE_ROWS,
+    DEFAULT_SAFETY,
+    ExactPolicy,
+    add_exact_tuning_args,
+    default_report_path,
+)
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, make_record, memory_need, prepare, score_items
 from scorer.schema import Decision, Option
 
@@ -709,13 +715,8 @@ def register(sub: Any) -> None:
                    help="skip the untimed direct-mode cross-check of the typed choices")
     p.add_argument("--no-exact", action="store_true",
                    help="typed path: do not re-score near-tie decisions fresh (default: the exact policy is on)")
-    p.add_argument("--drift-report",
-                   help="exact policy: drift report of this configuration (default: "
-                        "data/results/drift-<model>-<backend>-shared.json if it matches, else a probe)")
-    p.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY,
-                   help=f"bound = SAFETY x 2 x max|dp| (default {DEFAULT_SAFETY:g})")
-    p.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS, metavar="N",
-                   help=f"criteria scored both ways to measure drift when no report is used "
-                        f"(default {DEFAULT_PROBE_ROWS})")
+    add_exact_tuning_args(p, drift_help="exact policy: drift report of this configuration (default: "
+                                        "data/results/drift-<model>-<backend>-shared.json if it matches, else a probe)",
+                          probe_help="criteria scored both ways to measure drift when no report is used")
     _add_model_args(p)
     p.set_defaults(func=_cmd_versus)
