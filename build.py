@@ -102,6 +102,8 @@ class ReportFile:
     """The parsed report (a JSON object)."""
     kind: str
     """``shape``, ``quant`` or the report's own ``kind``/``report`` field (``generic`` when it has none)."""
+    family: str = ""
+    """The section of the index page it is listed under (``shape``, ``quant``, ``eval``…; see ``_SECTIONS``)."""
     title: str = ""
     """Heading on the index page."""
     charts: list[Markup] = field(default_factory=list)
@@ -273,6 +275,9 @@ def _kind_family(kind: str, obj: dict[str, Any]) -> str:
         return "shape"
     if "quant" in k:
         return "quant"
+    for family in ("drift", "compare"):
+        if family in k:
+            return family
     return k
 
 
@@ -282,7 +287,11 @@ def _default_title(kind: str, family: str, rel: str, obj: dict[str, Any]) -> str
     mach = obj.get("machine") if isinstance(obj.get("machine"), dict) else {}
     who = " · ".join(str(x) for x in (m.get("key"), m.get("backend"), m.get("dtype"),
                                        mach.get("gpu") or mach.get("cpu")) if x)
-    what = {"shape": "Shape benchmark", "quant": "Quantization ladder"}.get(family, f"{kind} report")
+    what = {"shape": "Shape benchmark", "quant": "Quantization ladder", "compare": "Cross-backend comparison",
+            "drift": "Fast-path drift"}.get(family, f"{kind} report")
+    ident = obj.get("identity") if isinstance(obj.get("identity"), dict) else {}
+    if family == "drift" and isinstance(ident.get("mode"), str):
+        what += f" ({ident['mode']} mode vs fresh)"
     if family == "shape" and isinstance(obj.get("workload"), dict) and obj["workload"].get("size"):
         what += f" ({obj['workload']['size']})"
     return f"{what} · {who}" if who else f"{what} · {name}"
@@ -295,7 +304,7 @@ def _load_report(rel: str, raw: bytes, obj: Any, taken: set[str]) -> ReportFile:
         raise BuildError(f"{rel}: empty report")
     kind = _report_kind(rel, obj)
     family = _kind_family(kind, obj)
-    rep = ReportFile(rel, _slug(rel, taken), raw, hashlib.sha256(raw).hexdigest(), obj, kind)
+    rep = ReportFile(rel, _slug(rel, taken), raw, hashlib.sha256(raw).hexdigest(), obj, kind, family)
     title = obj.get("title")
     rep.title = title if isinstance(title, str) and title else _default_title(kind, family, rel, obj)
     renderer = _REPORT_RENDERERS.get(family)
@@ -707,6 +716,25 @@ def _csp(scripts: list[str], styles: list[str]) -> str:
             "base-uri 'none'; form-action 'none'")
 
 
+# Index-page sections, in reading order: speed first, then agreement between paths, then quality.
+_SECTIONS = (
+    ("shape", "Fast paths (shape benchmark)"), ("drift", "Drift of the fast paths against fresh scoring"),
+    ("quant", "Quantization ladder"), ("compare", "Cross-backend parity"), ("eval", "Decision quality"),
+    ("calibrate", "Calibration"), ("order", "Order robustness"), ("route", "Two-path routing"),
+)
+
+
+def report_sections(reports: list[ReportFile]) -> list[dict[str, Any]]:
+    """Reports grouped for the index page: the known families in ``_SECTIONS`` order, then any other kind."""
+    titles = dict(_SECTIONS)
+    order = [f for f, _ in _SECTIONS]
+    families = sorted({r.family for r in reports}, key=lambda f: (order.index(f) if f in order else len(order), f))
+    return [{"id": "s-" + re.sub(r"[^a-z0-9]+", "-", f.lower()).strip("-"), "title": titles.get(f, f"Other: {f}"),
+             # Reports kept in sub-folders (e.g. results/gpu-h200/) after the top-level ones of their family.
+             "reports": sorted((r for r in reports if r.family == f), key=lambda r: (r.rel.count("/"), r.rel))}
+            for f in families]
+
+
 def render_site(traces: list[TraceFile], reports: list[ReportFile], schema: dict[str, Any] | None) -> dict[str, bytes]:
     """Every output file (relative path → bytes), rendered in memory so a failure writes nothing."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
@@ -717,7 +745,8 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile], schema: dict
     js = Markup(_asset("validate.js") + "\n" + _asset("replay.js"))
     index_meta = [{"slug": t.slug, "label": t.label, "file": f"{t.slug}.json", "sha256": t.sha256,
                    "bytes": len(t.raw), "source": t.rel} for t in traces]
-    common = {"css": css, "traces": traces, "reports": reports, "headlines": [_headline(t) for t in traces]}
+    common = {"css": css, "traces": traces, "reports": reports, "sections": report_sections(reports),
+              "headlines": [_headline(t) for t in traces]}
     static_csp = _csp([], [css])
     files: dict[str, bytes] = {}
     files["index.html"] = env.get_template("index.html.j2").render(root="", csp=static_csp, **common).encode()

@@ -397,3 +397,21 @@ def test_reliability_chart_places_bins_by_confidence_and_accuracy() -> None:
     assert svg.count("<circle") == 2  # one bin point + the legend; the empty bin is skipped
     assert 'cx="130.0" cy="34.0"' in svg  # (0.5, 1.0) on a 192-px plot with 34-px padding
     assert "x&lt;y" in svg and "x<y" not in svg
+
+
+def test_index_groups_reports_by_family_in_reading_order(tmp_path: Path) -> None:
+    data = make_data_dir(tmp_path, hostile=False)
+    for name in ("route-a.json", "eval-a.json", "drift-a.json", "calibrate-a.json"):
+        kind = name.split("-")[0]
+        (data / "results" / name).write_bytes(orjson.dumps({"kind": kind, "rows": [{"x": 1}]}))
+    _, reports = build.discover(data)
+    sections = build.report_sections(reports)
+    assert [s["title"] for s in sections] == [
+        "Fast paths (shape benchmark)", "Drift of the fast paths against fresh scoring", "Decision quality",
+        "Calibration", "Two-path routing", "Other: mystery"]
+    assert sum(len(s["reports"]) for s in sections) == len(reports)
+    out = tmp_path / "site"
+    build.build(data, out)
+    html = (out / "index.html").read_text()
+    assert html.index('id="s-shape"') < html.index('id="s-drift"') < html.index('id="s-route"')
+    assert 'href="#s-eval"' in html
