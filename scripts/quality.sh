@@ -18,8 +18,10 @@ FORCE_FLAG=()
 
 # The perturbed sets are built deterministically (byte-identical on every rebuild).
 for set in authored boundary; do
-  [[ -f data/eval/perturbed-reverse-$set.jsonl ]] ||
-    $SEMIF perturb --input data/eval/$set.jsonl --kind reverse --output data/eval/perturbed-reverse-$set.jsonl
+  for kind in reverse wrap distract; do
+    [[ -f data/eval/perturbed-$kind-$set.jsonl ]] ||
+      $SEMIF perturb --input data/eval/$set.jsonl --kind $kind --output data/eval/perturbed-$kind-$set.jsonl
+  done
 done
 
 score() {  # score NAME INPUT ARGS...: records to $RUNS/NAME.jsonl, resumed if partial
@@ -71,5 +73,12 @@ for set in authored boundary; do
     --fast "$RUNS/q05-llamacpp-t1-$set.jsonl" --reference "$RUNS/q15-torch-$set.jsonl"
   report route "q05-torch-to-q15-torch-$set" --labels "$in" --thresholds $th \
     --fast "$RUNS/q05-torch-$set.jsonl" --reference "$RUNS/q15-torch-$set.jsonl"
+done
+# Meaning-preserving perturbations (question wrapped in neutral words, irrelevant context appended):
+# each run compared with the unperturbed one on the same rows (flips, accuracy deltas).
+for kind in wrap distract; do
+  score q05-torch-$kind-authored data/eval/perturbed-$kind-authored.jsonl --model qwen2.5-0.5b
+  report eval "q05-torch-authored-vs-$kind" "$RUNS/q05-torch-authored.jsonl" --labels data/eval/authored.jsonl \
+    --compare "$RUNS/q05-torch-$kind-authored.jsonl"
 done
 echo "quality reports in $RES/ (runs in $RUNS/)" >&2
