@@ -689,11 +689,17 @@ def _headline(t: TraceFile) -> dict[str, Any]:
         "typed": _fmt_s(s.get("typed_median_s")), "generated": _fmt_s(s.get("generated_median_s")),
         "ttft": _fmt_s(s.get("ttft_median_s")),
         "ratio": f"{s['wall_ratio']:.2f}×" if _num(s.get("wall_ratio")) is not None else "—",
-        "avoided": _fmt(s.get("output_tokens_avoided")),
+        "avoided": _fmt(_count(s.get("output_tokens_avoided"))),
         "agree": _fmt(ag.get("agree")), "disagree": _fmt(ag.get("disagree")), "missing": _fmt(ag.get("missing")),
         "valid": f"{_fmt(s.get('generated_valid_runs'))}/{_fmt(s.get('runs'))}",
         "criteria": len(t.obj["inputs"]["criteria"]),
     }
+
+
+def _count(v: Any) -> Any:
+    """A token count (a median, so possibly x.5) without a trailing ``.0`` when it is whole."""
+    x = _num(v)
+    return int(x) if x is not None and x.is_integer() else v
 
 
 def _fmt_s(v: Any) -> str:
