@@ -543,8 +543,8 @@ def _render_calibrate(rel: str, rep: ReportFile) -> None:
             if _val(v) is not None:
                 bars.append((f"{metric.upper() if metric == 'ece' else metric} {side}", _val(v), _ci_note(v)))
     if bars:
-        t = _num((rep.obj.get("fit_all_rows") or {}).get("temperature")) if isinstance(
-            rep.obj.get("fit_all_rows"), dict) else None
+        fit = rep.obj.get("fit_all_rows")
+        t = _num(fit.get("temperature")) if isinstance(fit, dict) else None
         rep.charts.append(svg_bars(bars, "lower is better", "Before vs after temperature scaling, out of fold "
                                    f"(group-disjoint folds){'' if t is None else f'; T on all rows = {_fmt(t)}'}"))
     _reliability_chart(rep, [("before", oof.get("reliability_before")), ("after", oof.get("reliability_after"))],

@@ -57,8 +57,21 @@ class Decision:
         return [o.id for o in self.options]
 
 
-def _nonempty_str(value: Any) -> bool:
+def nonempty_str(value: Any) -> bool:
+    """A string with at least one non-space character."""
     return isinstance(value, str) and value.strip() != ""
+
+
+def check_state(state: Any, path: str, line: int | None) -> None:
+    """A decision state is non-empty text or a non-empty JSON object/array; else :class:`InputError`."""
+    if isinstance(state, str):
+        if not state.strip():
+            raise InputError(path, line, "state", "empty text", "non-empty text or a non-empty JSON object/array")
+    elif isinstance(state, (dict, list)):
+        if not state:
+            raise InputError(path, line, "state", "empty JSON value", "non-empty text or a non-empty JSON object/array")
+    else:
+        raise InputError(path, line, "state", f"a {type(state).__name__}", "text or a JSON object/array")
 
 
 def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
@@ -68,18 +81,11 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
     for key in _ROW_KEYS:
         if key not in obj:
             raise InputError(path, line, key, "missing", "keys id, state, question, options")
-    if not _nonempty_str(obj["id"]):
+    if not nonempty_str(obj["id"]):
         raise InputError(path, line, "id", f"{obj['id']!r} is not a non-empty string", "a non-empty string")
     state = obj["state"]
-    if isinstance(state, str):
-        if not state.strip():
-            raise InputError(path, line, "state", "empty text", "non-empty text or a non-empty JSON object/array")
-    elif isinstance(state, (dict, list)):
-        if not state:
-            raise InputError(path, line, "state", "empty JSON value", "non-empty text or a non-empty JSON object/array")
-    else:
-        raise InputError(path, line, "state", f"a {type(state).__name__}", "text or a JSON object/array")
-    if not _nonempty_str(obj["question"]):
+    check_state(state, path, line)
+    if not nonempty_str(obj["question"]):
         raise InputError(path, line, "question", f"{obj['question']!r} is not a non-empty string", "a non-empty string")
     raw = obj["options"]
     if not isinstance(raw, list):
@@ -95,7 +101,7 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
         for key in ("id", "description"):
             if key not in opt:
                 raise InputError(path, line, f"{where}.{key}", "missing", "an object {id, description}")
-            if not _nonempty_str(opt[key]):
+            if not nonempty_str(opt[key]):
                 raise InputError(path, line, f"{where}.{key}", f"{opt[key]!r} is not a non-empty string",
                                  "a non-empty string")
         unknown = sorted(set(opt) - {"id", "description"})

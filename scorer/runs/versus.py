@@ -43,7 +43,7 @@ from scorer.runs.drift import (
     default_report_path,
 )
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, make_record, memory_need, prepare, score_items
-from scorer.schema import Decision, Option
+from scorer.schema import Decision, Option, check_state, nonempty_str
 
 ARRAY_PROMPT_VERSION = "semif-array-v1"
 ARRAY_SYSTEM = (
@@ -89,10 +89,6 @@ class VersusInput:
         return {"id": self.id, "state": self.state, "criteria": crit}
 
 
-def _nonempty(v: Any) -> bool:
-    return isinstance(v, str) and v.strip() != ""
-
-
 def load_input(path: str | Path) -> VersusInput:
     """Read and validate a versus input file, with file/field errors."""
     name = str(path)
@@ -111,13 +107,10 @@ def load_input(path: str | Path) -> VersusInput:
     unknown = sorted(set(obj) - _INPUT_KEYS)
     if unknown:
         raise InputError(name, None, None, f"unknown keys {unknown}", "only id, state, criteria")
-    if not _nonempty(obj["id"]):
+    if not nonempty_str(obj["id"]):
         raise InputError(name, None, "id", f"{obj['id']!r}", "a non-empty string")
     state = obj["state"]
-    if (isinstance(state, str) and not state.strip()) or (isinstance(state, (dict, list)) and not state):
-        raise InputError(name, None, "state", "empty", "non-empty text or a non-empty JSON object/array")
-    if not isinstance(state, (str, dict, list)):
-        raise InputError(name, None, "state", f"a {type(state).__name__}", "text or a JSON object/array")
+    check_state(state, name, None)
     raw = obj["criteria"]
     if not isinstance(raw, list) or not raw:
         raise InputError(name, None, "criteria", "not a non-empty list", "a list of {id, question, label?} objects")
@@ -133,7 +126,7 @@ def load_input(path: str | Path) -> VersusInput:
         for key in ("id", "question"):
             if key not in c:
                 raise InputError(name, None, f"{where}.{key}", "missing", "a non-empty string")
-            if not _nonempty(c[key]):
+            if not nonempty_str(c[key]):
                 raise InputError(name, None, f"{where}.{key}", f"{c[key]!r}", "a non-empty string")
         if c["id"] in seen:
             raise InputError(name, None, f"{where}.id", f"duplicate id {c['id']!r}", "unique criterion ids")
