@@ -24,6 +24,7 @@ import base64
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -772,7 +773,14 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile], schema: dict
 
 
 def write_site(files: dict[str, bytes], out_dir: Path) -> None:
-    """Replace the output directory's contents; refuse a non-empty directory that is not a previous build."""
+    """Replace the output directory's contents; refuse a non-empty directory that is not a previous build.
+
+    A symbolic link is followed: the link stays and the directory it names is rebuilt (under the same
+    rules); a link to nothing is refused."""
+    if out_dir.is_symlink():
+        if not out_dir.exists():
+            raise BuildError(f"{out_dir}: a symbolic link to {os.readlink(out_dir)}, which does not exist")
+        out_dir = out_dir.resolve()
     if out_dir.exists():
         if not out_dir.is_dir():
             raise BuildError(f"{out_dir}: output path exists and is not a directory")

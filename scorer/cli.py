@@ -1,7 +1,9 @@
 """The ``semif`` command line: argument parsing, progress bars, exit codes and error messages.
 
-Exit status: 0 success, 2 bad input / refused model / validation failure (a one-line message, no
-traceback), 130 interrupted (partial output kept; rerun with ``--resume``).
+Exit status: 0 success, 2 bad input / refused model / refused output / validation failure (a one-line
+message, no traceback), 1 environment fault (an ``OSError``: disk full, read-only folder, a directory where
+a file should be; one line with the errno text and the path), 130 interrupted by SIGINT, 143 by SIGTERM
+(partial output kept and reported; rerun with ``--resume``).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +22,8 @@ import orjson
 
 from scorer import __version__, store
 from scorer.backends import BACKENDS, BackendConfig, load_backend
-from scorer.errors import SemifError
+from scorer.errors import SemifError, Terminated
+from scorer.io import RecordsOutput, os_error_text
 
 
 def _err(msg: str) -> None:
@@ -40,7 +46,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", choices=("cpu", "cuda", "mps"), default="cpu", help="torch device")
     g.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
                    help="torch dtype (default fp32 on cpu, bf16 on cuda)")
-    g.add_argument("--threads", "--llama-threads", type=int, help="CPU threads (torch intra-op / llama.cpp n_threads)")
+    g.add_argument("--threads", "--llama-threads", type=positive_int,
+                   help="CPU threads (torch intra-op / llama.cpp n_threads), >= 1")
     g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
     g.add_argument("--llama-gpu-layers", default="0", help="llama.cpp: layers to offload, N or auto (default 0)")
 
@@ -51,7 +58,8 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
                          llama_gpu_layers=args.llama_gpu_layers)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (``0`` and negatives are refused, never silently ignored)."""
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
     return int(text)
@@ -82,28 +90,36 @@ def _cmd_score(args: argparse.Namespace) -> int:
     exact = policy_from_args(args)
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads
-    if out.exists() and not args.resume:
-        from scorer.errors import OutputExistsError
-
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --resume to continue that run, "
-                                "or choose another --output)")
-    backend = load_backend(backend_config(args))
+    total = len(decisions)
+    parts = {"input_sha256": file_sha256(inp), "semif": __version__}
     bar: Any = None
 
-    def start(total: int, skip: int) -> None:
+    def start(n: int, skip: int) -> None:
         nonlocal bar
         if skip:
-            print(f"[semif] resuming: {skip} of {total} records already in {out}", file=sys.stderr)
-        bar = _progress(total, f"score {args.mode}", skip)
+            print(f"[semif] resuming: {skip} of {n} records already in {out}", file=sys.stderr)
+        bar = _progress(n, f"score {args.mode}", skip)
 
-    parts = {"input_sha256": file_sha256(inp), "semif": __version__}
+    # The output is created (or, with --resume, opened) and locked before the model loads: a second run on
+    # the same --output is refused here, and nothing is written or cut until the configuration is checked.
+    sink = RecordsOutput.resume(out) if args.resume else RecordsOutput.create(out)
     try:
-        run_score(decisions, backend, out, args.mode, parts, args.resume, args.max_batch_tokens,
-                  on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,
-                  temperature=args.temperature, exact=exact)
-    finally:
-        if bar is not None:
-            bar.close()
+        with sink:
+            try:
+                backend = load_backend(backend_config(args))
+                run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
+                          on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,
+                          temperature=args.temperature, exact=exact)
+            finally:
+                if bar is not None:
+                    bar.close()
+    except KeyboardInterrupt as exc:
+        code = _stop_code(exc)
+        _err(f"{_stop_word(code)}; {sink.kept_note(total)}")
+        return code
+    except OSError as exc:
+        _err(f"{os_error_text(exc)}; {sink.kept_note(total)}")
+        return 1
     if exact is not None:
         print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "
               f"{exact.block.get('max_abs_dp'):.3g}, safety {exact.safety:g}); {exact.escalated} decisions re-scored "
@@ -184,10 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, help="decisions, one JSON object per line")
     p.add_argument("--output", required=True, help="records (JSONL); never overwritten")
     p.add_argument("--mode", choices=("direct", "serial", "shared"), default="direct")
-    p.add_argument("--max-batch-tokens", type=int, default=4096, help="shared mode: suffix tokens per pass")
-    p.add_argument("--resume", action="store_true", help="continue a killed run into the same --output")
+    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
+                   help="shared mode: suffix tokens per pass, >= 1")
+    p.add_argument("--resume", action="store_true",
+                   help="continue a killed run into the same --output (refused, file unchanged, unless every record "
+                        "in it is from this same configuration; an empty file is accepted)")
     p.add_argument("--summary", action="store_true", help="print a table of the decisions when done")
-    p.add_argument("--permute", type=_positive_int, default=1, metavar="K",
+    p.add_argument("--permute", type=positive_int, default=1, metavar="K",
                    help="average option probabilities over K cyclic option orderings, aligned by id (K passes)")
     p.add_argument("--temperature", type=_positive_float, metavar="T",
                    help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
@@ -229,16 +248,45 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+def _stop_code(exc: KeyboardInterrupt) -> int:
+    return int(getattr(exc, "exit_code", 130))
+
+
+def _stop_word(code: int) -> str:
+    return "terminated (SIGTERM)" if code == Terminated.exit_code else "interrupted"
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
+
+def _handle_sigterm() -> Callable[[], None]:
+    """SIGTERM is handled like SIGINT (the run stops between records, says what it kept, exits 143).
+    Returns the function that restores the previous handler (signals can only be set in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    restore = _handle_sigterm()
     try:
         return int(args.func(args) or 0)
     except SemifError as exc:
         _err(str(exc))
         return exc.exit_code
-    except KeyboardInterrupt:
-        _err("interrupted; records written so far are kept (rerun with --resume to continue)")
-        return 130
+    except KeyboardInterrupt as exc:
+        code = _stop_code(exc)
+        _err(f"{_stop_word(code)}; outputs written so far are kept (a records run: rerun with --resume to continue)")
+        return code
+    except OSError as exc:  # an environment fault (disk full, permissions, a directory where a file should be)
+        _err(os_error_text(exc))
+        return 1
+    finally:
+        restore()
 
 
 if __name__ == "__main__":

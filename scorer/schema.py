@@ -7,14 +7,14 @@ what was wrong and what would be right. Records are plain JSON, validated in tes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from scorer.errors import InputError
+from scorer.errors import InputError, brief
 
 RECORD_SCHEMA = "semif-record-v1"
 MIN_OPTIONS, MAX_OPTIONS = 2, 16
@@ -23,6 +23,8 @@ SCORE_KIND = (
     "at the answer position, conditional on the prompt; not a calibrated probability of correctness"
 )
 _ROW_KEYS = ("id", "state", "question", "options")
+MAX_DEPTH = 64
+"""Deepest nesting of JSON arrays/objects accepted in a row's state or extra fields ([] is 1 deep)."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,34 @@ def check_state(state: Any, path: str, line: int | None) -> None:
     elif isinstance(state, (dict, list)):
         if not state:
             raise InputError(path, line, "state", "empty JSON value", "non-empty text or a non-empty JSON object/array")
+        check_depth(state, path, line, "state")
     else:
         raise InputError(path, line, "state", f"a {type(state).__name__}", "text or a JSON object/array")
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of JSON containers (a scalar 0, ``[]`` 1, ``[[1]]`` 2), without recursion."""
+    depth = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            children: Iterable[Any] = v.values()
+        elif isinstance(v, list):
+            children = v
+        else:
+            continue
+        depth = max(depth, d)
+        stack.extend((c, d + 1) for c in children)
+    return depth
+
+
+def check_depth(value: Any, path: str, line: int | None, field: str) -> None:
+    """Refuse a value nested deeper than :data:`MAX_DEPTH` (deep nesting breaks renderers and writers)."""
+    depth = json_depth(value)
+    if depth > MAX_DEPTH:
+        raise InputError(path, line, field, f"JSON nested {depth} levels deep",
+                         f"at most {MAX_DEPTH} levels of nested arrays/objects")
 
 
 def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
@@ -82,11 +110,12 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
         if key not in obj:
             raise InputError(path, line, key, "missing", "keys id, state, question, options")
     if not nonempty_str(obj["id"]):
-        raise InputError(path, line, "id", f"{obj['id']!r} is not a non-empty string", "a non-empty string")
+        raise InputError(path, line, "id", f"{brief(obj['id'])} is not a non-empty string", "a non-empty string")
     state = obj["state"]
     check_state(state, path, line)
     if not nonempty_str(obj["question"]):
-        raise InputError(path, line, "question", f"{obj['question']!r} is not a non-empty string", "a non-empty string")
+        raise InputError(path, line, "question", f"{brief(obj['question'])} is not a non-empty string",
+                         "a non-empty string")
     raw = obj["options"]
     if not isinstance(raw, list):
         raise InputError(path, line, "options", f"a {type(raw).__name__}", "a list of {id, description} objects")
@@ -102,42 +131,67 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
             if key not in opt:
                 raise InputError(path, line, f"{where}.{key}", "missing", "an object {id, description}")
             if not nonempty_str(opt[key]):
-                raise InputError(path, line, f"{where}.{key}", f"{opt[key]!r} is not a non-empty string",
+                raise InputError(path, line, f"{where}.{key}", f"{brief(opt[key])} is not a non-empty string",
                                  "a non-empty string")
         unknown = sorted(set(opt) - {"id", "description"})
         if unknown:
-            raise InputError(path, line, where, f"unknown keys {unknown}", "only id and description")
+            raise InputError(path, line, where, f"unknown keys {brief(unknown)}", "only id and description")
         if opt["id"] in seen:
-            raise InputError(path, line, f"{where}.id", f"duplicate id {opt['id']!r}", "unique option ids")
+            raise InputError(path, line, f"{where}.id", f"duplicate id {brief(opt['id'])}", "unique option ids")
         seen.add(opt["id"])
         options.append(Option(opt["id"], opt["description"]))
     extra = {k: v for k, v in obj.items() if k not in _ROW_KEYS}
+    for key, value in extra.items():  # copied into every record: deep nesting would break the writer
+        check_depth(value, path, line, key)
     src = path if line is None else f"{path}:{line}"
     return Decision(obj["id"], state, obj["question"], tuple(options), extra, src)
 
 
+def jsonl_lines(data: bytes, name: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` for every line of a JSONL file; only ``\n`` ends a line.
+
+    U+2028, U+0085 and other characters that ``str.splitlines`` would split on are valid inside JSON
+    strings and stay in their line. A final ``\n`` does not start another line. Invalid UTF-8 raises
+    :class:`InputError` naming the line and the byte within it.
+    """
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for lineno, raw in enumerate(lines, start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(name, lineno, None, f"not UTF-8 ({exc.reason} at byte {exc.start + 1} of the line: "
+                             f"{brief(raw[max(0, exc.start - 8):exc.start + 8])})", "UTF-8 text") from None
+        yield lineno, text
+
+
+def _read_input(p: Path, name: str, what: str) -> bytes:
+    if not p.is_file():
+        raise InputError(name, None, None, "file not found" if not p.exists() else "not a regular file", what)
+    return p.read_bytes()
+
+
+def _loads(raw: str, name: str, lineno: int, expected: str) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(name, lineno, None, f"invalid JSON ({exc})", expected) from None
+
+
 def load_decisions(path: str | Path) -> list[Decision]:
     """Read and validate a whole JSONL file of decisions (all lines before any model work)."""
-    p = Path(path)
     name = str(path)
-    if not p.is_file():
-        raise InputError(name, None, None, "file not found", "a JSONL file with one decision per line")
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(name, None, None, f"not UTF-8 ({exc.reason} at byte {exc.start})", "UTF-8 text") from None
+    data = _read_input(Path(path), name, "a JSONL file with one decision per line")
     rows: list[Decision] = []
     seen: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in jsonl_lines(data, name):
         if not raw.strip():
             raise InputError(name, lineno, None, "empty line", "one JSON object per line, no blank lines")
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(name, lineno, None, f"invalid JSON ({exc})", "one JSON object per line") from None
+        obj = _loads(raw, name, lineno, "one JSON object per line")
         row = parse_decision(obj, name, lineno)
         if row.id in seen:
-            raise InputError(name, lineno, "id", f"duplicate id {row.id!r} (first on line {seen[row.id]})",
+            raise InputError(name, lineno, "id", f"duplicate id {brief(row.id)} (first on line {seen[row.id]})",
                              "ids unique within the file")
         seen[row.id] = lineno
         rows.append(row)
@@ -154,15 +208,10 @@ def dumps_record(record: dict[str, Any]) -> bytes:
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """Read a JSONL file of records, with file/line errors."""
     name = str(path)
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(name, None, None, "file not found", "a JSONL file of SemIf records")
+    data = _read_input(Path(path), name, "a JSONL file of SemIf records")
     out: list[dict[str, Any]] = []
-    for lineno, raw in enumerate(p.read_bytes().splitlines(), start=1):
-        try:
-            rec = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(name, lineno, None, f"invalid JSON ({exc})", "one record per line") from None
+    for lineno, raw in jsonl_lines(data, name):
+        rec = _loads(raw, name, lineno, "one record per line")
         if not isinstance(rec, dict) or rec.get("schema") != RECORD_SCHEMA:
             raise InputError(name, lineno, "schema", f"not a {RECORD_SCHEMA} record", f'"schema": "{RECORD_SCHEMA}"')
         out.append(rec)

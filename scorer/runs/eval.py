@@ -23,7 +23,8 @@ import numpy as np
 import orjson
 
 from scorer import __version__, metrics
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
+from scorer.io import check_writable, write_atomic
 from scorer.schema import Decision
 
 REPORT_SCHEMA = "semif-eval-v1"
@@ -67,12 +68,21 @@ def _labels_info(labels: str | None) -> dict[str, Any] | None:
     return None if labels is None else {"path": labels, "sha256": file_sha256(Path(labels))}
 
 
+_FORCE_HINT = "pass --force, or choose another --output"
+
+
 def _write_report(report: dict[str, Any], out: Path, force: bool) -> None:
-    if out.exists() and not force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n", force,
+                 _FORCE_HINT)
     print(f"[semif] wrote {out}", file=sys.stderr)
+
+
+def _check_outputs(report: Path, force: bool, records: Path) -> None:
+    """A report plus a records file: refuse either before writing any (the records file is never overwritten)."""
+    if report.resolve() == records.resolve():
+        raise InputError(str(records), None, None, "is also the report's --output", "two different paths")
+    check_writable(report, force, _FORCE_HINT)
+    check_writable(records, False)
 
 
 def _default_out(prefix: str, run: str) -> Path:
@@ -233,18 +243,19 @@ def apply_file(run: str, out: Path, temperature: float) -> int:
     from scorer.calibrate import apply_temperature
     from scorer.schema import dumps_record, read_records
 
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+    check_writable(out)
     recs = [apply_temperature(r, temperature) for r in read_records(run)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(b"".join(dumps_record(r) for r in recs))
+    write_atomic(out, b"".join(dumps_record(r) for r in recs))
     return len(recs)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     rep = calibrate_report(args.run, args.labels, args.folds, args.reps, args.seed)
     print_calibrate(rep)
-    _write_report(rep, Path(args.output) if args.output else _default_out("calibrate", args.run), args.force)
+    report_out = Path(args.output) if args.output else _default_out("calibrate", args.run)
+    if args.apply:
+        _check_outputs(report_out, args.force, Path(args.apply))
+    _write_report(rep, report_out, args.force)
     if args.apply:
         t = args.temperature if args.temperature is not None else rep["fit_all_rows"]["temperature"]
         n = apply_file(args.run, Path(args.apply), t)
@@ -514,18 +525,19 @@ def _cmd_route(args: argparse.Namespace) -> int:
         raise InputError("--thresholds", None, None, "a threshold is negative or not finite", "numbers >= 0")
     rep = route_report(args.fast, args.reference, args.labels, ths, args.reps, args.seed)
     print_route(rep)
-    _write_report(rep, Path(args.output) if args.output else _default_out("route", args.fast), args.force)
+    report_out = Path(args.output) if args.output else _default_out("route", args.fast)
+    recs: list[dict[str, Any]] = []
     if args.apply is not None:
         from scorer.schema import dumps_record, read_records
 
         if args.routed_output is None:
             raise InputError("--routed-output", None, None, "missing", "a JSONL path for the routed records")
         out = Path(args.routed_output)
-        if out.exists():
-            raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+        _check_outputs(report_out, args.force, out)
         recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(b"".join(dumps_record(r) for r in recs))
+    _write_report(rep, report_out, args.force)
+    if args.apply is not None:
+        write_atomic(out, b"".join(dumps_record(r) for r in recs))
         print(f"[semif] wrote {len(recs)} routed records (margin < {args.apply:g} escalated) to {out}",
               file=sys.stderr)
     return 0
@@ -555,8 +567,7 @@ def _cmd_route_score(args: argparse.Namespace) -> int:
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (choose another --output)")
+    check_writable(out)
     if not (math.isfinite(args.margin) and args.margin >= 0):
         raise InputError("--margin", None, None, f"{args.margin!r}", "a number >= 0")
     fast = load_backend(BackendConfig(model=args.fast_model, backend=args.fast_backend, threads=args.threads))
@@ -567,8 +578,7 @@ def _cmd_route_score(args: argparse.Namespace) -> int:
              "reference": ref.model_info().get("key"), "reference_backend": args.reference_backend}
     run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3), "resumed_from": 0}
     recs = route_live(decisions, fast, ref, args.margin, run, args.fast_mode)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(b"".join(dumps_record(r) for r in recs))
+    write_atomic(out, b"".join(dumps_record(r) for r in recs))
     n_esc = sum(r["escalated"] for r in recs)
     total = sum(r["timing"]["total_s"] for r in recs)
     print(f"[semif] wrote {out}: {len(recs)} decisions, {n_esc} escalated (margin < {args.margin:g}), "

@@ -34,8 +34,9 @@ import orjson
 from scorer import metrics, store
 from scorer.backends import BackendConfig, load_backend
 from scorer.backends.base import Backend
-from scorer.errors import InputError, ModelError, OutputExistsError
+from scorer.errors import InputError, ModelError
 from scorer.gguf_tools import FTYPES, write_f32
+from scorer.io import check_writable, write_atomic
 from scorer.prompt import state_text
 from scorer.runs.compare import compare_records
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES, prepare, score_items
@@ -83,6 +84,9 @@ class QuantConfig:
     """Also measure the model's original GGUF as a rung."""
     records_dir: Path | None = None
     """If set, every run's records are written there as JSONL (for ``semif compare``)."""
+    overwrite: bool = False
+    """Overwrite an existing report and existing ``records_dir`` files (``--force``); otherwise both are
+    refused before any work starts."""
     command: str = ""
     """The command line, for the report."""
 
@@ -195,13 +199,29 @@ def _file_block(path: Path) -> dict[str, Any]:
     return {"file": path.name, "bytes": path.stat().st_size, "sha256": store.sha256_file(path)}
 
 
+_FORCE_HINT = "pass --force, or choose another --output / --records-dir"
+
+
+def _records_files(cfg: QuantConfig) -> list[Path]:
+    """The JSONL files a ladder run writes into ``records_dir`` (none without one)."""
+    if cfg.records_dir is None:
+        return []
+    names = ["reference-torch-fp32", "rung-F32", *(f"rung-{r}" for r in cfg.rungs)]
+    names += ["rung-source"] if cfg.include_source else []
+    return [cfg.records_dir / f"{n}.jsonl" for n in names]
+
+
+def check_outputs(cfg: QuantConfig) -> None:
+    """Refuse, before any work, a report or records file that exists (unless ``cfg.overwrite``)."""
+    for path in [cfg.output, *_records_files(cfg)]:
+        check_writable(path, cfg.overwrite, _FORCE_HINT)
+
+
 def _write_records(cfg: QuantConfig, name: str, records: list[dict[str, Any]]) -> None:
     if cfg.records_dir is None:
         return
-    cfg.records_dir.mkdir(parents=True, exist_ok=True)
-    with (cfg.records_dir / f"{name}.jsonl").open("wb") as f:
-        for r in records:
-            f.write(dumps_record(r))
+    write_atomic(cfg.records_dir / f"{name}.jsonl", b"".join(dumps_record(r) for r in records), cfg.overwrite,
+                 _FORCE_HINT)
 
 
 def _log(msg: str) -> None:
@@ -219,6 +239,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
     if cfg.mode not in MODES:
         raise ModelError(f"--mode {cfg.mode!r} (expected one of {', '.join(MODES)})")
     decisions = load_decisions(cfg.input)
+    check_outputs(cfg)
     ref = store.resolve(cfg.model)
     if ref.kind not in ("store", "gguf"):
         raise ModelError(f"semif quant builds its ladder from a GGUF: --model {cfg.model} is a {ref.kind} model")
@@ -324,11 +345,8 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
     return report
 
 
-def _write(report: dict[str, Any], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    tmp.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
-    os.replace(tmp, out)
+def _write(report: dict[str, Any], out: Path, overwrite: bool) -> None:
+    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", overwrite, _FORCE_HINT)
 
 
 def print_report(rep: dict[str, Any]) -> None:
@@ -358,37 +376,38 @@ def print_report(rep: dict[str, Any]) -> None:
 def _cmd_quant(args: argparse.Namespace) -> int:
     key = Path(args.model).stem if args.model.endswith(".gguf") else args.model
     out = Path(args.output or f"data/results/quant-{key}.json")
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force or choose another --output)")
     cfg = QuantConfig(model=args.model, input=Path(args.input), output=out,
                       rungs=tuple(r.strip() for r in args.rungs.split(",") if r.strip()), mode=args.mode,
                       max_batch_tokens=args.max_batch_tokens, threads=args.threads,
                       workdir=Path(args.workdir) if args.workdir else None, keep_files=args.keep_files,
                       generation=not args.no_generation, max_new_tokens=args.max_new_tokens,
                       include_source=not args.no_source,
-                      records_dir=Path(args.records_dir) if args.records_dir else None,
+                      records_dir=Path(args.records_dir) if args.records_dir else None, overwrite=args.force,
                       command="semif " + " ".join(sys.argv[1:]))
     rep = run_quant(cfg)
-    _write(rep, out)
+    _write(rep, out, args.force)
     print(f"[semif] wrote {out}", file=sys.stderr)
     print_report(rep)
     return 0
 
 
 def register(sub: Any) -> None:
+    from scorer.cli import positive_int
+
     p = sub.add_parser("quant", help="quantization ladder: F32 GGUF → Q8_0 … 3-bit, each scored against torch fp32")
     p.add_argument("--model", default=store.TEST_MODEL, help=f"registry key or .gguf (default {store.TEST_MODEL})")
     p.add_argument("--input", required=True, help="decisions (JSONL) to score on the reference and every rung")
     p.add_argument("--output", help="JSON report (default data/results/quant-MODEL.json); never overwritten")
-    p.add_argument("--force", action="store_true", help="overwrite --output")
+    p.add_argument("--force", action="store_true", help="overwrite --output and the --records-dir files")
     p.add_argument("--rungs", default=",".join(DEFAULT_RUNGS),
                    help=f"llama.cpp types, comma-separated (default {','.join(DEFAULT_RUNGS)})")
     p.add_argument("--mode", choices=MODES, default="shared", help="scoring mode for every run (default shared)")
-    p.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS)
-    p.add_argument("--threads", type=int, help="CPU threads (torch and llama.cpp)")
+    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
+    p.add_argument("--threads", type=positive_int, help="CPU threads (torch and llama.cpp), >= 1")
     p.add_argument("--workdir", help="folder for the written GGUFs (default: under the model cache)")
     p.add_argument("--keep-files", action="store_true", help="keep the F32 and quantized GGUFs")
-    p.add_argument("--records-dir", help="also write every run's records (JSONL) here, for semif compare")
+    p.add_argument("--records-dir", help="also write every run's records (JSONL) here, for semif compare "
+                                        "(existing files are refused before any work, unless --force)")
     p.add_argument("--no-generation", action="store_true", help="skip the generation path (JSON arrays)")
     p.add_argument("--max-new-tokens", type=int, help="generation limit per array (default 4 per criterion + 16)")
     p.add_argument("--no-source", action="store_true", help="do not measure the model's original GGUF as a rung")

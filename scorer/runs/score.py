@@ -24,7 +24,8 @@ import orjson
 
 from scorer import readout
 from scorer.backends.base import Backend, Prefix, pack_chunks
-from scorer.errors import InputError, OutputExistsError, ValidationError
+from scorer.errors import InputError, ValidationError, brief
+from scorer.io import RecordsOutput, ResumePoint, read_resume
 from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
 
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from scorer.runs.drift import ExactPolicy
 
 MODES = ("direct", "serial", "shared")
+RECORD_LINE_PREFIX = b'{"schema":"' + RECORD_SCHEMA.encode() + b'"'
+"""How every record line starts: a torn tail must be a piece of one for ``--resume`` to cut it."""
 DEFAULT_MAX_BATCH_TOKENS = 4096
 SERIAL_CACHE_STATES = 8
 
@@ -270,47 +273,55 @@ def config_sha256(parts: dict[str, Any]) -> str:
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
-def resume_point(path: Path, config_hash: str, decisions: list[Decision]) -> int:
-    """Number of complete records already in ``path`` that belong to this very run configuration.
+def resume_point(data: bytes, path: Path | str, config_hash: str, decisions: list[Decision]) -> ResumePoint:
+    """Where a resumed run continues: the complete records already in ``data`` (the output's bytes),
+    all of which must belong to this very run configuration, in input order.
 
-    A torn last line (the run was killed mid-write) is cut off; anything else that does not match —
-    another configuration, another input, records out of order — is an error, never overwritten.
+    Only reads: a torn last line (the run was killed mid-write) is reported, not cut, and anything
+    that does not match (another configuration, another input, records out of order, a file that is
+    not a records file) raises :class:`InputError` or :class:`~scorer.errors.OutputError`.
     """
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with path.open("r+b") as f:
-            f.truncate(cut)
-        data = data[:cut]
-    n = 0
-    for lineno, raw in enumerate(data.splitlines(), start=1):
+    name = str(path)
+    point = read_resume(data, name, RECORD_LINE_PREFIX)
+    for lineno, raw in enumerate(point.lines, start=1):
         try:
             rec = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise InputError(str(path), lineno, None, "not a JSON record", "records of an earlier run") from None
-        got = rec.get("run", {}).get("config_sha256") if isinstance(rec, dict) else None
+            raise InputError(name, lineno, None, "not a JSON record", "records of an earlier run; nothing was "
+                             "changed") from None
+        if not isinstance(rec, dict) or rec.get("schema") != RECORD_SCHEMA:
+            raise InputError(name, lineno, "schema", f"not a {RECORD_SCHEMA} record",
+                             "records of an earlier run; nothing was changed")
+        run = rec.get("run")
+        got = run.get("config_sha256") if isinstance(run, dict) else None
         if got != config_hash:
-            raise InputError(str(path), lineno, "run.config_sha256",
-                             f"{got!r} differs from this run's {config_hash!r}",
-                             "the same input, model, backend, mode and options as the run being resumed")
+            raise InputError(name, lineno, "run.config_sha256",
+                             f"{brief(got)} differs from this run's {config_hash!r}",
+                             "the same input, model, backend, mode and options as the run being resumed; "
+                             "nothing was changed")
+        n = lineno - 1
         if n >= len(decisions) or rec.get("id") != decisions[n].id:
-            raise InputError(str(path), lineno, "id", f"{rec.get('id')!r} is not input row {n + 1}",
-                             "records in input order")
-        n += 1
-    return n
+            raise InputError(name, lineno, "id", f"{brief(rec.get('id'))} is not input row {n + 1}",
+                             "records in input order; nothing was changed")
+    return point
 
 
-def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: str, run_parts: dict[str, Any],
-              resume: bool, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+def run_score(decisions: list[Decision], backend: Backend, output: Path | RecordsOutput, mode: str,
+              run_parts: dict[str, Any], resume: bool, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
               on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None,
               permute: int = 1, temperature: float | None = None, exact: ExactPolicy | None = None) -> int:
-    """Score ``decisions`` into ``output`` (JSONL, flushed per record). Returns the records written.
+    """Score ``decisions`` into ``output`` (JSONL, one record handed to the kernel at a time). Returns the
+    records written.
 
-    ``run_parts`` identifies the run (input hash, options); the model block is added here, so a
-    resumed run is refused unless it loads the very same weights the same way. ``permute`` > 1 reads
-    each decision out over that many cyclic option orderings (:func:`scorer.runs.eval.score_permuted`);
-    ``temperature`` rescales the option logits (:func:`scorer.calibrate.apply_temperature`); ``exact``
-    re-scores fresh the fast-path decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`).
+    ``output`` is a path (opened here: created exclusively, or continued with ``resume``) or an
+    already locked :class:`~scorer.io.RecordsOutput` (the CLI takes the lock before the model loads;
+    ``resume`` is then how it was opened). Existing records are kept only if every one belongs to this
+    run's configuration; otherwise the file is refused unchanged. ``run_parts`` identifies the run
+    (input hash, options); the model block is added here, so a resumed run is refused unless it loads
+    the very same weights the same way. ``permute`` > 1 reads each decision out over that many cyclic
+    option orderings (:func:`scorer.runs.eval.score_permuted`); ``temperature`` rescales the option
+    logits (:func:`scorer.calibrate.apply_temperature`); ``exact`` re-scores fresh the fast-path
+    decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`).
     """
     info = backend.model_info()
     ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
@@ -325,12 +336,20 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
         parts["exact"] = exact.config()
     chash = config_sha256(parts)
-    skip = 0
-    if output.exists():
-        if not resume:
-            raise OutputExistsError(f"{output} exists; refusing to overwrite it (pass --resume to continue that "
-                                    "run, or choose another --output)")
-        skip = resume_point(output, chash, decisions)
+    if isinstance(output, RecordsOutput):
+        return _score_into(output, decisions, backend, mode, chash, max_batch_tokens, on_record, on_start,
+                           permute, temperature, exact)
+    with RecordsOutput.resume(output) if resume else RecordsOutput.create(output) as sink:
+        return _score_into(sink, decisions, backend, mode, chash, max_batch_tokens, on_record, on_start,
+                           permute, temperature, exact)
+
+
+def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend, mode: str, chash: str,
+                max_batch_tokens: int, on_record: ProgressFn | None, on_start: Callable[[int, int], None] | None,
+                permute: int, temperature: float | None, exact: ExactPolicy | None) -> int:
+    point = resume_point(sink.read(), sink.path, chash, decisions)
+    sink.accept(point)
+    skip = len(point.lines)
     run = {"config_sha256": chash, "started_unix": round(time.time(), 3), "resumed_from": skip}
     records: Iterator[dict[str, Any]]
     if permute > 1:
@@ -353,12 +372,9 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
 
         records = (apply_temperature(r, temperature) for r in records)
     written = 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with output.open("ab") as f:
-        for rec in records:
-            f.write(dumps_record(rec))
-            f.flush()
-            written += 1
-            if on_record:
-                on_record(rec)
+    for rec in records:
+        sink.write_line(dumps_record(rec))
+        written += 1
+        if on_record:
+            on_record(rec)
     return written
