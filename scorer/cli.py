@@ -82,7 +82,7 @@ def file_sha256(path: Path) -> str:
 # --- score -------------------------------------------------------------------------------------------
 def _cmd_score(args: argparse.Namespace) -> int:
     from scorer.runs.drift import load_report, policy_from_args
-    from scorer.runs.score import run_score
+    from scorer.runs.score import resume_point, run_score
     from scorer.schema import load_decisions
 
     inp, out = Path(args.input), Path(args.output)
@@ -106,6 +106,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     try:
         with sink:
             try:
+                if args.resume:  # a file that is not this input's records is refused before the model loads
+                    resume_point(sink.read(), out, None, decisions)
                 backend = load_backend(backend_config(args))
                 run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
                           on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,

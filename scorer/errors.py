@@ -29,6 +29,15 @@ def brief(value: object) -> str:
     return f"{text[:MAX_SHOWN]}…({size} bytes)"
 
 
+def _field_text(field: str) -> str:
+    """A field name as shown in a message: one line (control and separator characters escaped), cut
+    like :func:`brief` when long. Field names can come from the input (extra keys, unknown keys)."""
+    text = field if field.isprintable() else repr(field)[1:-1]
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:MAX_SHOWN]}…({len(field.encode('utf-8', 'replace'))} bytes)"
+
+
 class InputError(SemifError):
     """An input file is wrong at a known place.
 
@@ -41,7 +50,7 @@ class InputError(SemifError):
             problem = f"{problem[:4 * MAX_SHOWN]}…({len(problem.encode('utf-8', 'replace'))} bytes)"
         self.path, self.line, self.field, self.problem, self.expected = path, line, field, problem, expected
         where = path if line is None else f"{path}:{line}"
-        what = f"field '{field}': {problem}" if field else problem
+        what = f"field '{_field_text(field)}': {problem}" if field else problem
         tail = f" (expected {expected})" if expected else ""
         super().__init__(f"{where}: {what}{tail}")
 

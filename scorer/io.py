@@ -112,8 +112,8 @@ def make_parent(path: Path) -> None:
     (``mkdir`` alone says "File exists", which reads as if the output itself existed)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists() and not p.is_dir()),
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in reversed((path.parent, *path.parent.parents)) if p.exists() and not p.is_dir()),
                        path.parent)
         raise NotADirectoryError(errno.ENOTDIR, f"{os.strerror(errno.ENOTDIR)} (a file is in the way of the "
                                  "output's folder)", str(blocker)) from None
@@ -248,7 +248,9 @@ class RecordsOutput:
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, OSError) and exc.filename is None:
+                exc.filename = str(self.path)  # os.write names no file; the message should
             # If even the cut fails, the original error says more; --resume cuts a torn tail anyway.
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, self._size)

@@ -273,13 +273,14 @@ def config_sha256(parts: dict[str, Any]) -> str:
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
-def resume_point(data: bytes, path: Path | str, config_hash: str, decisions: list[Decision]) -> ResumePoint:
+def resume_point(data: bytes, path: Path | str, config_hash: str | None, decisions: list[Decision]) -> ResumePoint:
     """Where a resumed run continues: the complete records already in ``data`` (the output's bytes),
     all of which must belong to this very run configuration, in input order.
 
     Only reads: a torn last line (the run was killed mid-write) is reported, not cut, and anything
     that does not match (another configuration, another input, records out of order, a file that is
     not a records file) raises :class:`InputError` or :class:`~scorer.errors.OutputError`.
+    ``config_hash`` None checks everything but the configuration (possible before the model loads).
     """
     name = str(path)
     point = read_resume(data, name, RECORD_LINE_PREFIX)
@@ -294,7 +295,7 @@ def resume_point(data: bytes, path: Path | str, config_hash: str, decisions: lis
                              "records of an earlier run; nothing was changed")
         run = rec.get("run")
         got = run.get("config_sha256") if isinstance(run, dict) else None
-        if got != config_hash:
+        if config_hash is not None and got != config_hash:
             raise InputError(name, lineno, "run.config_sha256",
                              f"{brief(got)} differs from this run's {config_hash!r}",
                              "the same input, model, backend, mode and options as the run being resumed; "
