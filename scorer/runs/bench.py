@@ -28,7 +28,8 @@ import numpy as np
 import orjson
 
 from scorer.backends.base import Backend
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
+from scorer.io import check_writable, write_atomic
 from scorer.prompt import state_text
 from scorer.runs.drift import (
     DEFAULT_PROBE_ROWS,
@@ -385,8 +386,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     tag = args.size if not args.input else inp.stem
     out = Path(args.output) if args.output else RESULTS_DIR / (
         f"{args.workload}-{tag}-{safe_name(str(info.get('key')))}-{backend.name}.json")
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force, "pass --force, or choose another --output")
     n_passes = 1 + args.repeats * (len([m for m in modes if m != "direct"]) + len(exact_modes))
     pb = bar(len(decisions) * n_passes, "bench")
     load0 = loadavg()
@@ -417,8 +417,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "total_s": round(time.perf_counter() - t0, 3),
     }
     report["targets"] = targets(body["passes"])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n",
+                 args.force, "pass --force, or choose another --output")
     print_summary(report)
     print(f"[semif] wrote {out}", file=sys.stderr)
     return 0

@@ -18,7 +18,8 @@ from typing import Any
 
 import orjson
 
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
+from scorer.io import write_atomic
 from scorer.schema import read_records
 
 REPORT_FORMAT = "semif-compare-v1"
@@ -176,10 +177,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     rep = compare_files(args.a, args.b, args.tolerance)
     if args.output:
         out = Path(args.output)
-        if out.exists() and not args.force:
-            raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force or choose another --output)")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(orjson.dumps(rep, option=orjson.OPT_INDENT_2) + b"\n")
+        write_atomic(out, orjson.dumps(rep, option=orjson.OPT_INDENT_2) + b"\n", args.force,
+                     "pass --force or choose another --output")
         print(f"[semif] wrote {out}", file=sys.stderr)
     print_report(rep, args.show)
     return 0

@@ -34,7 +34,8 @@ import orjson
 
 from scorer import readout
 from scorer.backends.base import Backend
-from scorer.errors import InputError, OutputExistsError, ValidationError
+from scorer.errors import InputError, ValidationError
+from scorer.io import check_writable, write_atomic
 from scorer.prompt import PROMPT_VERSION
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES, Item, make_record, prepare, score_items
 from scorer.schema import Decision
@@ -414,8 +415,7 @@ def _cmd_drift(args: argparse.Namespace) -> int:
     if args.output and len(modes) > 1:
         raise InputError("--output", None, None, "one path for several modes", "--results-dir with several modes")
     for p in outs.values():
-        if p.exists() and not args.force:
-            raise OutputExistsError(f"{p} exists; refusing to overwrite it (pass --force, or choose another --output)")
+        check_writable(p, args.force, "pass --force, or choose another --output")
     source = {"path": str(inp), "sha256": file_sha256(inp), "slice": [a, b]}
     pb = bar(len(rows) * (1 + len(modes)), "drift")
     try:
@@ -424,8 +424,8 @@ def _cmd_drift(args: argparse.Namespace) -> int:
     finally:
         pb.close()
     for m, rep in reps.items():
-        outs[m].parent.mkdir(parents=True, exist_ok=True)
-        outs[m].write_bytes(orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+        write_atomic(outs[m], orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n",
+                     args.force, "pass --force, or choose another --output")
         s = rep["summary"]
         print(f"{m:>7}: {s['rows']} rows · max |Δp| {s['max_abs_dp']:.3g} · mean |Δp| {s['mean_abs_dp']:.3g} · "
               f"flips {len(s['flips'])} · ties {len(s['ties'])} · exact bound {rep['bound']['bound']:.3g} · "
