@@ -120,6 +120,14 @@ def make_parent(path: Path) -> None:
 
 
 def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (``os.umask`` can only set it, and
+    setting it briefly would affect files other threads create meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -189,7 +197,7 @@ class RecordsOutput:
             if path.is_dir():
                 _check_target(path)
             raise refuse_overwrite(path, hint) from None
-        return cls(path, _lock(fd, path), True)
+        return cls(path, _lock(fd, path, created=True), True)
 
     @classmethod
     def resume(cls, path: Path) -> RecordsOutput:
@@ -203,7 +211,7 @@ class RecordsOutput:
         except IsADirectoryError:
             _check_target(path)
             raise
-        return cls(path, _lock(fd, path), False)
+        return cls(path, _lock(fd, path, created=False), False)
 
     # --- reading and writing -------------------------------------------------------------------------------
     def read(self) -> bytes:
@@ -299,22 +307,30 @@ def _check_target(path: Path) -> None:
         raise OutputError(f"{path} is a directory (expected a file path for the records)")
 
 
-def _lock(fd: int, path: Path) -> int:
-    """Take the exclusive lock on ``fd`` without waiting; refuse if another process holds it, or if the
-    path no longer names this file (it was removed or replaced while we opened it)."""
+def _lock(fd: int, path: Path, created: bool) -> int:
+    """Take the exclusive lock on ``fd`` without waiting, or close ``fd`` and refuse: another process holds
+    the lock, the path no longer names this file (removed or replaced meanwhile), or the file system
+    cannot lock (an environment fault). A file this run ``created`` is removed again unless another run
+    holds it."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise OutputLockedError(f"{path} is being written by another semif run (it holds the file's lock); "
-                                "refusing to write to it (wait for that run to end, then --resume)") from None
-    except BaseException:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputLockedError(f"{path} is being written by another semif run (it holds the file's lock); "
+                                    "refusing to write to it (wait for that run to end, then --resume)") from None
+        except OSError as exc:
+            raise OSError(exc.errno, f"{exc.strerror or exc} (taking the output's lock)", str(path)) from None
+        if not _same_file(fd, path):
+            raise OutputLockedError(f"{path} was removed or replaced while this run opened it; refusing to write "
+                                    "to it (is another run using the same --output?)")
+    except OutputLockedError:
         os.close(fd)
         raise
-    if not _same_file(fd, path):
+    except BaseException:
+        if created and _same_file(fd, path) and os.fstat(fd).st_size == 0:
+            path.unlink()
         os.close(fd)
-        raise OutputLockedError(f"{path} was removed or replaced while this run opened it; refusing to write "
-                                "to it (is another run using the same --output?)")
+        raise
     return fd
 
 

@@ -69,6 +69,19 @@ def test_a_file_replaced_while_opening_is_refused(tmp_path, monkeypatch):
         sio.RecordsOutput.resume(out)
 
 
+def test_a_file_system_without_locks_is_an_environment_fault(tmp_path, monkeypatch):
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(sio.fcntl, "flock", no_locks)
+    out = tmp_path / "o.jsonl"
+    with pytest.raises(OSError) as exc:
+        sio.RecordsOutput.create(out)
+    assert exc.value.errno == errno.ENOLCK and exc.value.filename == str(out)
+    assert "taking the output's lock" in sio.os_error_text(exc.value)
+    assert not out.exists()  # the empty file it had just created is gone again
+
+
 def test_accept_cuts_a_torn_tail_only_when_writing(tmp_path):
     out = tmp_path / "o.jsonl"
     data = PREFIX + b',"id":"a"}\n' + PREFIX[:10]
