@@ -457,7 +457,7 @@ def _fmt(x: float | None) -> str:
 
 
 def register(sub: Any) -> None:
-    from scorer.cli import _add_model_args
+    from scorer.cli import _add_model_args, positive_int
 
     p = sub.add_parser("bench", help="throughput of direct/serial/shared (and --exact) on a states x criteria workload")
     p.add_argument("workload", choices=WORKLOADS)
@@ -466,7 +466,7 @@ def register(sub: Any) -> None:
     p.add_argument("--modes", default="direct,serial,shared", help="comma list (direct always runs: the reference)")
     p.add_argument("--exact-modes", default="serial,shared", help="fast modes also run under --exact ('' for none)")
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="passes per fast mode; the median is reported")
-    p.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS)
+    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
     p.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY)
     p.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS)
     p.add_argument("--exact-source", choices=("auto", "report", "probe"), default="auto",

@@ -597,6 +597,8 @@ def _common(p: argparse.ArgumentParser, labels_help: str = "decision input file 
 
 
 def register(sub: Any) -> None:
+    from scorer.cli import positive_int
+
     p = sub.add_parser("eval", help="decision-quality metrics of a run against labels")
     p.add_argument("run", help="records (JSONL) of `semif score`")
     p.add_argument("--compare", help="a second run on the same rows: paired comparison (B = this run)")
@@ -646,5 +648,5 @@ def register(sub: Any) -> None:
     p.add_argument("--fast-mode", choices=("direct", "serial", "shared"), default="direct")
     p.add_argument("--reference-model", required=True)
     p.add_argument("--reference-backend", choices=("torch", "llamacpp"), default="torch")
-    p.add_argument("--threads", type=int, help="CPU threads for both backends")
+    p.add_argument("--threads", type=positive_int, help="CPU threads for both backends, >= 1")
     p.set_defaults(func=_cmd_route_score)
