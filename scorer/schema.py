@@ -148,10 +148,10 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
 
 
 def jsonl_lines(data: bytes, name: str) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` for every line of a JSONL file; only ``\n`` ends a line.
+    """``(line number, text)`` for every line of a JSONL file; only ``\\n`` ends a line.
 
     U+2028, U+0085 and other characters that ``str.splitlines`` would split on are valid inside JSON
-    strings and stay in their line. A final ``\n`` does not start another line. Invalid UTF-8 raises
+    strings and stay in their line. A final ``\\n`` does not start another line. Invalid UTF-8 raises
     :class:`InputError` naming the line and the byte within it.
     """
     lines = data.split(b"\n")
