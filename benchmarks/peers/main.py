@@ -34,7 +34,7 @@ from typing import Any
 
 from benchmarks.peers import task as ptask
 from benchmarks.peers import venvs
-from scorer.envelope import envelope, file_input
+from scorer.envelope import envelope
 from scorer.errors import InputError, ModelError, OutputExistsError, SemifError
 
 FORMAT = "semif-peers-v1"
@@ -116,8 +116,8 @@ def resolve_workload(name: str) -> Path:
     cand = ROOT / "data" / "workloads" / f"{name.removesuffix('.jsonl')}.jsonl"
     if cand.is_file():
         return cand
-    raise InputError(name, None, None, "no such file or workload",
-                     f"a JSONL path or one of {', '.join(sorted(f.stem for f in (ROOT / 'data' / 'workloads').glob('*.jsonl')))}")
+    known = sorted(f.stem for f in (ROOT / "data" / "workloads").glob("*.jsonl"))
+    raise InputError(name, None, None, "no such file or workload", f"a JSONL path or one of {', '.join(known)}")
 
 
 def subset_rows(src: Path, rows: int | None, dst: Path) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from driver_io import read_prompts, run_driver, timed  # noqa: E402
+from driver_io import read_prompts, run_driver, timed
 
 DISTS = ["sglang", "torch", "transformers"]
 

