@@ -595,17 +595,19 @@ def _render_peers(rel: str, rep: ReportFile) -> None:
     if not isinstance(tools, dict) or not tools or not all(isinstance(t, dict) for t in tools.values()):
         raise BuildError(f"{rel}: a peers report needs 'tools' (an object of tool blocks)")
     agree = rep.obj.get("agreement") if isinstance(rep.obj.get("agreement"), dict) else {}
-    speed, rows, missing = [], [], []
+    speed, whole, rows, missing = [], [], [], []
     for name, t in tools.items():
         a = agree.get(name) if isinstance(agree.get(name), dict) else {}
         ident = t.get("identity") if isinstance(t.get("identity"), dict) else {}
         same = f"{ident['identical']}/{ident['rows']}" if "identical" in ident and "rows" in ident else None
         rate = _num(t.get("decisions_per_s"))
         if t.get("status") == "ok" and rate is not None:
-            notes = [f"load {_fmt(_num(t.get('load_s')))} s", f"process {_fmt(_num(t.get('process_s')))} s"]
-            if _num(a.get("max_abs_dp")) is not None:
-                notes.append(f"max |Δp| {_fmt(a['max_abs_dp'])} vs {agree.get('reference', 'reference')}")
-            speed.append((str(name), rate, " · ".join(notes)))
+            dp = _num(a.get("max_abs_dp"))
+            speed.append((str(name), rate, "" if dp is None else f"max |Δp| {_fmt(dp)} · "
+                          f"{_fmt(a.get('differing_choices'))} choices differ"))
+        proc, load = _num(t.get("process_s")), _num(t.get("load_s"))
+        if t.get("status") == "ok" and proc is not None:
+            whole.append((str(name), proc, "" if load is None else f"of which loading the model {_fmt(load)} s"))
         rss = _num(t.get("peak_rss_bytes"))
         rows.append([str(name), _fmt(t.get("status")), _fmt(_num(t.get("load_s"))), _fmt(_num(t.get("score_s"))),
                      _fmt(_num(t.get("process_s"))), _fmt(rate), _fmt(same), _fmt(_num(a.get("max_abs_dp"))),
@@ -614,10 +616,14 @@ def _render_peers(rel: str, rep: ReportFile) -> None:
             fail = t.get("failure") if isinstance(t.get("failure"), dict) else {}
             missing.append([str(name), _fmt(t.get("status")), _fmt(fail.get("stage")),
                             _fmt(t.get("reason") or fail.get("error"))])
+    ref = agree.get("reference", "the reference")
     if speed:
         rep.charts.append(svg_bars(speed, "decisions/s while scoring (higher is faster)",
-                                   "Scoring speed per tool on the same prompts and weights; load and whole-process "
-                                   "times in the notes"))
+                                   f"Scoring speed per tool on the same prompts and weights; max |Δp| and differing "
+                                   f"choices against {ref}"))
+    if whole:
+        rep.charts.append(svg_bars(whole, "seconds, whole process (lower is faster)",
+                                   "Whole process per tool: interpreter start, imports, model load and scoring"))
     rep.tables.append({"caption": "tools (medians over the repeats)",
                        "columns": ["tool", "status", "load s", "score s", "process s", "decisions/s",
                                    "identical tokens", f"max |Δp| vs {agree.get('reference', 'reference')}",

@@ -246,3 +246,46 @@ def test_envelope_leads_with_its_fields_and_hashes_inputs(tmp_path):
     assert env["versions"]["lm-eval:lm-eval"] == "0.4.13" and env["versions"]["semif"]
     with pytest.raises(ValueError):
         envelope("", "f", {})
+
+
+def _report(tools: dict, agreement: dict, ratios: list) -> dict:
+    env = envelope("peers", peers.FORMAT, {}, created=0)
+    return {**env, "title": "Side by side · test", "tools": tools, "agreement": agreement, "ratios": ratios}
+
+
+def test_site_draws_a_peers_report_with_the_reasons_peers_did_not_run(tmp_path):
+    import build
+
+    tools = {"semif-direct": {"status": "ok", "load_s": 1.0, "score_s": 2.0, "process_s": 5.0, "decisions_per_s": 21.0,
+                              "identity": {"rows": 42, "identical": 42}, "peak_rss_bytes": 2**30},
+             "lm-eval": {"status": "ok", "load_s": 2.0, "score_s": 3.0, "process_s": 20.0, "decisions_per_s": 14.0,
+                         "identity": {"rows": 42, "identical": 42}},
+             "vllm": {"status": "failed", "failure": {"stage": "load", "error": "RuntimeError: <no kernel> for isa"}},
+             "sglang": {"status": "skipped", "reason": "needs CUDA"}}
+    agreement = {"reference": "semif-direct", "lm-eval": {"max_abs_dp": 2.2e-6, "differing_choices": 0}}
+    ratios = [{"peer": "lm-eval", "semif": "semif-direct", "score": 1.5, "process": 4.0, "load": 2.0}]
+    data = tmp_path / "data"
+    (data / "results").mkdir(parents=True)
+    (data / "results" / "peers-x.json").write_text(json.dumps(_report(tools, agreement, ratios)))
+    _, reports = build.build(data, tmp_path / "site")
+    (rep,) = reports
+    assert rep.family == "peers" and len(rep.charts) == 2 and "lm-eval" in rep.charts[0]
+    caps = [t["caption"] for t in rep.tables]
+    assert caps[:3] == ["tools (medians over the repeats)", "peer time ÷ semif time (> 1: semif is that many times "
+                        "faster)", "tools that did not run here, and why"]
+    why = {r[0]: r for r in rep.tables[2]["rows"]}
+    assert why["vllm"][2] == "load" and why["vllm"][3] == "RuntimeError: <no kernel> for isa"
+    assert why["sglang"][1] == "skipped" and why["sglang"][3] == "needs CUDA"
+    assert rep.tables[0]["rows"][1][6] == "42/42"
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert "Compared with other tools" in html and "&lt;no kernel&gt;" in html and "<no kernel>" not in html
+
+
+def test_site_refuses_a_peers_report_without_tools(tmp_path):
+    import build
+
+    data = tmp_path / "data"
+    (data / "results").mkdir(parents=True)
+    (data / "results" / "peers-x.json").write_text(json.dumps(_report({}, {}, [])))
+    with pytest.raises(build.BuildError, match="peers report needs 'tools'"):
+        build.build(data, tmp_path / "site")

@@ -6,7 +6,8 @@ result. The result is written even when the tool fails, with the stage it failed
 
     {"tool": "lm-eval", "status": "ok" | "failed", "stage": "done" | "import" | "load" | "score",
      "error": null | "ValueError: ...", "traceback_tail": "...", "import_s": 3.1, "load_s": 1.9,
-     "score_s": 41.0, "peak_rss_bytes": ..., "versions": {...}, "rows": [{"id", "probabilities", ...}], ...}
+     "score_s": 41.0, "peak_rss_bytes": ..., "peak_rss_children_bytes": ..., "versions": {...},
+     "rows": [{"id", "scores", "score_kind", ...}], ...}
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def run_driver(tool: str, dists: list[str], out: Path, body: Callable[[dict[str,
         code = 3
     result["driver_s"] = round(time.perf_counter() - t0, 4)
     result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    # Engines that score in worker processes (vLLM, SGLang): the largest reaped child's peak, else 0.
+    result["peak_rss_children_bytes"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return code
 

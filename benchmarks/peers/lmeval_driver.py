@@ -36,7 +36,7 @@ def _body(args: argparse.Namespace, result: dict[str, Any]) -> None:
     simple_evaluate, hflm, task_manager = timed(result, "import_s", _imports)
     result["stage"] = "load"
     lm = timed(result, "load_s", lambda: hflm(pretrained=args.model, dtype=args.dtype, device=args.device,
-                                              batch_size=args.batch_size, add_bos_token=args.add_bos or None))
+                                              batch_size=args.batch_size, add_bos_token=args.add_bos))
     result["stage"] = "score"
     tm = task_manager(include_path=args.tasks, include_defaults=False)
     res = timed(result, "score_s", lambda: simple_evaluate(
@@ -63,7 +63,9 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=1)
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--add-bos", action="store_true", help="prepend BOS (only for models semif prepends it for)")
+    ap.add_argument("--add-bos", action="store_true",
+                    help="prepend BOS; given exactly when semif does, so lm-eval encodes with add_special_tokens "
+                         "equal to it (HFLM add_bos_token=True/False, never its model-dependent default)")
     args = ap.parse_args()
     return run_driver("lm-eval", DISTS, Path(args.out), lambda r: _body(args, r))
 

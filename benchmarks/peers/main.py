@@ -266,6 +266,7 @@ def summarize(tool: Tool, rows: list[ptask.ExportedRow]) -> dict[str, Any]:
         decisions_per_s=n / med["score_s"] if med["score_s"] else None,
         decisions_per_s_process=n / proc if proc else None,
         peak_rss_bytes=max(int(r.result.get("peak_rss_bytes") or 0) for r in ok),
+        peak_rss_children_bytes=max(int(r.result.get("peak_rss_children_bytes") or 0) for r in ok),
         versions=first.get("versions"), settings=first.get("settings"), readout=first.get("readout"),
         identity=identity(tool.name, first, rows),
         repeats_identical=all(probabilities(tool.name, r.result, rows) == probabilities(tool.name, first, rows)
@@ -328,6 +329,7 @@ def plan_tools(args: argparse.Namespace, work: Path, rows_file: Path, prompts: P
     cuda = args.device == "cuda"
     for peer in PEERS:
         if peer not in wanted:
+            tools.append(Tool(peer, [], {}, skipped=f"not requested (--peers {args.peers})"))
             continue
         if peer == "lm-eval":
             recipe, driver = venvs.LMEVAL, "lmeval_driver.py"

