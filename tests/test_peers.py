@@ -231,6 +231,9 @@ def test_workload_names_and_subsets(tmp_path):
     assert peers.subset_rows(src, 2, tmp_path / "s.jsonl").read_text() == "a\nb\n"
     with pytest.raises(InputError, match="4 rows asked"):
         peers.subset_rows(src, 4, tmp_path / "s.jsonl")
+    assert peers.wanted_peers("lm-eval, vllm") == ["lm-eval", "vllm"]
+    with pytest.raises(InputError, match="unknown peer 'lmeval'"):
+        peers.wanted_peers("lmeval")
 
 
 def test_envelope_leads_with_its_fields_and_hashes_inputs(tmp_path):

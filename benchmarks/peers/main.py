@@ -129,7 +129,8 @@ def subset_rows(src: Path, rows: int | None, dst: Path) -> Path:
     return dst
 
 
-def export(model: str, rows_file: Path, device: str) -> tuple[list[ptask.ExportedRow], dict[str, Any], Path, bool]:
+def export(model: str, rows_file: Path, device: str,
+           dtype: str) -> tuple[list[ptask.ExportedRow], dict[str, Any], Path, bool]:
     """Rendered prompts, the semif model block, the fp32 folder it loads, and whether it prepends BOS.
 
     Loads the semif backend once (fetching and dequantizing into the cache if needed), then frees it.
@@ -143,7 +144,7 @@ def export(model: str, rows_file: Path, device: str) -> tuple[list[ptask.Exporte
     if ref.kind not in ("store", "gguf", "local"):
         raise ModelError(f"{model}: the peer benchmark needs a model every tool can load from disk "
                          "(a registry key, a .gguf file or a local Hugging Face folder)")
-    backend = load_backend(BackendConfig(model=model, device=device))
+    backend = load_backend(BackendConfig(model=model, device=device, dtype=dtype))
     rows = ptask.export_prompts(backend.tokenizer, decisions)
     info = backend.model_info()
     bos = getattr(backend.tokenizer, "bos_id_prepended", None) is not None
@@ -314,18 +315,25 @@ def _has_cuda() -> bool:
     return gpu_name() is not None
 
 
+def wanted_peers(spec: str) -> list[str]:
+    """The peers named by ``--peers`` (a comma list), each one known."""
+    wanted = [p.strip() for p in spec.split(",") if p.strip()]
+    for p in wanted:
+        if p not in PEERS:
+            raise InputError("--peers", None, None, f"unknown peer {p!r}", f"a comma list of {', '.join(PEERS)}")
+    return wanted
+
+
 def plan_tools(args: argparse.Namespace, work: Path, rows_file: Path, prompts: Path, tasks_dir: Path,
                name: str, peer_folder: Path, bos: bool) -> list[Tool]:
     """The tools to run, peers' virtualenvs made (or their failure recorded)."""
     env_semif = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env_peer = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     tools = [Tool(f"semif-{m}", [sys.executable, str(HERE / "semif_driver.py"), "--model", args.model, "--input",
-                                 str(rows_file), "--mode", m, "--device", args.device, "--out", "{out}"], env_semif)
+                                 str(rows_file), "--mode", m, "--device", args.device, "--dtype", args.dtype,
+                                 "--out", "{out}"], env_semif)
              for m in ("direct", "shared")]
-    wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
-    for p in wanted:
-        if p not in PEERS:
-            raise InputError("--peers", None, None, f"unknown peer {p!r}", f"a comma list of {', '.join(PEERS)}")
+    wanted = wanted_peers(args.peers)
     cuda = args.device == "cuda"
     for peer in PEERS:
         if peer not in wanted:
@@ -334,13 +342,13 @@ def plan_tools(args: argparse.Namespace, work: Path, rows_file: Path, prompts: P
         if peer == "lm-eval":
             recipe, driver = venvs.LMEVAL, "lmeval_driver.py"
             extra = ["--tasks", str(tasks_dir), "--task", name, "--batch-size", str(args.lmeval_batch_size),
-                     "--device", args.device] + (["--add-bos"] if bos else [])
+                     "--device", args.device, "--dtype", args.dtype] + (["--add-bos"] if bos else [])
         elif peer == "vllm":
             recipe, driver = (venvs.VLLM_CUDA if cuda else venvs.VLLM_CPU), "vllm_driver.py"
-            extra = ["--prompts", str(prompts), "--device", args.device, "--dtype", args.peer_dtype]
+            extra = ["--prompts", str(prompts), "--device", args.device, "--dtype", args.dtype]
         else:
             recipe, driver = venvs.SGLANG, "sglang_driver.py"
-            extra = ["--prompts", str(prompts), "--device", args.device, "--dtype", args.peer_dtype]
+            extra = ["--prompts", str(prompts), "--device", args.device, "--dtype", args.dtype]
         tool = Tool(peer, [], env_peer)
         if peer == "sglang" and not cuda and not args.try_sglang_on_cpu:
             tool.skipped = ("not installed on a machine without CUDA: sglang==0.5.23 requires cuda-python, "
@@ -370,6 +378,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from scorer.runs.drift import loadavg
     from scorer.schema import load_decisions
 
+    wanted_peers(args.peers)  # a typo fails before any model loads
     workload = resolve_workload(args.workload)
     out = Path(args.output) if args.output else default_output(args.model, workload, args.rows)
     if out.exists() and not args.force:
@@ -380,7 +389,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     rows_file = subset_rows(workload, args.rows, work / "rows.jsonl")
     decisions = load_decisions(rows_file)  # every line validated before any model loads
     print(f"[peers] {len(decisions)} rows of {workload}; work folder {work}", file=sys.stderr)
-    rows, model_info, folder, bos = export(args.model, rows_file, args.device)
+    rows, model_info, folder, bos = export(args.model, rows_file, args.device, args.dtype)
     prompts = ptask.write_prompts(work / "prompts.jsonl", rows)
     name = ptask.task_name(args.model, workload.stem)
     yaml, docs = ptask.write_lmeval_task(work / "tasks", name, rows)
@@ -425,7 +434,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                      "options": sum(len(r.letters) for r in rows),
                      "input_tokens_mean": sum(len(r.ids) for r in rows) / len(rows)},
         "settings": {"repeats": args.repeats, "device": args.device, "order": "round-robin, rotated each round",
-                     "lmeval_batch_size": args.lmeval_batch_size, "peer_dtype": args.peer_dtype,
+                     "lmeval_batch_size": args.lmeval_batch_size, "dtype": args.dtype,
                      "timeout_s": args.timeout, "work": str(work)},
         "load_average": {"before": load_before, "after": load_after},
         "tools": blocks,
@@ -480,7 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--peers", default=",".join(PEERS), help=f"comma list of {', '.join(PEERS)} (default all; "
                     "SGLang is skipped with its reason on a machine without CUDA)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where every tool runs")
-    ap.add_argument("--peer-dtype", default="float32", help="vLLM/SGLang dtype (default float32, as semif on CPU)")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
+                    help="the one dtype every tool runs in (default float32, semif's CPU default; on CUDA semif "
+                         "would otherwise pick bfloat16)")
     ap.add_argument("--lmeval-batch-size", type=int, default=1)
     ap.add_argument("--try-sglang-on-cpu", action="store_true", help="install and run SGLang without CUDA anyway")
     ap.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, help="seconds per tool process")
