@@ -589,8 +589,63 @@ def _render_route(rel: str, rep: ReportFile) -> None:
                                    "decisions whose margin is below a threshold, reference path alone"))
 
 
+def _render_peers(rel: str, rep: ReportFile) -> None:
+    """Peer benchmark (``kind: peers``): semif against lm-eval / vLLM / SGLang on the same prompts — speed per
+    tool, agreement with semif direct, token identity, and every peer that did not run with its reason."""
+    tools = rep.obj.get("tools")
+    if not isinstance(tools, dict) or not tools or not all(isinstance(t, dict) for t in tools.values()):
+        raise BuildError(f"{rel}: a peers report needs 'tools' (an object of tool blocks)")
+    agree = rep.obj.get("agreement") if isinstance(rep.obj.get("agreement"), dict) else {}
+    speed, whole, rows, missing = [], [], [], []
+    for name, t in tools.items():
+        a = agree.get(name) if isinstance(agree.get(name), dict) else {}
+        ident = t.get("identity") if isinstance(t.get("identity"), dict) else {}
+        same = f"{ident['identical']}/{ident['rows']}" if "identical" in ident and "rows" in ident else None
+        rate = _num(t.get("decisions_per_s"))
+        if t.get("status") == "ok" and rate is not None:
+            dp = _num(a.get("max_abs_dp"))
+            speed.append((str(name), rate, "" if dp is None else f"max |Δp| {_fmt(dp)} · "
+                          f"{_fmt(a.get('differing_choices'))} choices differ"))
+        proc, load = _num(t.get("process_s")), _num(t.get("load_s"))
+        if t.get("status") == "ok" and proc is not None:
+            whole.append((str(name), proc, "" if load is None else f"of which loading the model {_fmt(load)} s"))
+        rss = _num(t.get("peak_rss_bytes"))
+        rows.append([str(name), _fmt(t.get("status")), _fmt(_num(t.get("load_s"))), _fmt(_num(t.get("score_s"))),
+                     _fmt(_num(t.get("process_s"))), _fmt(rate), _fmt(same), _fmt(_num(a.get("max_abs_dp"))),
+                     _fmt(a.get("differing_choices")), "—" if rss is None else f"{rss / 2**30:.2f}"])
+        if t.get("status") != "ok":
+            fail = t.get("failure") if isinstance(t.get("failure"), dict) else {}
+            missing.append([str(name), _fmt(t.get("status")), _fmt(fail.get("stage")),
+                            _fmt(t.get("reason") or fail.get("error"))])
+    ref = agree.get("reference", "the reference")
+    if speed:
+        rep.charts.append(svg_bars(speed, "decisions/s while scoring (higher is faster)",
+                                   f"Scoring speed per tool on the same prompts and weights; max |Δp| and differing "
+                                   f"choices against {ref}"))
+    if whole:
+        rep.charts.append(svg_bars(whole, "seconds, whole process (lower is faster)",
+                                   "Whole process per tool: interpreter start, imports, model load and scoring"))
+    rep.tables.append({"caption": "tools (medians over the repeats)",
+                       "columns": ["tool", "status", "load s", "score s", "process s", "decisions/s",
+                                   "identical tokens", f"max |Δp| vs {agree.get('reference', 'reference')}",
+                                   "differing choices", "peak RSS GiB"], "rows": rows,
+                       "note": "process s: the whole process, interpreter start and imports included"})
+    ratio_rows = [[_fmt(r.get("peer")), _fmt(r.get("semif")), _fmt(_num(r.get("score"))),
+                   _fmt(_num(r.get("process"))), _fmt(_num(r.get("load")))]
+                  for r in rep.obj.get("ratios") or [] if isinstance(r, dict)]
+    if ratio_rows:
+        rep.tables.append({"caption": "peer time ÷ semif time (> 1: semif is that many times faster)",
+                           "columns": ["peer", "semif", "scoring", "whole process", "load"], "rows": ratio_rows,
+                           "note": ""})
+    if missing:
+        rep.tables.append({"caption": "tools that did not run here, and why", "columns": ["tool", "status", "stage",
+                                                                                       "reason (the error's text)"],
+                           "rows": missing, "note": ""})
+
+
 _REPORT_RENDERERS = {"shape": _render_shape, "quant": _render_quant, "eval": _render_eval,
-                     "calibrate": _render_calibrate, "order": _render_order, "route": _render_route}
+                     "calibrate": _render_calibrate, "order": _render_order, "route": _render_route,
+                     "peers": _render_peers}
 
 
 # --- SVG (build-time charts) ------------------------------------------------------------------------------
@@ -728,6 +783,7 @@ _SECTIONS = (
     ("shape", "Fast paths (shape benchmark)"), ("drift", "Drift of the fast paths against fresh scoring"),
     ("quant", "Quantization ladder"), ("compare", "Cross-backend parity"), ("eval", "Decision quality"),
     ("calibrate", "Calibration"), ("order", "Order robustness"), ("route", "Two-path routing"),
+    ("peers", "Compared with other tools (lm-eval, vLLM, SGLang)"),
 )
 
 
