@@ -344,3 +344,106 @@ def test_trace_tampers_leave_the_file_as_it_was(tmp_path: Path, capsys: pytest.C
     for cmd in (["verify"], ["summary"], ["export", "--chrome"]):
         assert _cli(["trace", *cmd, str(path)], capsys)[0] == 2
     assert path.read_bytes() == before
+
+
+# --- the real fp32 cache of smollm2-135m, copied into a temporary SEMIF_CACHE ------------------------------
+SMOL = store.REGISTRY["smollm2-135m"]
+ROWS = ROOT / "data" / "examples" / "decisions.jsonl"
+
+
+@pytest.fixture(scope="module")
+def smol_pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A private copy of the smollm2 GGUF and its verified fp32 folder (built in the shared cache if missing)."""
+    from scorer.backends.torch_backend import _dequantize_gguf
+
+    gguf = store.fetch(SMOL, progress=False)
+    folder = _dequantize_gguf(gguf, SMOL.sha256)
+    root = tmp_path_factory.mktemp("pristine")
+    (root / "models" / SMOL.key).mkdir(parents=True)
+    shutil.copyfile(gguf, root / "models" / SMOL.key / SMOL.filename)
+    shutil.copytree(folder, root / store.DEQUANT_LAYOUT / SMOL.sha256)
+    return root
+
+
+@pytest.fixture
+def smol_cache(smol_pristine: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh SEMIF_CACHE of hard links to the pristine copy (tampers rewrite files, never write through)."""
+    cache = tmp_path / "cache"
+    shutil.copytree(smol_pristine, cache, copy_function=os.link)
+    monkeypatch.setenv("SEMIF_CACHE", str(cache))
+    return cache
+
+
+def _edit(old: bytes, new: bytes) -> Callable[[Path], None]:
+    def edit(path: Path) -> None:
+        data = path.read_bytes()
+        assert old in data, (path, old)
+        _rewrite(path, data.replace(old, new, 1))
+    return edit
+
+
+REAL_TAMPERS: dict[str, tuple[str, Callable[[Path], None]]] = {
+    "weights-bit-flip": ("model.safetensors", _flip),
+    "weights-garbage-tail": ("model.safetensors", lambda p: _rewrite(p, p.read_bytes()[:-4096] + b"\xff" * 4096)),
+    "chat-template-edited": ("chat_template.jinja", _edit(b"<|im_start|>", b"<|im_start|> ")),
+    "dequant-meta-forged": ("semif-dequant.json", _edit(b'"dtype": "float32"', b'"dtype": "float16"')),
+    "config-edited": ("config.json", _edit(b'"rms_norm_eps"', b'"rms_norm_eps_"')),
+    "tokenizer-config-edited": ("tokenizer_config.json", _edit(b"{", b'{"model_max_length": 7, ')),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REAL_TAMPERS))
+def test_real_cache_tamper_refuses_to_score(smol_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            name: str):
+    culprit, tamper = REAL_TAMPERS[name]
+    folder = smol_cache / store.DEQUANT_LAYOUT / SMOL.sha256
+    tamper(folder / culprit)
+    out = tmp_path / "records.jsonl"
+    rc = main(["score", "--input", str(ROWS), "--output", str(out), "--model", SMOL.key])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{folder / culprit}:" in err and "nothing was scored" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()  # no 0-byte or partial output
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_real_tokenizer_tamper_refuses_the_llamacpp_backend(smol_cache: Path, capsys: pytest.CaptureFixture[str]):
+    """The llama.cpp backend reads its reference tokenizer from the same folder: checked too (weights skipped)."""
+    folder = smol_cache / store.DEQUANT_LAYOUT / SMOL.sha256
+    _edit(b"<|im_start|>", b"<|im_start|> ")(folder / "chat_template.jinja")
+    rc = main(["prompt", "--input", str(ROWS), "--id", "ex01-ticket-routing", "--model", SMOL.key,
+               "--backend", "llamacpp"])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{folder / 'chat_template.jinja'}:" in err, err
+
+
+@pytest.mark.slow
+def test_real_untampered_copy_scores_and_gguf_tamper_is_refused(smol_cache: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]):
+    """The control (an intact copy loads) and the pin in front of everything (a flipped GGUF byte)."""
+    assert main(["prompt", "--input", str(ROWS), "--id", "ex01-ticket-routing", "--model", SMOL.key]) == 0
+    assert "prompt_sha256" in capsys.readouterr().out
+    _flip(smol_cache / "models" / SMOL.key / SMOL.filename)
+    rc = main(["score", "--input", str(ROWS), "--output", str(tmp_path / "o.jsonl"), "--model", SMOL.key])
+    assert rc == 2 and "sha256 mismatch" in capsys.readouterr().err and not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_cache_folder_loads_with_plain_transformers(smol_pristine: Path):
+    """Issue 16 item 3: standard loaders get plain fp32 weights, with no stale GGUF quantization_config."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = smol_pristine / store.DEQUANT_LAYOUT / SMOL.sha256
+    assert "quantization_config" not in json.loads((folder / "config.json").read_text())
+    model = AutoModelForCausalLM.from_pretrained(str(folder))
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    assert getattr(model.config, "quantization_config", None) is None and getattr(model, "hf_quantizer", None) is None
+    assert next(model.parameters()).dtype == torch.float32
+    with torch.inference_mode():
+        logits = model(**tok("The sky is", return_tensors="pt")).logits
+    assert torch.isfinite(logits).all()
+    meta = json.loads((folder / "semif-dequant.json").read_text())
+    assert meta["gguf_sha256"] == SMOL.sha256 and meta["config_quantization_config_dropped"]["quant_method"] == "gguf"

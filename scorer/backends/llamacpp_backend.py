@@ -168,22 +168,22 @@ class LlamaVocab:
         return ids
 
 
-class GGUFVocab:
+class GGUFVocab(LlamaVocab):
     """The vocabulary of a GGUF file alone (llama.cpp ``vocab_only``: no weights are read), for tokenizer
-    checks such as :func:`scorer.gguf_check.check_row` without loading a model."""
+    checks such as :func:`scorer.gguf_check.check_row` without loading a model. Owns its llama.cpp model."""
 
     def __init__(self, path: Path):
         import llama_cpp
 
         LLAMA_LOG.install()
-        self._lib = llama_cpp
+        llama_cpp.llama_backend_init()
         mp = llama_cpp.llama_model_default_params()
         mp.vocab_only = True
         mark = LLAMA_LOG.mark()
         self._model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
         if not self._model:
             raise ModelError(f"llama.cpp could not read the vocabulary of {path}: {LLAMA_LOG.tail(mark)}")
-        self.vocab = LlamaVocab(llama_cpp, llama_cpp.llama_model_get_vocab(self._model))
+        super().__init__(llama_cpp, llama_cpp.llama_model_get_vocab(self._model))
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
