@@ -447,3 +447,24 @@ def test_cache_folder_loads_with_plain_transformers(smol_pristine: Path):
     assert torch.isfinite(logits).all()
     meta = json.loads((folder / "semif-dequant.json").read_text())
     assert meta["gguf_sha256"] == SMOL.sha256 and meta["config_quantization_config_dropped"]["quant_method"] == "gguf"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("garbage", ["not-safetensors", "header-too-large", "empty"])
+def test_garbage_weights_in_a_local_folder_are_one_clear_error(smol_pristine: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str], garbage: str):
+    """A local HF folder has no manifest; unreadable weights must still be a clear refusal, not a traceback."""
+    src = smol_pristine / store.DEQUANT_LAYOUT / SMOL.sha256
+    local = tmp_path / "local-model"
+    local.mkdir()
+    for f in src.iterdir():
+        if f.name != "model.safetensors":
+            shutil.copyfile(f, local / f.name)
+    blob = {"not-safetensors": b"\x00garbage" * 1000, "header-too-large": (2 ** 60).to_bytes(8, "little") + b"{}",
+            "empty": b""}[garbage]
+    (local / "model.safetensors").write_bytes(blob)
+    out = tmp_path / "o.jsonl"
+    rc = main(["score", "--input", str(ROWS), "--output", str(out), "--model", str(local)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "could not load" in err and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
