@@ -3,6 +3,11 @@
 Layout (``semif-direct-v1``): what all criteria about one state share comes first — the system
 instructions, then the state — and only then the criterion and its lettered options, so the state's
 tokens form a reusable prefix (serial/shared modes). The model never sees option ids, only letters.
+
+Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
+option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
+content (``<|im_end|>``, ``<start_of_turn>``, BOS/EOS…) stay characters and cannot forge a turn. The
+prompt hash is the hash of the rendered string; ``tokens_sha256`` hashes the ids this rule produced.
 """
 
 from __future__ import annotations

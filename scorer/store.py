@@ -271,6 +271,8 @@ def verify_manifest(folder: Path, gguf_sha256: str, weights: bool = True) -> dic
     exist, no more, no less; each has its size and digest. ``semif-dequant.json``/``semif-tokenizer.json``,
     which state the GGUF they came from, are listed like every other file and must name the same GGUF.
     ``weights=False`` skips the digests of weight files (a tokenizer-only load reads none of them).
+    The check runs before the load: it detects corruption and edits at rest, not a file swapped between the
+    check and the load, nor a forger who rewrites the files and the manifest (the GGUF pin is the anchor).
     """
     mpath = folder / MANIFEST
     if not mpath.is_file():
