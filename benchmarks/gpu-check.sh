@@ -5,7 +5,7 @@
 #   benchmarks/gpu-check.sh LIKE_DIR OUT_DIR
 #
 # LIKE_DIR: a qwen2 model folder's config.json + tokenizer files (weights not needed), e.g. a copy of
-# ~/.cache/semif/hf/<qwen2.5-0.5b sha>/ without model.safetensors. Python packages the machine lacks
+# ~/.cache/semif/hf-v2/<qwen2.5-0.5b sha>/ without model.safetensors. Python packages the machine lacks
 # (transformers 5.24, orjson, jsonschema, gguf…) are installed beforehand from carried wheels.
 #
 # 1. tests/test_cuda.py: every mode and kernel on CUDA, fp32 vs CPU and bf16 vs bf16 direct;

@@ -6,7 +6,7 @@ time the kernels of a real architecture and check device code paths. Decisions f
 meaningless; the folder says so in ``semif-random.json``, and the loader records its digest like any
 local folder.
 
-    python benchmarks/random_model.py --like ~/.cache/semif/hf/<sha> --out /tmp/qwen-random
+    python benchmarks/random_model.py --like ~/.cache/semif/hf-v2/<sha> --out /tmp/qwen-random
     python benchmarks/random_model.py --like DIR --out /tmp/tiny --layers 2 --hidden 128 --heads 4 \
         --kv-heads 2 --intermediate 256
 """

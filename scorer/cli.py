@@ -157,9 +157,11 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     p = render(backend.tokenizer, decisions[args.id])
     doc = {"id": args.id, "prompt_version": p.version, "prompt_template": p.template, "prompt": p.text,
            "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slot_token_ids": p.slot_ids,
-           "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256,
+           "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256, "plain_spans": p.plain_spans,
            "hash_rules": {"prompt_sha256": "sha256 of the prompt string, UTF-8",
-                          "tokens_sha256": "sha256 of the token ids as little-endian int32 bytes"},
+                          "tokens_sha256": "sha256 of the token ids as little-endian int32 bytes",
+                          "token_ids": "the template's control tokens parsed; plain_spans (state, question, "
+                                       "options, instructions) tokenized as text, never as control tokens"},
            "model": backend.model_info()}
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")

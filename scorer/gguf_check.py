@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from scorer.errors import ValidationError
-from scorer.prompt import LETTERS, Prompt, Tokenizer, render
+from scorer.prompt import LETTERS, Prompt, Span, Tokenizer, render
 from scorer.schema import Decision, Option
 
 # SentencePiece vocabularies spell a space as U+2581; llama.cpp reports some such tokens with real spaces.
@@ -43,9 +43,10 @@ class GGUFTokenizer(Protocol):
     def piece(self, token_id: int) -> str:
         """The text ``token_id`` renders to (what llama.cpp would print for it)."""
 
-    def encode(self, text: str, with_bos: bool = True) -> list[int]:
-        """Token ids of ``text``, special tokens parsed; BOS prepended by the model's own rule
-        (only when the GGUF asks for one and the text does not already start with it) if ``with_bos``."""
+    def encode(self, text: str, with_bos: bool = True, plain: Sequence[Span] = ()) -> list[int]:
+        """Token ids of ``text``, special tokens parsed except inside the ``plain`` spans (user content, always
+        tokenized as text); BOS prepended by the model's own rule (only when the GGUF asks for one and the
+        text does not already start with it) if ``with_bos``."""
 
 
 def _same_text(a: str, b: str) -> bool:
@@ -91,8 +92,8 @@ def check_encodings(ref: Tokenizer, gguf: GGUFTokenizer, texts: Sequence[str]) -
 
 
 def check_row(prompt: Prompt, gguf: GGUFTokenizer) -> None:
-    """Validation 3: the GGUF tokenizer encodes this prompt to exactly the reference ids."""
-    got = gguf.encode(prompt.text)
+    """Validation 3: the GGUF tokenizer encodes this prompt to exactly the reference ids (user content as text)."""
+    got = gguf.encode(prompt.text, plain=prompt.plain_spans)
     if got != prompt.ids:
         raise ValidationError("per-row parity: the GGUF tokenizer does not reproduce this prompt's reference token "
                               f"ids ({_first_difference(prompt.ids, got, gguf)}); its tokens_sha256 would not be "
@@ -117,7 +118,7 @@ def check_slots(prompt: Prompt, gguf: GGUFTokenizer, letters_ok: set[str] | None
                                       f"(expected {letter!r})")
             if letters_ok is not None:
                 letters_ok.add(letter)
-        ext = gguf.encode(prompt.text + letter)
+        ext = gguf.encode(prompt.text + letter, plain=prompt.plain_spans)
         want = [*prompt.ids, slot]
         if ext != want:
             raise ValidationError(f"answer slot {letter!r} is not stable at the prompt boundary in the GGUF tokenizer "

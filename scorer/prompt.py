@@ -3,13 +3,19 @@
 Layout (``semif-direct-v1``): what all criteria about one state share comes first — the system
 instructions, then the state — and only then the criterion and its lettered options, so the state's
 tokens form a reusable prefix (serial/shared modes). The model never sees option ids, only letters.
+
+Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
+option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
+content (``<|im_end|>``, ``<start_of_turn>``, BOS/EOS…) stay characters and cannot forge a turn. The
+prompt hash is the hash of the rendered string; ``tokens_sha256`` hashes the ids this rule produced.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scorer.errors import ValidationError
@@ -29,12 +35,18 @@ _STATE_TAIL = "\n\n"
 PLAIN_TEMPLATE = "semif-plain"
 
 
+Span = tuple[int, int]
+"""A ``[start, end)`` character range of a rendered prompt."""
+
+
 class Tokenizer(Protocol):
     """What prompt rendering and slot validation need from a tokenizer (HF adapter, llama.cpp, fakes)."""
 
-    def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` as the model will see them: special tokens in the text are parsed,
-        a BOS token is prepended only when the model requires one and the text does not start with it."""
+    def encode(self, text: str, plain: Sequence[Span] = ()) -> list[int]:
+        """Token ids of ``text`` as the model will see them. Special (control) tokens are parsed in the
+        text, except inside the ``plain`` spans (user content), which are always tokenized as text: a
+        state that contains ``<|im_end|>`` gets the tokens of those characters, never the control token.
+        A BOS token is prepended only when the model requires one and the text does not start with it."""
 
     def decode(self, ids: list[int]) -> str:
         """Text of the ids, special tokens included."""
@@ -71,6 +83,85 @@ def user_content(decision: Decision) -> tuple[str, int]:
     return head + "\n".join(lines), len(head)
 
 
+class SpecialSplitter:
+    """Cuts a rendered prompt at the special-token strings that the *template* put there.
+
+    Outside the plain spans, special strings are matched leftmost-longest (as Hugging Face's added-token
+    splitter does); inside a plain span nothing is matched, and a match may not reach into one. Text
+    between the cuts is then encoded with special-token parsing off, so for a prompt whose user content
+    holds no special string the ids are the ones a plain ``encode(text)`` gives.
+    """
+
+    def __init__(self, specials: Iterable[str]):
+        self._trie: dict[str, Any] = {}
+        for s in specials:
+            if not s:
+                continue
+            node = self._trie
+            for ch in s:
+                node = node.setdefault(ch, {})
+            node[""] = s  # end marker: the empty key holds the whole string
+
+    def _longest(self, text: str, i: int, limit: int) -> int:
+        node, best, j = self._trie, 0, i
+        while j < limit and text[j] in node:
+            node = node[text[j]]
+            j += 1
+            if "" in node:
+                best = j - i
+        return best
+
+    def split(self, text: str, plain: Sequence[Span]) -> list[tuple[str, bool]]:
+        """``(piece, is_special)`` pieces whose concatenation is ``text``."""
+        spans = sorted(plain)
+        out: list[tuple[str, bool]] = []
+        start = i = k = 0
+        while i < len(text):
+            while k < len(spans) and spans[k][1] <= i:
+                k += 1
+            if k < len(spans) and spans[k][0] <= i:  # inside user content: never a control token
+                i = spans[k][1]
+                continue
+            limit = spans[k][0] if k < len(spans) else len(text)
+            n = self._longest(text, i, limit) if text[i] in self._trie else 0
+            if n:
+                if start < i:
+                    out.append((text[start:i], False))
+                out.append((text[i:i + n], True))
+                i = start = i + n
+            else:
+                i += 1
+        if start < len(text):
+            out.append((text[start:], False))
+        return out
+
+
+def message_spans(text: str, messages: list[dict[str, str]]) -> tuple[Span, ...]:
+    """Where each message's content sits in the rendered ``text`` (searched in order).
+
+    Raises :class:`ValidationError` when a user message is not there verbatim: its characters could not
+    then be kept as text. A system message the template rewrites is skipped (it is ours, not user input).
+    """
+    spans: list[Span] = []
+    pos = 0
+    for m in messages:
+        content = m["content"]
+        at = text.find(content, pos) if content else -1
+        if at < 0:
+            if m["role"] == "system":
+                continue
+            raise ValidationError(f"the chat template does not include the {m['role']} message verbatim; "
+                                  "cannot keep its text apart from the template's control tokens")
+        spans.append((at, at + len(content)))
+        pos = at + len(content)
+    return tuple(spans)
+
+
+def clip_spans(spans: Sequence[Span], end: int) -> tuple[Span, ...]:
+    """The parts of ``spans`` before ``end`` (for a leading slice of the prompt)."""
+    return tuple((a, min(b, end)) for a, b in spans if a < end)
+
+
 def plain_render(messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
     """Fallback for models without a chat template; a versioned, documented format."""
     parts = []
@@ -100,6 +191,9 @@ class Prompt:
     """Token id of each letter (the answer slots)."""
     template: str
     """Chat template used: ``chat`` (the model's own) or ``semif-plain``."""
+    plain_spans: tuple[Span, ...] = field(default=())
+    """Character spans of ``text`` holding message contents (state, question, options, instructions):
+    tokenized as text, special-token strings in them never become control tokens."""
 
     @property
     def sha256(self) -> str:
@@ -151,23 +245,20 @@ def render(tok: Tokenizer, decision: Decision) -> Prompt:
     """
     msgs, head_len = messages_for(decision)
     text = tok.render_chat(msgs, add_generation_prompt=True)
-    content = msgs[1]["content"]
-    at = text.find(content)
-    if at < 0:
-        raise ValidationError("the chat template does not include the user message verbatim; "
-                              "cannot locate the shared state prefix")
+    spans = message_spans(text, msgs)
+    at = spans[-1][0]  # the user message
     prefix_text = text[: at + head_len]
-    ids = tok.encode(text)
+    ids = tok.encode(text, spans)
     n = len(decision.options)
     slots = letter_slots(tok, n)
     for letter, slot in zip(LETTERS[:n], slots, strict=True):
-        ext = tok.encode(text + letter)
+        ext = tok.encode(text + letter, spans)
         if ext[: len(ids)] != ids or ext[len(ids):] != [slot]:
             raise ValidationError(
                 f"answer slot {letter!r} is not stable at the prompt boundary of row {decision.id!r}: "
                 f"prompt ends {ids[-3:]}, prompt+{letter!r} ends {ext[-4:]} (expected the prompt's tokens "
                 f"followed by [{slot}])")
-    return Prompt(PROMPT_VERSION, text, ids, prefix_text, LETTERS[:n], slots, tok.template_name)
+    return Prompt(PROMPT_VERSION, text, ids, prefix_text, LETTERS[:n], slots, tok.template_name, spans)
 
 
 def common_prefix(seqs: list[list[int]]) -> list[int]:
@@ -191,6 +282,6 @@ def prefix_ids(tok: Tokenizer, prompt: Prompt) -> list[int]:
     the longest common *token* prefix of the full prompt and the encoded head, never the head's own
     encoding. At least one token is always left for the suffix.
     """
-    head = tok.encode(prompt.prefix_text)
+    head = tok.encode(prompt.prefix_text, clip_spans(prompt.plain_spans, len(prompt.prefix_text)))
     pre = common_prefix([prompt.ids, head])
     return pre[: len(prompt.ids) - 1]

@@ -11,14 +11,17 @@ Cache: ``$SEMIF_CACHE`` if set, else ``$XDG_CACHE_HOME/semif``, else ``~/.cache/
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scorer.errors import ModelError
 
@@ -131,6 +134,9 @@ def verify(entry: ModelEntry, path: Path | None = None) -> str:
     p = path or gguf_path(entry)
     if not p.exists():
         raise ModelError(f"{entry.key}: {p} is not in the cache (run: semif models fetch {entry.key})")
+    if not p.is_file():
+        raise ModelError(f"{entry.key}: {p} is not a regular file. It is refused; remove it and run "
+                         f"`semif models fetch {entry.key}` again.")
     got = sha256_file(p)
     if got != entry.sha256:
         raise ModelError(f"{entry.key}: sha256 mismatch for {p}: got {got}, pinned {entry.sha256}. "
@@ -191,9 +197,149 @@ def fetch(entry: ModelEntry, progress: bool = True) -> Path:
     return target
 
 
+# --- verified derived caches ---------------------------------------------------------------------------
+# Folders derived from a pinned GGUF (the fp32 checkpoint, the reference tokenizer) are trusted only as far
+# as a manifest written when they were built: every file's size and BLAKE3 digest, bound to the sha256 of
+# the GGUF that produced them. They are checked on every load and refused on any difference.
+# Layout v2 lives beside the unverified v1 folders (``hf/``, ``tokenizers/``), which are never read or
+# modified by this code: old and new can coexist while other checkouts still use v1.
+DEQUANT_LAYOUT = "hf-v2"
+TOKENIZER_LAYOUT = "tokenizers-v2"
+MANIFEST = "semif-manifest.json"
+MANIFEST_FORMAT = "semif-cache-manifest-v1"
+MANIFEST_HASH = "blake3"
+# Files a tokenizer load reads never include weights; a tokenizer-only check skips these (still listed).
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+
+
 def dequant_dir(sha256: str) -> Path:
-    """Cache folder of a GGUF's dequantized HF checkpoint, keyed by the GGUF's sha256."""
-    return cache_dir() / "hf" / sha256
+    """Verified cache folder of a GGUF's dequantized fp32 HF checkpoint, keyed by the GGUF's sha256."""
+    return cache_dir() / DEQUANT_LAYOUT / sha256
+
+
+def tokenizer_dir(sha256: str) -> Path:
+    """Verified cache folder of the reference tokenizer transformers loads from a GGUF, keyed by its sha256."""
+    return cache_dir() / TOKENIZER_LAYOUT / sha256
+
+
+def file_digest(path: Path) -> str:
+    """BLAKE3 of a file's bytes (memory-mapped, multithreaded where cores are free).
+
+    Why BLAKE3 and not sha256: the check runs on every load of a checkpoint that can weigh gigabytes, and
+    must stay under a tenth of the load itself. On this project's CPUs (SHA-NI, AVX-512) a single-threaded
+    probe hashed ~2.6x more bytes per second with BLAKE3 than with OpenSSL's sha256
+    (``benchmarks/cache_verify.py`` measures both and the load they are compared with).
+    """
+    import blake3
+
+    if path.stat().st_size == 0:  # mmap cannot map an empty file
+        return blake3.blake3().hexdigest()
+    return blake3.blake3(max_threads=blake3.blake3.AUTO).update_mmap(path).hexdigest()
+
+
+def _listing(folder: Path) -> list[str]:
+    """Relative names of every non-directory entry under ``folder`` except the manifest, sorted."""
+    names = []
+    for f in sorted(folder.rglob("*")):
+        rel = f.relative_to(folder).as_posix()
+        if rel == MANIFEST or f.is_dir():
+            continue
+        names.append(rel)
+    return names
+
+
+def write_manifest(folder: Path, gguf_sha256: str, kind: str) -> dict[str, Any]:
+    """Hash every file under ``folder`` and write :data:`MANIFEST` there; returns the manifest."""
+    files = {name: {"bytes": (folder / name).stat().st_size, MANIFEST_HASH: file_digest(folder / name)}
+             for name in _listing(folder)}
+    manifest = {"format": MANIFEST_FORMAT, "kind": kind, "gguf_sha256": gguf_sha256, "hash": MANIFEST_HASH,
+                "files": files}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return manifest
+
+
+def _refuse(folder: Path, name: str, problem: str) -> ModelError:
+    return ModelError(f"{folder / name}: {problem}; the cache folder no longer matches the manifest written when it "
+                      "was built from the GGUF, so it is refused and nothing was scored. Delete it "
+                      f"(rm -r '{folder}') and rerun: it is rebuilt from the sha256-verified GGUF")
+
+
+def verify_manifest(folder: Path, gguf_sha256: str, weights: bool = True) -> dict[str, Any]:
+    """Check ``folder`` against its manifest; raise :class:`ModelError` naming the first file that differs.
+
+    Checked: the manifest parses and names this GGUF (so does the folder's name); exactly the listed files
+    exist, no more, no less; each has its size and digest. ``semif-dequant.json``/``semif-tokenizer.json``,
+    which state the GGUF they came from, are listed like every other file and must name the same GGUF.
+    ``weights=False`` skips the digests of weight files (a tokenizer-only load reads none of them).
+    The check runs before the load: it detects corruption and edits at rest, not a file swapped between the
+    check and the load, nor a forger who rewrites the files and the manifest (the GGUF pin is the anchor).
+    """
+    mpath = folder / MANIFEST
+    if not mpath.is_file():
+        raise _refuse(folder, MANIFEST, "missing (a verified cache folder always has one)")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        ok = (manifest["format"] == MANIFEST_FORMAT and manifest["hash"] == MANIFEST_HASH
+              and isinstance(files, dict) and all(isinstance(v, dict) for v in files.values()))
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise _refuse(folder, MANIFEST, f"not a {MANIFEST_FORMAT} manifest")
+    if manifest.get("gguf_sha256") != gguf_sha256 or folder.name != gguf_sha256:
+        raise _refuse(folder, MANIFEST, f"built from GGUF sha256 {manifest.get('gguf_sha256')!r} in folder "
+                                        f"{folder.name!r}, but this model's GGUF has sha256 {gguf_sha256}")
+    present = _listing(folder)
+    extra = sorted(set(present) - set(files))
+    if extra:
+        raise _refuse(folder, extra[0], "is not in the manifest (an added file can change what is loaded)")
+    missing = sorted(set(files) - set(present))
+    if missing:
+        raise _refuse(folder, missing[0], "is listed in the manifest but missing")
+    for name in sorted(files):
+        want, path = files[name], folder / name
+        if not path.is_file():
+            raise _refuse(folder, name, "is not a regular file")
+        size = path.stat().st_size
+        if size != want.get("bytes"):
+            raise _refuse(folder, name, f"has {size} bytes, the manifest says {want.get('bytes')}")
+        if not weights and name.endswith(WEIGHT_SUFFIXES):
+            continue
+        got = file_digest(path)
+        if got != want.get(MANIFEST_HASH):
+            raise _refuse(folder, name, f"has {MANIFEST_HASH} {got}, the manifest says {want.get(MANIFEST_HASH)}")
+    for meta in ("semif-dequant.json", "semif-tokenizer.json"):
+        if meta in files:
+            try:
+                named = json.loads((folder / meta).read_text(encoding="utf-8")).get("gguf_sha256")
+            except (ValueError, AttributeError):
+                named = None
+            if named != gguf_sha256:
+                raise _refuse(folder, meta, f"names GGUF sha256 {named!r}, not {gguf_sha256}")
+    return manifest
+
+
+def build_verified(target: Path, gguf_sha256: str, kind: str, build: Callable[[Path], None]) -> Path:
+    """Create the verified folder ``target`` with ``build(tmp)``, write its manifest, rename it into place.
+
+    The folder appears whole or not at all (built under a temporary name beside it, then one rename). An
+    existing ``target`` is never replaced: if another process finished first, its folder is verified and
+    used, and ours is discarded.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    try:
+        build(tmp)
+        write_manifest(tmp, gguf_sha256, kind)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # target appeared meanwhile (a concurrent build): keep theirs
+            if not target.is_dir():
+                raise
+    finally:
+        remove_tree(tmp)
+    verify_manifest(target, gguf_sha256)
+    return target
 
 
 def remove_tree(path: Path) -> None:

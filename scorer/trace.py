@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import statistics
 import sys
@@ -32,6 +33,12 @@ GENERATED_EVENTS = ("encoded", "first_token", "done")
 ANSWERS = ("yes", "no")
 _EPS = 1e-9  # slack for comparing rounded timestamps
 _MAX_SCHEMA_ERRORS = 20
+# The deepest a real trace nests is ~6 levels (runs[i].decisions[j].top_k[k].p); anything far deeper is
+# refused at load, before the recursive schema check and canonical JSON (orjson stops at 255) can fail.
+MAX_DEPTH = 32
+# |p - softmax(option_logits)| allowed per probability: float64 softmax recomputed here vs at scoring time
+# (same float64 logits) differs by a few ulp; a forged value is off by orders of magnitude more.
+SOFTMAX_TOL = 1e-9
 
 
 # --- canonical JSON and checksums ------------------------------------------------------------------
@@ -227,7 +234,23 @@ def load(path: str | Path) -> dict[str, Any]:
         raise InputError(name, None, None, f"a JSON {type(obj).__name__}", "a JSON object")
     if obj.get("format") != TRACE_FORMAT:
         raise InputError(name, None, "format", f"{obj.get('format')!r}", f'"{TRACE_FORMAT}"')
+    _check_depth(name, obj)
     return obj
+
+
+def _check_depth(name: str, obj: Any) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (iteratively: no recursion on hostile input)."""
+    stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            shown = where if len(where) <= 80 else where[:80] + "…"
+            raise InputError(name, None, shown.lstrip("."), f"nested more than {MAX_DEPTH} levels deep",
+                             f"at most {MAX_DEPTH} levels of arrays/objects")
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}", depth + 1) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
 
 
 def schema() -> dict[str, Any]:
@@ -382,6 +405,7 @@ def _check_typed(trace: dict[str, Any], run: dict[str, Any]) -> list[str]:
             out.append(f"{cid}: pass {d['pass']} but the run made {tok['passes']} passes")
         if abs(sum(d["probabilities"]) - 1.0) > 1e-6:
             out.append(f"{cid}: probabilities sum to {sum(d['probabilities'])}")
+        out += [f"{cid}: {p}" for p in _check_softmax(d["option_logits"], d["probabilities"])]
         order = sorted(range(n), key=lambda i: -d["option_logits"][i])
         best = d["option_ids"][order[0]]
         if d["tie"] != (d["choice"] is None):
@@ -392,6 +416,20 @@ def _check_typed(trace: dict[str, Any], run: dict[str, Any]) -> list[str]:
         if abs((probs[0] - probs[1]) - d["margin"]) > 1e-6:
             out.append(f"{cid}: margin {d['margin']} is not top minus second probability")
     return out
+
+
+def _check_softmax(logits: list[float], probs: list[float]) -> list[str]:
+    """Each probability must be the softmax of the option logits (within :data:`SOFTMAX_TOL`)."""
+    top = max(logits)
+    e = [math.exp(x - top) for x in logits]
+    total = sum(e)
+    want = [x / total for x in e]
+    bad = [i for i, (p, w) in enumerate(zip(probs, want, strict=True)) if not abs(p - w) <= SOFTMAX_TOL]
+    if not bad:
+        return []
+    i = bad[0]
+    return [f"probabilities[{i}] is {probs[i]} but softmax(option_logits) gives {want[i]} "
+            f"({len(bad)} of {len(probs)} differ by more than {SOFTMAX_TOL:g})"]
 
 
 def _check_generated(trace: dict[str, Any], run: dict[str, Any],
@@ -575,10 +613,12 @@ def to_chrome(trace: dict[str, Any]) -> dict[str, Any]:
 
 # --- command line ------------------------------------------------------------------------------------
 def _load_checked(path: str) -> dict[str, Any]:
+    """Load and fully verify (schema, checksums, consistency): a tampered trace is never summarised or exported."""
     trace = load(path)
-    errs = schema_errors(trace)
+    errs = verify(trace)
     if errs:
-        raise ValidationError(f"{path}: not a valid {TRACE_FORMAT} trace:\n  " + "\n  ".join(errs))
+        raise ValidationError(f"{path}: not a verified {TRACE_FORMAT} trace ({len(errs)} problem(s); "
+                              "`semif trace verify` lists them all):\n  " + "\n  ".join(errs))
     return trace
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,12 +40,13 @@ class FakeTokenizer:
     def _merge_id(self, m: str) -> int:
         return _BASE + 4096 + sorted(self.merges).index(m)
 
-    def encode(self, text: str) -> list[int]:
+    def encode(self, text: str, plain: Sequence[tuple[int, int]] = ()) -> list[int]:
         ids: list[int] = []
         i = 0
         while i < len(text):
+            in_plain = any(a <= i < b for a, b in plain)  # user content: special strings stay characters
             for j, sp in enumerate(SPECIALS):
-                if text.startswith(sp, i):
+                if not in_plain and text.startswith(sp, i):
                     ids.append(j)
                     i += len(sp)
                     break

@@ -49,10 +49,11 @@ def _like_dir() -> Path:
     env = os.environ.get("SEMIF_LIKE_DIR")
     if env:
         return Path(env)
-    hf = store.cache_dir() / "hf"
-    for cfg in sorted(hf.glob("*/config.json")) if hf.is_dir() else []:
-        if '"qwen2"' in cfg.read_text():
-            return cfg.parent
+    for layout in (store.DEQUANT_LAYOUT, "hf"):  # the verified layout, else the older unverified one
+        hf = store.cache_dir() / layout
+        for cfg in sorted(hf.glob("*/config.json")) if hf.is_dir() else []:
+            if '"qwen2"' in cfg.read_text():
+                return cfg.parent
     pytest.skip("no qwen2 model folder: set SEMIF_LIKE_DIR or run a qwen2.5 model once on this machine")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -40,10 +41,10 @@ class FakeGGUF:
     def piece(self, token_id: int) -> str:
         return self.pieces.get(token_id, self.tok.decode([token_id]))
 
-    def encode(self, text: str, with_bos: bool = True) -> list[int]:
+    def encode(self, text: str, with_bos: bool = True, plain: Sequence[tuple[int, int]] = ()) -> list[int]:
         if text in self.bare:  # e.g. a letter that this 'GGUF' splits into two tokens
             return list(self.bare[text])
-        return [self.remap.get(t, t) for t in self.tok.encode(text)]
+        return [self.remap.get(t, t) for t in self.tok.encode(text, plain)]
 
 
 def _decision(n: int = 2, rid: str = "r1", state: Any = "The sky is blue.") -> Decision:

@@ -102,11 +102,12 @@ def test_validations_fail_on_a_constructed_mismatch(smol_llama: Any, rows: list[
     real = vocab.encode
     prompt = prepare(smol_llama, rows[:1], with_prefix=False)[0].prompt
     first = prompt.ids[5]
-    monkeypatch.setattr(vocab, "encode", lambda text, with_bos=True: [t + 1 if t == first else t
-                                                                      for t in real(text, with_bos)])
+    monkeypatch.setattr(vocab, "encode", lambda text, with_bos=True, plain=(): [t + 1 if t == first else t
+                                                                                for t in real(text, with_bos, plain)])
     with pytest.raises(ValidationError, match="per-row parity"):
         smol_llama.validate_prompt(prompt)
-    monkeypatch.setattr(vocab, "encode", lambda text, with_bos=True: real(text, with_bos) * (2 if text == "B" else 1))
+    monkeypatch.setattr(vocab, "encode",
+                        lambda text, with_bos=True, plain=(): real(text, with_bos, plain) * (2 if text == "B" else 1))
     smol_llama._letters_ok.clear()
     with pytest.raises(ValidationError, match="answer slot 'B' is 2 tokens"):
         smol_llama.validate_prompt(prompt)

@@ -29,8 +29,8 @@ import ctypes
 import os
 import platform
 import re
-import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,8 @@ from scorer.backends.base import FanOutTiming, Prefix, pack_chunks
 from scorer.errors import ModelError, ValidationError
 from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.gguf_tools import GGUFIdentity, identity
-from scorer.prompt import Prompt
-from scorer.tokenizer import HFTokenizer
+from scorer.prompt import Prompt, Span, SpecialSplitter
+from scorer.tokenizer import HFTokenizer, gguf_tokenizer_folder
 
 KERNEL = "llamacpp.seq-cp-batch"
 _CELL_ROUND = 256  # llama.cpp pads the KV cache to 256 cells anyway
@@ -57,7 +57,6 @@ _N_UBATCH = 512  # fixed, so the physical batch split (and its numerics) does no
 _GEN_HEADROOM = 1024  # cells kept free for generated tokens when decode_start has to size the cache
 _FLASH_ATTN_DISABLED = 0  # enum llama_flash_attn_type: -1 auto, 0 disabled, 1 enabled
 _GGML_TYPE_F16 = 1
-_TOKENIZER_MARK = "semif-tokenizer.json"
 _SCORE_KIND = ("quantized-weight conditional option score, uncalibrated: softmax over the declared options' "
                "answer-slot logits at the answer position, computed by llama.cpp from {quant} GGUF weights; "
                "not a calibrated probability of correctness")
@@ -113,6 +112,8 @@ class LlamaVocab:
         self._n = int(lib.llama_vocab_n_tokens(vocab))
         self.add_bos = bool(lib.llama_vocab_get_add_bos(vocab))
         self.bos_id = int(lib.llama_vocab_bos(vocab))
+        self._control: dict[str, int] | None = None
+        self._splitter: SpecialSplitter | None = None
 
     @property
     def n_vocab(self) -> int:
@@ -129,19 +130,66 @@ class LlamaVocab:
             n = self._lib.llama_token_to_piece(self._vocab, token_id, buf, len(buf), 0, True)
         return buf.raw[:n].decode("utf-8", "replace")
 
-    def encode(self, text: str, with_bos: bool = True) -> list[int]:
+    def _tokenize(self, text: str, parse_special: bool) -> list[int]:
         data = text.encode("utf-8")
         cap = len(data) + 8
         arr = (self._lib.llama_token * cap)()
-        n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, cap, False, True)
+        n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, cap, False, parse_special)
         if n < 0:
             cap = -n
             arr = (self._lib.llama_token * cap)()
-            n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, cap, False, True)
-        ids = list(arr[:n])
+            n = self._lib.llama_tokenize(self._vocab, data, len(data), arr, cap, False, parse_special)
+        return list(arr[:n])
+
+    def control_tokens(self) -> dict[str, int]:
+        """Text → id of the GGUF's control tokens (what ``parse_special=False`` never produces from text)."""
+        if self._control is None:
+            lib, flag = self._lib, int(self._lib.LLAMA_TOKEN_ATTR_CONTROL)
+            self._control = {}
+            for i in range(self._n):
+                if int(lib.llama_vocab_get_attr(self._vocab, i)) & flag:
+                    self._control.setdefault(self.token_text(i), i)
+            self._splitter = SpecialSplitter(self._control)
+        return self._control
+
+    def encode(self, text: str, with_bos: bool = True, plain: Sequence[Span] = ()) -> list[int]:
+        """llama.cpp's own tokenization; with ``plain`` spans, the GGUF's control tokens are cut out of the
+        template's text only and everything else is tokenized with special parsing off (the user content
+        rule of :class:`scorer.prompt.Tokenizer`, implemented independently of the reference tokenizer)."""
+        if plain:
+            control = self.control_tokens()
+            assert self._splitter is not None
+            ids = [t for piece, special in self._splitter.split(text, plain)
+                   for t in ([control[piece]] if special else self._tokenize(piece, parse_special=False))]
+        else:
+            ids = self._tokenize(text, parse_special=True)
         if with_bos and self.add_bos and (not ids or ids[0] != self.bos_id):
             ids.insert(0, self.bos_id)
         return ids
+
+
+class GGUFVocab(LlamaVocab):
+    """The vocabulary of a GGUF file alone (llama.cpp ``vocab_only``: no weights are read), for tokenizer
+    checks such as :func:`scorer.gguf_check.check_row` without loading a model. Owns its llama.cpp model."""
+
+    def __init__(self, path: Path):
+        import llama_cpp
+
+        LLAMA_LOG.install()
+        llama_cpp.llama_backend_init()
+        mp = llama_cpp.llama_model_default_params()
+        mp.vocab_only = True
+        mark = LLAMA_LOG.mark()
+        self._model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
+        if not self._model:
+            raise ModelError(f"llama.cpp could not read the vocabulary of {path}: {LLAMA_LOG.tail(mark)}")
+        super().__init__(llama_cpp, llama_cpp.llama_model_get_vocab(self._model))
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._model:
+                self._lib.llama_model_free(self._model)
+                self._model = None
 
 
 @dataclass(frozen=True)
@@ -203,22 +251,8 @@ def _load_reference_tokenizer(ref: store.ModelRef, gguf_path: Path | None, gguf_
     if ref.kind == "store" and not gguf_path.is_file():
         assert ref.entry is not None
         gguf_path = store.fetch(ref.entry)
-    dequant = store.dequant_dir(gguf_sha)
-    if (dequant / "semif-dequant.json").is_file():  # the torch backend's own cache: same files, same tokenizer
-        return AutoTokenizer.from_pretrained(str(dequant)), {"from": "dequantized HF folder", "gguf_sha256": gguf_sha}
-    cached = store.cache_dir() / "tokenizers" / gguf_sha
-    if not (cached / _TOKENIZER_MARK).is_file():
-        # Same steps as the torch backend's dequantize (load from the GGUF, save_pretrained), tokenizer only.
-        print(f"[semif] first load of {gguf_path.name}'s reference tokenizer (cached for next time) …", file=sys.stderr)
-        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-        tmp = cached.parent / f".{gguf_sha}.partial-{os.getpid()}"
-        store.remove_tree(tmp)
-        tok.save_pretrained(str(tmp))
-        (tmp / _TOKENIZER_MARK).write_text(f'{{"gguf_file": "{gguf_path.name}", "gguf_sha256": "{gguf_sha}"}}\n')
-        store.remove_tree(cached)
-        os.replace(tmp, cached)
-    return AutoTokenizer.from_pretrained(str(cached)), {"from": "tokenizer loaded from the GGUF by transformers",
-                                                        "gguf_sha256": gguf_sha}
+    folder, info = gguf_tokenizer_folder(gguf_path, gguf_sha)
+    return AutoTokenizer.from_pretrained(str(folder)), info
 
 
 class LlamaCppBackend:

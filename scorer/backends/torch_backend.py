@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import platform
 import sys
 import threading
@@ -108,31 +107,49 @@ def default_dtype(device: str) -> str:
     return {"cuda": "bfloat16", "mps": "float16"}.get(device, "float32")
 
 
-def _dequantize_gguf(gguf: Path, sha256: str) -> Path:
-    """Load a GGUF through transformers once, save its fp32 weights under the cache, keyed by sha256."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _drop_quantization_config(config_json: Path) -> dict[str, Any] | None:
+    """Remove ``quantization_config`` from a saved config.json; return what was removed.
 
+    Why: the weights saved are plain fp32, but transformers copies the GGUF's ``{"quant_method": "gguf"}``
+    into the config, and standard loaders (plain ``from_pretrained``, lm-eval) then refuse or mis-handle the
+    folder. The GGUF provenance is kept in ``semif-dequant.json`` instead.
+    """
+    cfg = json.loads(config_json.read_text(encoding="utf-8"))
+    dropped = cfg.pop("quantization_config", None)
+    config_json.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return dropped
+
+
+def _dequantize_gguf(gguf: Path, sha256: str) -> Path:
+    """The verified fp32 checkpoint of a GGUF: built once (transformers dequantizes it), checked on every load.
+
+    The folder (``store.dequant_dir``) is refused with a :class:`ModelError` naming the file when any file
+    differs from the manifest written at creation (``store.verify_manifest``); it is never scored from.
+    """
     target = store.dequant_dir(sha256)
-    if (target / "semif-dequant.json").is_file():
+    if target.exists():
+        store.verify_manifest(target, sha256)
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{sha256}.partial-{os.getpid()}"
-    store.remove_tree(tmp)
-    print(f"[semif] first load of {gguf.name}: dequantizing to fp32 (cached for next time) …", file=sys.stderr)
-    t0 = time.perf_counter()
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    model.hf_quantizer = None  # else save_pretrained refuses a GGUF-loaded model
-    model.save_pretrained(str(tmp))
-    tok.save_pretrained(str(tmp))
-    meta = {"gguf_file": gguf.name, "gguf_sha256": sha256, "dtype": "float32",
-            "note": "fp32 weights dequantized from the GGUF by transformers; not the original fp16/bf16 weights",
-            "seconds": round(time.perf_counter() - t0, 2)}
-    (tmp / "semif-dequant.json").write_text(json.dumps(meta, indent=1))
-    store.remove_tree(target)
-    os.replace(tmp, target)
-    return target
+
+    def build(tmp: Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        print(f"[semif] first load of {gguf.name}: dequantizing to fp32 (cached for next time) …", file=sys.stderr)
+        t0 = time.perf_counter()
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        model.hf_quantizer = None  # else save_pretrained refuses a GGUF-loaded model
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        dropped = _drop_quantization_config(tmp / "config.json")
+        meta = {"gguf_file": gguf.name, "gguf_sha256": sha256, "dtype": "float32",
+                "note": "fp32 weights dequantized from the GGUF by transformers; not the original fp16/bf16 weights",
+                "config_quantization_config_dropped": dropped,
+                "seconds": round(time.perf_counter() - t0, 2)}
+        (tmp / "semif-dequant.json").write_text(json.dumps(meta, indent=1))
+
+    return store.build_verified(target, sha256, "dequantized-fp32", build)
 
 
 class TorchBackend:
@@ -183,8 +200,9 @@ class TorchBackend:
         try:
             hf_tok = AutoTokenizer.from_pretrained(where, **load_kwargs)
             model = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **load_kwargs)
-        except OSError as exc:
-            raise ModelError(f"could not load {ref.name}: {exc}") from None
+        except Exception as exc:  # corrupt or foreign files: a clear refusal, never a traceback
+            raise ModelError(f"could not load {ref.name} from {where}: {type(exc).__name__}: "
+                             f"{(str(exc).splitlines() or ['no detail'])[0][:300]}") from None
         self.load_s = time.perf_counter() - t0
         self.model = model.to(device).eval()
         self.tokenizer = HFTokenizer(hf_tok)

@@ -34,7 +34,7 @@ import orjson
 from scorer import readout, trace
 from scorer.backends.base import Backend, pack_chunks
 from scorer.errors import InputError, ValidationError
-from scorer.prompt import Tokenizer, common_prefix, sha256_text, sha256_tokens, state_text
+from scorer.prompt import Tokenizer, common_prefix, message_spans, sha256_text, sha256_tokens, state_text
 from scorer.runs.drift import (
     DEFAULT_PROBE_ROWS,
     DEFAULT_SAFETY,
@@ -155,8 +155,9 @@ def array_messages(inp: VersusInput) -> list[dict[str, str]]:
 
 
 def render_array(tok: Tokenizer, inp: VersusInput) -> tuple[str, list[int]]:
-    text = tok.render_chat(array_messages(inp), add_generation_prompt=True)
-    return text, tok.encode(text)
+    msgs = array_messages(inp)
+    text = tok.render_chat(msgs, add_generation_prompt=True)
+    return text, tok.encode(text, message_spans(text, msgs))  # user content tokenized as text
 
 
 def default_max_new_tokens(n: int) -> int:
