@@ -19,6 +19,7 @@
   });
   var cur = null;         // {entry, trace, repeat, typed, gen, criteria, ...} for the selected trace and repeat
   var clock = 0, playing = false, lastNow = null, speed = 1, ended = false;
+  var userSpeed = null;   // the speed a reader chose (kept when the trace changes); null: pick per trace
   var shownTokens = -1, dirtyAll = true;
   var lastHash = "";
   var localCount = 0;
@@ -35,6 +36,11 @@
     if (text !== undefined) e.textContent = String(text);
     return e;
   }
+  // a region that may scroll: reachable by keyboard (so it can be scrolled) and named for screen readers
+  function scrollable(node, label) {
+    node.tabIndex = 0; node.setAttribute("role", "region"); node.setAttribute("aria-label", label);
+    return node;
+  }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function fmtS(s) {
     if (s === null || s === undefined || !isFinite(s)) return "—";
@@ -42,6 +48,9 @@
   }
   function fmtClock(s) { return s.toFixed(3) + " s"; }
   function fmtP(p) { return typeof p === "number" ? p.toFixed(2) : "—"; }
+  // Python's JSON error for an unclosed string ends in "starting at", and the trace module appends
+  // " at char N": say it once.
+  function readableError(msg) { return String(msg).replace(/\bstarting at at char\b/g, "starting at character"); }
   function announce(msg) { $("live").textContent = msg; }
   function has(o, k) { return o !== null && typeof o === "object" && Object.prototype.hasOwnProperty.call(o, k); }
 
@@ -259,6 +268,7 @@
     $("clock").appendChild(el("span", "of", "/ " + fmtClock(cur.tEnd)));
     var scr = $("scrubber");
     if (document.activeElement !== scr || playing) scr.value = String(t);
+    scr.setAttribute("aria-valuetext", fmtClock(t) + " of " + fmtClock(cur.tEnd));
     $("play").textContent = playing ? "Pause" : (ended ? "Replay" : "Play");
     $("play").setAttribute("aria-pressed", playing ? "true" : "false");
 
@@ -332,7 +342,7 @@
       verdict.className = "verdict ok"; verdict.textContent = "valid, complete array: " + gen.parsed.length + " values for " + N + " criteria";
     } else {
       verdict.className = "verdict bad";
-      verdict.textContent = (gen.valid ? "incomplete array" : "invalid array") + (gen.error ? ": " + gen.error : "") +
+      verdict.textContent = (gen.valid ? "incomplete array" : "invalid array") + (gen.error ? ": " + readableError(gen.error) : "") +
         (gen.parsed ? " (" + gen.parsed.length + " values for " + N + " criteria)" : " (no values can be read from it)");
     }
 
@@ -416,7 +426,8 @@
     svg.appendChild(svgEl("text", { x: 0, y: yT + 15 }, "typed"));
     svg.appendChild(svgEl("text", { x: 0, y: yG + 15 }, "generated"));
     var tEnc = eventT(typed, "encoded") || 0, tPre = eventT(typed, "prefill_done") || tEnc, tSuf = eventT(typed, "suffix_done") || cur.typedDone;
-    lane(svg, x, yT, laneH, [[0, tEnc, "ph-typed", "encode"], [tEnc, tPre, "ph-typed", "prefill state"], [tPre, tSuf, "ph-typed-main", "score criteria"]]);
+    var labels = [];  // phase labels, drawn last so the ticks do not cover them
+    lane(svg, x, yT, laneH, [[0, tEnc, "ph-typed", "encode"], [tEnc, tPre, "ph-typed", "prefill state"], [tPre, tSuf, "ph-typed-main", "score criteria"]], labels);
     var seenT = {};
     typed.decisions.forEach(function (d) {
       if (seenT[d.t_available]) return;
@@ -428,10 +439,11 @@
       svg.appendChild(dm);
     });
     var gEnc = eventT(gen, "encoded") || 0;
-    lane(svg, x, yG, laneH, [[0, gEnc, "ph-gen", "encode"], [gEnc, cur.ttft, "ph-gen", "prefill"], [cur.ttft, cur.genDone, "ph-gen-main", "decode"]]);
+    lane(svg, x, yG, laneH, [[0, gEnc, "ph-gen", "encode"], [gEnc, cur.ttft, "ph-gen", "prefill"], [cur.ttft, cur.genDone, "ph-gen-main", "decode"]], labels);
     cur.tokens.forEach(function (tok) {
       svg.appendChild(svgEl("line", { x1: x(tok.t), x2: x(tok.t), y1: yG + 3, y2: yG + laneH - 3, "class": "tick-gen" }));
     });
+    labels.forEach(function (l) { svg.appendChild(l); });
     // cumulative answers
     var yv = function (k) { return yC + cH - cH * (k / Math.max(N, 1)); };
     svg.appendChild(svgEl("text", { x: 0, y: yC + 12, "class": "lane-note" }, "answers"));
@@ -464,14 +476,14 @@
     tl = { svg: svg, x: x, L: L, R: R, W: W, ph: ph, veil: veil, tEnd: tEnd };
     updatePlayhead();
   }
-  function lane(svg, x, y, h, phases) {
+  function lane(svg, x, y, h, phases, labels) {
     phases.forEach(function (p) {
       if (!(p[1] > p[0])) return;
       var w = Math.max(0.5, x(p[1]) - x(p[0]));
       var r = svgEl("rect", { x: x(p[0]), y: y, width: w, height: h, rx: 3, "class": p[2] });
       r.appendChild(svgEl("title", {}, p[3] + ": " + fmtS(p[0]) + " to " + fmtS(p[1])));
       svg.appendChild(r);
-      if (w > p[3].length * 7 + 10) svg.appendChild(svgEl("text", { x: x(p[0]) + 5, y: y + h / 2 + 4, "class": "phase-label" + (/-main$/.test(p[2]) && p[2].indexOf("typed") >= 0 ? " on-dark" : "") }, p[3]));
+      if (w > p[3].length * 7 + 10) labels.push(svgEl("text", { x: x(p[0]) + 5, y: y + h / 2 + 4, "class": "phase-label" + (/-main$/.test(p[2]) && p[2].indexOf("typed") >= 0 ? " on-dark" : "") }, p[3]));
     });
   }
   function stepPath(times, x, yv, tEnd) {
@@ -522,7 +534,7 @@
     if (v === null || v === undefined) { td.textContent = "—"; return; }
     if (typeof v === "string") {
       if (/^[0-9a-f]{64}$/.test(v)) { td.className = "hash"; td.textContent = v; }
-      else if (v.indexOf("\n") >= 0 || v.length > 160) { var d = el("details"); d.appendChild(el("summary", null, v.length + " characters")); d.appendChild(el("pre", "state-text", v)); td.appendChild(d); }
+      else if (v.indexOf("\n") >= 0 || v.length > 160) { var d = el("details"); d.appendChild(el("summary", null, v.length + " characters")); d.appendChild(scrollable(el("pre", "state-text", v), v.length + " characters")); td.appendChild(d); }
       else td.textContent = v;
       return;
     }
@@ -542,7 +554,7 @@
     var det = el("details");
     var count = keys ? keys.length : v.length;
     det.appendChild(el("summary", null, count + (keys ? (count === 1 ? " field" : " fields") : (count === 1 ? " item" : " items"))));
-    det.appendChild(el("pre", "state-text", JSON.stringify(v, null, 1)));
+    det.appendChild(scrollable(el("pre", "state-text", JSON.stringify(v, null, 1)), "value as JSON"));
     td.appendChild(det);
   }
   function card(title, nodes) {
@@ -580,9 +592,9 @@
     });
     perCrit.appendChild(tb);
     var pcWrap = el("details"); pcWrap.appendChild(el("summary", null, "per-criterion prompts and hashes"));
-    var sc = el("div", "table-scroll"); sc.appendChild(perCrit); pcWrap.appendChild(sc);
+    var sc = scrollable(el("div", "table-scroll"), "per-criterion prompts and hashes"); sc.appendChild(perCrit); pcWrap.appendChild(sc);
     var suffixes = el("details"); suffixes.appendChild(el("summary", null, "suffix texts"));
-    suffixes.appendChild(el("pre", "state-text", (pt.suffix_texts || []).map(function (s, i) { return "[" + (tr.inputs.criteria[i] || {}).id + "] " + s; }).join("\n")));
+    suffixes.appendChild(scrollable(el("pre", "state-text", (pt.suffix_texts || []).map(function (s, i) { return "[" + (tr.inputs.criteria[i] || {}).id + "] " + s; }).join("\n")), "suffix texts"));
     host.appendChild(card("Typed prompt", [kvTable(pt, ["suffix_tokens", "suffix_texts", "input_tokens", "prompt_sha256", "tokens_sha256"]), pcWrap, suffixes]));
     host.appendChild(card("Generated prompt", [kvTable(pg)]));
     host.appendChild(card("What differs between the two paths", [list(tr.differences || [])]));
@@ -593,9 +605,9 @@
     var cb = el("tbody");
     inp.criteria.forEach(function (c) { var r = el("tr"); [c.id, c.question, c.label || "—"].forEach(function (v) { r.appendChild(el("td", null, v)); }); cb.appendChild(r); });
     crit.appendChild(cb);
-    var st = el("pre", "state-text", typeof inp.state === "string" ? inp.state : JSON.stringify(inp.state, null, 2));
+    var st = scrollable(el("pre", "state-text", typeof inp.state === "string" ? inp.state : JSON.stringify(inp.state, null, 2)), "state");
     host.appendChild(card("Inputs", [kvTable(inp.title === undefined ? { id: inp.id, sha256: inp.sha256 } : { id: inp.id, title: inp.title, sha256: inp.sha256 }), el("h3", null, "state"), st,
-      el("h3", null, "criteria"), (function () { var w = el("div", "table-scroll"); w.appendChild(crit); return w; })()]));
+      el("h3", null, "criteria"), (function () { var w = scrollable(el("div", "table-scroll"), "criteria"); w.appendChild(crit); return w; })()]));
     var rt = cur.typed, rg = cur.gen;
     host.appendChild(card("This repeat (#" + (cur.repeat + 1) + ")", [
       el("h3", null, "typed run"), kvTable({ start_s: rt.start_s, total_s: rt.total_s, events: rt.events.map(function (x) { return x.name + " " + x.t.toFixed(4); }), tokens: rt.tokens }),
@@ -628,7 +640,8 @@
   }
   function chooseSpeed(userChoice) {
     var sel = $("speed");
-    if (!userChoice) {
+    if (userSpeed !== null) speed = userSpeed;
+    else if (!userChoice) {
       // real time, unless the run is too short to follow: then the gentlest slow-down that makes it followable
       speed = 1;
       if (cur.tEnd < MIN_FOLLOWABLE_S / 2) {
@@ -637,6 +650,9 @@
       }
     }
     sel.value = String(speed);
+  }
+  function setSpeed(s) {  // a reader's choice: kept until they choose again
+    speed = userSpeed = s; $("speed").value = String(s); lastNow = null;
   }
   function frame(now) {
     if (!playing) return;
@@ -686,11 +702,12 @@
   function writeHash() {
     var shareBox = $("share-url");
     shareBox.value = shareUrl();
-    if (!cur || cur.entry.local) return;
+    if (!cur) return;
     var h = hashFor();
     if (h === lastHash) return;
     lastHash = h;
-    try { history.replaceState(null, "", "#" + h); } catch (err) { /* some file:// setups refuse; the box above still has the link */ }
+    // a trace opened from disk cannot be named in a link: the address then names none
+    try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); } catch (err) { /* some file:// setups refuse; the box above still has the link */ }
   }
   function readHash() {
     var h = location.hash.replace(/^#/, "");
@@ -713,7 +730,7 @@
     var rep = h.r !== undefined ? parseInt(h.r, 10) : undefined;
     if (!entries.length) return false;
     select(idx, rep, false);
-    if (h.speed !== undefined && SPEEDS.indexOf(Number(h.speed)) >= 0) { speed = Number(h.speed); $("speed").value = String(speed); }
+    if (h.speed !== undefined && SPEEDS.indexOf(Number(h.speed)) >= 0) setSpeed(Number(h.speed));
     if (h.t !== undefined && h.t !== "" && isFinite(Number(h.t))) { playing = false; seek(Number(h.t)); return true; }
     return false;
   }
@@ -756,7 +773,7 @@
       pause();
       select(entries.length - 1, undefined, false);
       showFileMessage("info", "Opened " + file.name + " from your disk: schema and checksums OK. It stays in this tab; to share it, share the file (a link cannot carry it).");
-      $("share-url").value = shareUrl();
+      writeHash();
       if (!reduceMotion) play();
     };
     reader.readAsArrayBuffer(file);
@@ -780,7 +797,7 @@
     $("play").addEventListener("click", function () { if (playing) pause(); else play(); });
     $("restart").addEventListener("click", function () { var was = playing; playing = false; dirtyAll = true; seek(0); if (was || !reduceMotion) play(); });
     $("scrubber").addEventListener("input", function (ev) { if (playing) { playing = false; lastNow = null; } seek(Number(ev.target.value)); });
-    $("speed").addEventListener("change", function (ev) { speed = Number(ev.target.value); lastNow = null; writeHash(); });
+    $("speed").addEventListener("change", function (ev) { setSpeed(Number(ev.target.value)); writeHash(); });
     $("trace-select").addEventListener("change", function (ev) { pause(); $("file-msg").hidden = true; select(Number(ev.target.value), undefined, false); writeHash(); if (!reduceMotion) play(); });
     $("repeat-select").addEventListener("change", function (ev) { pause(); select(entries.indexOf(cur.entry), Number(ev.target.value), false); writeHash(); });
     $("share").addEventListener("click", function () {
@@ -798,7 +815,9 @@
     host.addEventListener("pointercancel", function () { dragging = false; });
     window.addEventListener("hashchange", function () {
       if (location.hash.replace(/^#/, "") === lastHash) return;
-      pause(); applyHash();
+      // Stop without pause(): pausing writes the current moment into the address, over the link just opened.
+      playing = false; lastNow = null;
+      applyHash(); writeHash();
     });
     var lastW = 0;
     window.addEventListener("resize", function () {
@@ -809,7 +828,11 @@
       if (!cur || ev.ctrlKey || ev.metaKey || ev.altKey) return;
       var tag = (ev.target && ev.target.tagName) || "";
       var type = (ev.target && ev.target.type) || "";
-      var inField = tag === "SELECT" || tag === "TEXTAREA" || (tag === "INPUT" && type !== "range");
+      var speedKey = ev.key === "+" || ev.key === "=" || ev.key === "-" || ev.key === "_";
+      // a select keeps its own keys (type-ahead, arrows) except the speed keys, which no option starts with;
+      // the read-only link box takes no typing, so every shortcut works from it
+      var readOnly = tag === "INPUT" && ev.target.readOnly;
+      var inField = (tag === "SELECT" && !speedKey) || tag === "TEXTAREA" || (tag === "INPUT" && type !== "range" && !readOnly);
       if (inField) return;
       var onButton = tag === "BUTTON" || tag === "A" || tag === "SUMMARY";
       var onRange = tag === "INPUT" && type === "range";
@@ -829,7 +852,7 @@
           ev.preventDefault();
           var i = SPEEDS.indexOf(speed);
           var j = ev.key === "+" || ev.key === "=" ? Math.max(0, i - 1) : Math.min(SPEEDS.length - 1, i + 1);
-          speed = SPEEDS[j]; $("speed").value = String(speed); lastNow = null; writeHash(); break;
+          setSpeed(SPEEDS[j]); writeHash(); break;
         }
         default: return;
       }
@@ -859,7 +882,7 @@
     seek: function (t) { pause(); seek(t); return this.state(); },
     play: play,
     pause: pause,
-    setSpeed: function (s) { speed = s; $("speed").value = String(s); lastNow = null; },
+    setSpeed: function (s) { setSpeed(s); },
     select: function (slug, repeat) {
       var i = entries.findIndex(function (e) { return e.slug === slug; });
       if (i < 0) throw new Error("no trace " + slug);

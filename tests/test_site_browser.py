@@ -41,7 +41,7 @@ pytestmark = [
 def www(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A web root holding the site under a sub-path, as a GitHub Pages project site is served."""
     tmp = tmp_path_factory.mktemp("www")
-    build.build(make_data_dir(tmp), tmp / "www" / "project")
+    build.build(make_data_dir(tmp, capped=True), tmp / "www" / "project")
     return tmp / "www"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -65,6 +66,26 @@ def hostile_trace() -> dict[str, Any]:
     return doc
 
 
+@functools.lru_cache(maxsize=1)
+def _capped_trace_bytes() -> bytes:
+    from fakes import FakeBackend, FakeTokenizer
+
+    from scorer.runs.versus import VersusConfig, load_input, run_versus
+
+    inp = load_input(ROOT / "data" / "versus" / "ticket-21.json")
+    script = '["' + '","'.join(["no"] * 40) + '"]'  # longer than the cap: the array is never closed
+    backend = FakeBackend(FakeTokenizer(merges=['["', '","', '"]', "yes", "no"]), script=script, step_s=0.002)
+    doc = run_versus(backend, inp, VersusConfig(repeats=2, warmup=0, max_new_tokens=12, exact=False, command=None),
+                     source="data/versus/ticket-21.json")
+    assert trace_mod.verify(doc) == []
+    return orjson.dumps(doc)
+
+
+def capped_trace() -> dict[str, Any]:
+    """A real fake-backend trace whose generated runs hit ``max_new_tokens`` inside the array (invalid, capped)."""
+    return json.loads(_capped_trace_bytes())
+
+
 def shape_report() -> dict[str, Any]:
     """A shape benchmark report in the shape ``semif bench`` writes (numbers made up for rendering)."""
 
@@ -80,13 +101,15 @@ def shape_report() -> dict[str, Any]:
                        "shared": p("shared", 55.25, 1.5e-5, 1)}}
 
 
-def make_data_dir(tmp: Path, hostile: bool = True, reports: bool = True) -> Path:
-    """A data directory: the fake trace, optionally the hostile trace and a few result reports."""
+def make_data_dir(tmp: Path, hostile: bool = True, reports: bool = True, capped: bool = False) -> Path:
+    """A data directory: the fake trace, optionally the hostile trace, a capped trace and a few result reports."""
     data = tmp / "data"
     (data / "traces").mkdir(parents=True)
     (data / "traces" / "trace-fake.json").write_bytes(FAKE.read_bytes())
     if hostile:
         trace_mod.write(data / "traces" / "trace-hostile.json", hostile_trace())
+    if capped:
+        trace_mod.write(data / "traces" / "trace-capped.json", capped_trace())
     if reports:
         (data / "results").mkdir()
         (data / "results" / "shape-small-fake-fake.json").write_bytes(orjson.dumps(shape_report()))
