@@ -540,6 +540,19 @@ def numbers_table(t: TraceFile) -> dict[str, Any]:
                      "matches and agreement are those of the first measured run."}
 
 
+def replay_end(obj: dict[str, Any], repeat: int) -> float:
+    """When the replay of one repeat ends: its last timestamp on any lane (as replay.js computes it)."""
+    end = 0.0
+    for r in obj["runs"]:
+        if r["warmup"] or r["repeat"] != repeat:
+            continue
+        tokens = r["tokens"] if r["path"] != "typed" else []  # a typed run's "tokens" are its counts
+        times = [r["total_s"]] + [e["t"] for e in r["events"]] + [x["t"] for x in tokens]
+        times += [d["t_available"] for d in r.get("decisions") or []]
+        end = max(end, *times)
+    return end
+
+
 def trace_view(t: TraceFile) -> dict[str, Any]:
     """Everything the replay shows about a built-in trace that this build writes rather than the page:
     the verdict, the numbers, the lanes' names."""
@@ -993,10 +1006,11 @@ def _count(v: Any) -> Any:
 
 
 def _fmt_s(v: Any) -> str:
+    """Seconds as the replay writes them (fmtS in templates/replay.js)."""
     x = _num(v)
     if x is None:
         return "—"
-    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+    return (f"{x * 1000:.2f} ms" if x < 0.01 else f"{x * 1000:.0f} ms") if x < 1 else f"{x:.2f} s"
 
 
 def _csp(styles: list[str], scripts: bool) -> str:
@@ -1075,8 +1089,10 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile],
     files["demo/index.html"] = env.get_template("demo.html.j2").render(
         root="../", csp=_csp([css], scripts=True), index_meta=index_meta, first=first,
         view=trace_view(first) if first else None, speeds=_speeds(),
-        lanes=[{"key": x.key, "name": x.name} for x in first.lanes] if first else [],
+        lanes=[{"key": x.key, "name": x.name, "ttft": _fmt_s(x.run.get("ttft_s"))}
+               for x in (first.lanes if first else [])],
         repeats=sorted({r["repeat"] for r in first.obj["runs"] if not r["warmup"]}) if first else [],
+        t_end=replay_end(first.obj, _first_repeat(first.obj)) if first else 0.0,
         **common).encode()
     files["traces/index.html"] = env.get_template("traces.html.j2").render(root="../", csp=static_csp,
                                                                            **common).encode()

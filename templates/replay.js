@@ -26,7 +26,9 @@
   var cur = null;         // the selected trace and repeat, prepared for replay (see prepare)
   var clock = 0, playing = false, lastNow = null, speed = 1, ended = false;
   var userSpeed = null;   // the speed a reader chose (kept when the trace changes); null: pick per trace
-  var dirtyAll = true;
+  var dirtyAll = true;    // redraw every clock-dependent part (streams, statuses) on the next render
+  var dirtyRows = true;   // rewrite every row's cells too (not when the rows are the server-rendered t = 0 ones)
+  var lastFull = -1;      // the clock of the last full render: between two marks only the clocks move
   var lastHash = "";
   var localCount = 0;
 
@@ -283,9 +285,9 @@
     h2.id = "lane-" + key + "-h";
     h.appendChild(h2); h.appendChild(el("span", "watch", fmtClock(0)));
     s.appendChild(h);
+    if (key !== "typed") { var badge = el("span", "ttft"); badge.hidden = true; s.appendChild(badge); }
     s.appendChild(el("p", "status", key === "typed" ? "rendering and encoding the prompts…" : "rendering and encoding the prompt…"));
     if (key !== "typed") {
-      var badge = el("span", "ttft"); badge.hidden = true; s.appendChild(badge);
       var box = scrollable(el("div", "stream"), name + ": tokens so far");
       box.appendChild(el("div", "toks"));
       s.appendChild(box);
@@ -297,7 +299,9 @@
   function buildCriteria() {
     var ol = $("criteria");
     var keys = cur.gens.map(function (g) { return g.key; });
-    var same = ol.getAttribute("data-trace") === cur.entry.slug && !cur.entry.local;
+    // the rows build.py rendered (at t = 0) are taken over once, for their trace; any later change rebuilds
+    var same = ol.hasAttribute("data-server") && ol.getAttribute("data-trace") === cur.entry.slug && !cur.entry.local;
+    ol.removeAttribute("data-server");
     ol.className = "crits lanes-" + (1 + keys.length);
     if (!same) {
       clear(ol);
@@ -316,8 +320,12 @@
       var li = lis[k];
       var gv = {};
       keys.forEach(function (key) { gv[key] = li.querySelector(".gv[data-lane=" + key + "] .v"); });
-      return { li: li, dec: li.querySelector(".dec"), gv: gv, c: c, k: k, shown: null, gshown: {} };
+      // taken over at t = 0 as rendered: the first render need not rewrite them
+      var gshown = {};
+      keys.forEach(function (key) { gshown[key] = same ? "pending|…" : null; });
+      return { li: li, dec: li.querySelector(".dec"), gv: gv, c: c, k: k, shown: same ? false : null, gshown: gshown };
     });
+    return same;
   }
   function criterionRow(c, keys) {  // the same markup as templates/demo.html.j2 renders for the first trace
     var li = el("li", "crit");
@@ -380,7 +388,23 @@
   }
 
   // ---- the frame: everything that depends on the clock ----------------------------------------------------
-  // Reads first (none of layout), then all writes; a row is rewritten only when its state changed.
+  // Nothing in a frame reads layout back; a row is rewritten only when its state changed, and while the clock
+  // moves between two marks (times at which something visible changes) only the clocks and the playhead move.
+  function crossedMark(from, to) {
+    if (from < 0 || to < from) return true;
+    var i = countUpTo(cur.marks, from);
+    return i < cur.marks.length && cur.marks[i] <= to;
+  }
+  function renderClocks() {
+    var t = clock;
+    setText($("clock-now"), fmtClock(t));
+    var scr = $("scrubber");
+    scr.value = String(t);
+    scr.setAttribute("aria-valuetext", fmtClock(t) + " of " + fmtClock(cur.tEnd));
+    setText(cur.typedDom.watch, fmtClock(Math.min(t, cur.typedDone)));
+    cur.gens.forEach(function (g) { setText(g.dom.watch, fmtClock(Math.min(t, g.done))); });
+    updatePlayhead();
+  }
   function render() {
     if (!cur) return;
     var t = clock, N = cur.criteria.length;
@@ -398,7 +422,7 @@
       var d = cur.byId[row.c.id];
       var on = !!d && d.t_available <= t;
       if (on) shownDec++;
-      if (dirtyAll || row.shown !== on) { landed.push([row, d, on]); row.shown = on; }
+      if (dirtyRows || row.shown !== on) { landed.push([row, d, on]); row.shown = on; }
     });
     landed.forEach(function (x) {
       var row = x[0], d = x[1];
@@ -407,7 +431,7 @@
       if (x[2]) row.dec.appendChild(decisionNodes(d, row.c));
       else row.dec.appendChild(el("span", "wait", d ? "waiting…" : "no decision in this run"));
     });
-    if (playing && !reduceMotion && !dirtyAll) {  // the rows that just got their decision flash (no layout read)
+    if (playing && !reduceMotion && !dirtyRows) {  // the rows that just got their decision flash (no layout read)
       landed.forEach(function (x) { if (x[2] && x[0].li.animate) x[0].li.animate([{ backgroundColor: "var(--typed-soft)" }, { backgroundColor: "transparent" }], { duration: 600, easing: "ease-out" }); });
     }
     var typed = cur.typed, tk = typed.tokens, ts;
@@ -448,7 +472,8 @@
       }
     }
     updatePlayhead();
-    dirtyAll = false;
+    dirtyAll = dirtyRows = false;
+    lastFull = t;
     root.setAttribute("data-state", playing ? "playing" : (ended ? "ended" : "paused"));
     root.setAttribute("data-t", String(t));
     root.setAttribute("data-tokens-shown", String(tokensShown));
@@ -495,7 +520,7 @@
     if (!done && n > 0 && !g.cursor) { g.cursor = el("span", "cursor"); g.cursor.setAttribute("aria-hidden", "true"); d.toks.appendChild(g.cursor); }
     if (g.cursor && (done || n === 0)) { g.cursor.remove(); g.cursor = null; }
     setText(d.watch, fmtClock(Math.min(t, g.done)));
-    d.ttft.hidden = t < g.ttft;
+    d.ttft.hidden = t < g.ttft;  // hidden, it keeps its place (see site.css): showing it moves nothing
     setText(d.ttft, "first token at " + fmtS(g.ttft));
     var run = g.run, st;
     if (done) st = "done at " + fmtS(g.done) + ": " + plural(run.output_tokens, "output token") + ", stopped by " + run.stop_reason.replace(/_/g, " ") +
@@ -534,13 +559,13 @@
           (agree === true ? "; same as the typed choice" : agree === false ? "; differs from the typed choice" : "");
       }
       var key = state + "|" + text;
-      if (!dirtyAll && row.gshown[g.key] === key) return;
+      if (!dirtyRows && row.gshown[g.key] === key) return;
       row.gshown[g.key] = key;
       var node = row.gv[g.key];
       node.className = "v " + state;
       node.textContent = text;
       if (state === "right" || state === "wrong") node.appendChild(el("span", "sr-only", state === "right" ? " right" : " wrong"));
-      node.parentNode.title = title;
+      if (title) node.parentNode.title = title; else node.parentNode.removeAttribute("title");
     });
     return answered;
   }
@@ -717,26 +742,35 @@
     var traceChanged = !cur || cur.entry !== entry;
     cur = prepare(entry, rep);
     ["play", "restart", "scrubber", "speed", "share"].forEach(function (id) { $(id).disabled = false; });
-    buildPicker(); buildRepeatPicker(); buildLanes(); buildCriteria();
-    if (traceChanged) { buildVerdict(); buildNumbers(); buildNotes(); }
+    buildPicker(); buildRepeatPicker(); buildLanes();
+    var adopted = buildCriteria();
+    // the server rendered the first trace's verdict, numbers and notes: keep them until the trace changes
+    var rendered = $("verdict").getAttribute("data-trace");
+    if (traceChanged && rendered !== (entry.local ? "" : entry.slug)) { buildVerdict(); buildNumbers(); buildNotes(); }
+    $("verdict").setAttribute("data-trace", entry.local ? "-" : entry.slug);
     var dl = $("download");
     if (entry.local) { dl.href = entry.blobUrl; dl.setAttribute("download", entry.fileName); }
     else { dl.href = "../traces/" + entry.file; dl.setAttribute("download", entry.file); }
     $("scrubber").max = String(cur.tEnd);
     chooseSpeed();
-    dirtyAll = true;
+    dirtyAll = true; dirtyRows = !adopted;
     clock = Math.max(0, Math.min(t, cur.tEnd));
     ended = clock >= cur.tEnd;
-    drawTimeline();
     render();
+    tl = null;
+    var drawn = cur;
+    setTimeout(function () { if (cur === drawn) drawTimeline(); }, 0);  // below the fold: its own task
     buildDetails();
   }
   function pick(index, repeat) {  // load the entry's data file if needed, then select it
     var entry = entries[index];
-    if (!entry.trace) setText($("trace-status"), "loading " + entry.label + "…");
+    if (!entry.trace) setText($("trace-status"), "loading…");
     return ensureLoaded(entry).then(function () {
+      return new Promise(function (resolve) { setTimeout(resolve, 0); });  // parsing and building: two tasks
+    }).then(function () {
       setText($("trace-status"), "");
       select(index, repeat, false);
+      return new Promise(function (resolve) { setTimeout(resolve, 0); });  // after the timeline is drawn
     }, function (err) {
       showFileMessage("error", "The trace " + entry.label + " could not be loaded: " + err.message);
       if (cur) $("trace-select").value = String(entries.indexOf(cur.entry));
@@ -764,7 +798,7 @@
     if (lastNow !== null) clock += (now - lastNow) / 1000 * speed;
     lastNow = now;
     if (clock >= cur.tEnd) { clock = cur.tEnd; playing = false; ended = true; lastNow = null; writeHash(); }
-    render();
+    if (!playing || dirtyAll || dirtyRows || crossedMark(lastFull, clock)) render(); else renderClocks();
     if (playing) requestAnimationFrame(frame);
   }
   function play() {
@@ -970,6 +1004,12 @@
   }
 
   // ---- start ----------------------------------------------------------------------------------------------
+  function afterFirstPaint() {
+    return new Promise(function (resolve) {
+      var go = function () { requestAnimationFrame(function () { setTimeout(resolve, 0); }); };
+      if (document.readyState === "complete") go(); else window.addEventListener("load", go, { once: true });
+    });
+  }
   // A small, stable hook for tests and for anyone scripting the page (defined once the first trace is shown).
   var api = {
     seek: function (t) { pause(); seek(t); return this.state(); },
@@ -1010,7 +1050,8 @@
     ["play", "restart", "scrubber", "speed", "share", "trace-select", "repeat-select"].forEach(function (id) { $(id).disabled = true; });
     window.semifReplay = api;
   } else {
-    applyHash().then(function (restored) {
+    // The page is readable as rendered; the trace's data (hundreds of kB) is fetched only once that is painted.
+    afterFirstPaint().then(applyHash).then(function (restored) {
       writeHash();
       window.semifReplay = api;
       if (!restored && !reduceMotion) play();

@@ -191,8 +191,9 @@ def test_build_writes_pages_traces_and_checksums(built: tuple[Path, Path]) -> No
     demo = (out / "demo/index.html").read_text()
     meta = embedded_json(demo, "semif-index")
     assert [m["slug"] for m in meta] == ["trace-fake", "trace-hostile"]
-    # only the first trace's data is loaded with the page; the others when picked
-    assert re.findall(r'<script src="([^"]+)"', demo) == ["../traces/trace-fake.js", "../assets/replay.js"]
+    # the page loads the replay's code, which loads the first trace's data once the page is painted, others when
+    # picked
+    assert re.findall(r'<script src="([^"]+)"', demo) == ["../assets/replay.js"]
     check = (out / "assets/check.js").read_text()
     schemas = json.loads(check.split("window.SemifSchemas = ", 1)[1].rstrip().rstrip(";"))
     assert schemas == {f: trace_mod.schema(f) for f in trace_mod.FORMATS}
@@ -302,10 +303,10 @@ def test_hostile_text_cannot_break_out(built: tuple[Path, Path], tmp_path: Path)
     _, out = built
     demo = (out / "demo/index.html").read_text()
     scripts = [a for t, a in tags_of(demo) if t == "script"]
-    # exactly our own elements: the index (inert JSON), the first trace's data file and the page's code
-    assert [(a.get("type"), a.get("src")) for a in scripts] == [
-        ("application/json", None), (None, "../traces/trace-fake.js"), (None, "../assets/replay.js")]
-    assert demo.count("</script>") == 3
+    # exactly our own elements: the index (inert JSON) and the page's code
+    assert [(a.get("type"), a.get("src")) for a in scripts] == [("application/json", None),
+                                                                (None, "../assets/replay.js")]
+    assert demo.count("</script>") == 2
     assert "<script>alert" not in demo and "\\u003cscript\\u003ealert(1)" in demo  # the picker's index
     # the hostile trace's data file: one assignment of JSON literals, no markup-significant character raw
     js = (out / "traces/trace-hostile.js").read_text()
