@@ -331,8 +331,9 @@
     var li = el("li", "crit");
     li.setAttribute("data-id", c.id);
     li.appendChild(el("span", "cid", c.id));
-    var q = el("span", "q", c.question);
-    if (c.label !== undefined && c.label !== null) { q.appendChild(document.createTextNode(" ")); q.appendChild(el("span", "lbl", "label: " + c.label)); }
+    var labelled = c.label !== undefined && c.label !== null;
+    var q = el("span", "q", c.question + (labelled ? " " : ""));
+    if (labelled) q.appendChild(el("span", "lbl", "label: " + c.label));
     li.appendChild(q);
     var dec = el("span", "dec");
     dec.appendChild(el("span", "wait", "waiting…"));
@@ -471,6 +472,7 @@
         root.setAttribute("data-milestones", ms);
       }
     }
+    cur.gens.forEach(function (g) { if (g.pendingScroll) { g.pendingScroll = false; g.dom.stream.scrollTop = 1e9; } });
     updatePlayhead();
     dirtyAll = dirtyRows = false;
     lastFull = t;
@@ -515,10 +517,13 @@
       d.toks.appendChild(frag);
       g.cursor = null;
     }
+    var grew = n > g.shown;
     g.shown = n;
     var done = t >= g.done;
     if (!done && n > 0 && !g.cursor) { g.cursor = el("span", "cursor"); g.cursor.setAttribute("aria-hidden", "true"); d.toks.appendChild(g.cursor); }
     if (g.cursor && (done || n === 0)) { g.cursor.remove(); g.cursor = null; }
+    // follow the newest token: a scroll (not a layout shift), and the frame's only layout, after all its writes
+    if (grew && g.sel < 0) g.pendingScroll = true;
     setText(d.watch, fmtClock(Math.min(t, g.done)));
     d.ttft.hidden = t < g.ttft;  // hidden, it keeps its place (see site.css): showing it moves nothing
     setText(d.ttft, "first token at " + fmtS(g.ttft));
