@@ -178,7 +178,7 @@ def test_axe_finds_no_violations(open_page: Any, site: Path, scheme: str, width:
     detail opened (it found an ``aria-label`` on the generated ``<pre>`` and scrollable regions that could
     not be focused)."""
     ctx = {"color_scheme": scheme, "bypass_csp": True, "reduced_motion": "reduce"}
-    for rel in ("index.html", "traces/index.html"):
+    for rel in ("index.html", "traces/index.html", "results/mystery.html"):
         page, _ = open_page((site / rel).as_uri(), width, height, **ctx)
         page.locator("details").evaluate_all("els => els.forEach(e => e.open = true)")
         assert _axe(page) == [], rel
@@ -187,8 +187,12 @@ def test_axe_finds_no_violations(open_page: Any, site: Path, scheme: str, width:
     page.evaluate("window.semifReplay.seek(1.0)")
     assert _axe(page) == [], "t=1"
     page.evaluate("window.semifReplay.seek(1e9)")
+    page.evaluate("window.semifReplay.openDetails()")
     page.locator("details").evaluate_all("els => els.forEach(e => e.open = true)")
     assert _axe(page) == [], "end"
+    page.evaluate("window.semifReplay.select('trace-v2')")
+    page.evaluate("window.semifReplay.seek(1.0)")
+    assert _axe(page) == [], "v2"
     page.evaluate("window.semifReplay.select('trace-v1-capped')")
     page.evaluate("window.semifReplay.seek(1e9)")
     assert _axe(page) == [], "capped"
