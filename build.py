@@ -486,6 +486,10 @@ def verdict_sentences(t: TraceFile) -> list[dict[str, str]]:
             text = (f"wrote no usable array ({why}) in {_runs_phrase(bad, runs)}, so none of its values count; "
                     f"it took {_s(lane.median_s)}.")
         out.append({"lane": lane.key, "name": lane.name, "text": text})
+    runs = t.lanes[0].runs
+    out.append({"lane": "basis", "name": "",
+                "text": f"(Times are medians of {runs} runs per lane; answers and matches are the first run's.)"
+                if runs > 1 else "(One measured run per lane.)"})
     return out
 
 

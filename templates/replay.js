@@ -216,8 +216,8 @@
     }
     v.verdict.forEach(function (s, i) {
       var span = el("span", "vs vs-" + s.lane);
-      span.appendChild(el("strong", null, s.name));
-      span.appendChild(document.createTextNode(" " + s.text));
+      if (s.name) { span.appendChild(el("strong", null, s.name)); span.appendChild(document.createTextNode(" ")); }
+      span.appendChild(document.createTextNode(s.text));
       p.appendChild(span);
       if (i < v.verdict.length - 1) p.appendChild(document.createTextNode(" "));
     });

@@ -48,6 +48,7 @@ def test_verdict_of_a_v1_trace_with_a_valid_array() -> None:
     assert f"{doc['summary']['wall_ratio']:.2f}× the typed time" in s["free"]
     assert f"{doc['summary']['labels']['generated_correct']} of 21 match the labels" in s["free"]
     assert f"agrees with the typed decisions on {doc['summary']['agreement']['agree']} of 21" in s["free"]
+    assert s["basis"].strip() == "(Times are medians of 3 runs per lane; answers and matches are the first run's.)"
 
 
 def test_verdict_names_an_incomplete_array_and_counts_none_of_it() -> None:
