@@ -2,19 +2,22 @@
 
     python build.py [--data DIR] [--out DIR]
 
-Reads every trace (``*.json`` with ``"format": "semif-trace-v1"``) anywhere under the data directory and
-every result report (``*.json`` under ``results/``), validates them all before writing anything (a bad
-file stops the build with a message that names it), and renders the Jinja2 templates in ``templates/``
-into the output directory:
+Reads every trace (``*.json`` with ``"format"`` ``semif-trace-v1`` or ``semif-trace-v2``) anywhere under the
+data directory and every result report (``*.json`` under ``results/``), validates them all before writing
+anything (a bad file stops the build with a message that names it), and renders the Jinja2 templates in
+``templates/`` into the output directory:
 
-* ``index.html`` — what SemIf is, headline numbers, results tables and charts, links;
-* ``demo/index.html`` — the replay of every trace, with the traces embedded;
-* ``traces/`` — every trace byte for byte, its sha256, and a listing page;
-* ``results/`` — every report byte for byte.
+* ``index.html`` — what SemIf is, each showcase trace's verdict in words, results charts, links;
+* ``demo/index.html`` — the replay, its first trace rendered server-side (verdict, numbers, lanes, rows);
+* ``traces/`` — every trace byte for byte, its sha256, a listing page, and per trace a JS data file
+  (``<slug>.js``: the verdict and numbers written here, and the trace's JSON text) that the replay loads
+  with a ``<script>`` element: the first one at load, the others when picked, so ``file://`` works too;
+* ``assets/`` — the replay's scripts, and the in-page checker with the trace schemas (loaded on demand);
+* ``results/`` — every report byte for byte, and a page per report with all its tables.
 
-Every page is self-contained (inline CSS/JS, data in ``<script type="application/json">``, no network
-request) and the output is deterministic: the same inputs give byte-identical files. Building needs
-neither torch nor a model: a trace is plain data.
+Pages make no request outside the site, carry no inline script (their CSP allows scripts from the site
+only, and the one inline stylesheet by hash), and the output is deterministic: the same inputs give
+byte-identical files. Building needs neither torch nor a model: a trace is plain data.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from markupsafe import Markup
 
 ROOT = Path(__file__).resolve().parent
 TEMPLATES = ROOT / "templates"
-TRACE_FORMAT = "semif-trace-v1"
-TRACE_SCHEMA_PATH = ROOT / "scorer" / "schema" / "trace-v1.json"
+TRACE_FORMATS = ("semif-trace-v1", "semif-trace-v2")
+SCHEMA_DIR = ROOT / "scorer" / "schema"
 SITE_MARKER = ".semif-site"
 """A file the build leaves in its output directory: only a directory holding it is ever emptied."""
 
@@ -69,6 +72,56 @@ class BuildError(Exception):
 
 # --- data ------------------------------------------------------------------------------------------------
 @dataclass
+class Lane:
+    """One path of a trace as the replay and its verdict show it (v1's ``generated`` path is the free lane).
+
+    Times are medians over the lane's measured runs; answers, right/wrong and agreement are those of the
+    first measured repeat (the trace summary's own basis)."""
+
+    key: str
+    """``typed``, ``free`` or ``constrained``."""
+    path: str
+    """The ``runs[].path`` value of this lane's runs (``generated`` in v1)."""
+    name: str
+    """What readers call it (``Free generation``)."""
+    run: dict[str, Any]
+    """The first measured repeat's run."""
+    runs: int
+    """Measured runs."""
+    median_s: float | None
+    """Median wall time, from the lane's t0 (before prompt rendering) to its last output."""
+    first_s: float | None
+    """Median time of the first decision (typed) or the first generated token."""
+    ratio: float | None = None
+    """Generated lanes: median time ÷ typed median time."""
+    valid_runs: int | None = None
+    """Generated lanes: runs that wrote a complete, valid array."""
+    capped_runs: int | None = None
+    """Generated lanes: runs stopped by the token limit before the model ended its turn."""
+    limit: int | None = None
+    """Generated lanes: the token limit (``max_new_tokens``)."""
+    verdict: str = ""
+    """Generated lanes: the first run's outcome in words (``valid: 21 values``, ``capped: …``, ``invalid: …``)."""
+    correct: int | None = None
+    """Values equal to their label (typed: the raw choices); None without labels or without a usable array."""
+    calibrated_correct: int | None = None
+    """Typed, v2 with calibration: calibrated choices equal to their label."""
+    labelled: int = 0
+    """Criteria with a label."""
+    agree: int | None = None
+    """Generated lanes with a usable array: values equal to the raw typed choice of the same repeat."""
+    output_tokens: float | None = None
+    """Median output tokens (0 for typed)."""
+    masked_tokens: float | None = None
+    """Constrained lane: median tokens where the grammar refused the model's own argmax."""
+
+    @property
+    def usable(self) -> bool:
+        """A generated lane's first run wrote a complete, valid array (typed: always)."""
+        return self.key == "typed" or bool(self.run.get("complete") and self.run.get("valid"))
+
+
+@dataclass
 class TraceFile:
     """One validated trace, ready to render."""
 
@@ -84,7 +137,11 @@ class TraceFile:
     """The parsed trace."""
 
     label: str = ""
-    """Short picker label: model, backend, dtype, machine (and the file's name when two labels would match)."""
+    """Short picker label: model, engine, machine (and the date, then the file's name, when two would match)."""
+    lanes: list[Lane] = field(default_factory=list)
+    """The trace's paths as the replay shows them: typed, then the generated lanes."""
+    control: bool = False
+    """A timing control (random weights): listed and replayable, kept out of the headline numbers."""
 
 
 @dataclass
@@ -147,16 +204,22 @@ def _slug(rel: str, taken: set[str]) -> str:
     return out
 
 
-def load_trace_schema() -> dict[str, Any]:
-    """The trace JSON Schema (owned by the trace module), checked to use only keywords the page can check."""
-    if not TRACE_SCHEMA_PATH.is_file():
-        raise BuildError(f"{TRACE_SCHEMA_PATH.relative_to(ROOT)}: trace schema not found")
-    schema = _loads(TRACE_SCHEMA_PATH, TRACE_SCHEMA_PATH.read_bytes(), str(TRACE_SCHEMA_PATH.relative_to(ROOT)))
-    unsupported = sorted(_schema_keywords(schema) - _JS_SCHEMA_KEYWORDS - _ANNOTATION_KEYWORDS)
-    if unsupported:
-        raise BuildError(f"{TRACE_SCHEMA_PATH.relative_to(ROOT)}: uses JSON Schema keywords {unsupported} that the "
-                         "in-page validator (templates/validate.js) does not implement")
-    return schema
+def load_trace_schemas() -> dict[str, dict[str, Any]]:
+    """The trace JSON Schemas by format (owned by the trace module), each checked to use only keywords the
+    page's checker implements."""
+    out = {}
+    for fmt in TRACE_FORMATS:
+        path = SCHEMA_DIR / f"{fmt.removeprefix('semif-')}.json"
+        rel = str(path.relative_to(ROOT))
+        if not path.is_file():
+            raise BuildError(f"{rel}: trace schema not found")
+        schema = _loads(path, path.read_bytes(), rel)
+        unsupported = sorted(_schema_keywords(schema) - _JS_SCHEMA_KEYWORDS - _ANNOTATION_KEYWORDS)
+        if unsupported:
+            raise BuildError(f"{rel}: uses JSON Schema keywords {unsupported} that the in-page validator "
+                             "(templates/validate.js) does not implement")
+        out[fmt] = schema
+    return out
 
 
 def _schema_keywords(schema: Any) -> set[str]:
@@ -193,13 +256,19 @@ def validate_trace(rel: str, obj: Any) -> None:
     _check_renderable(rel, obj)
 
 
+def _lane_paths(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(lane key, runs[].path)`` of a trace's lanes, typed first."""
+    if obj["format"] == "semif-trace-v1":
+        return [("typed", "typed"), ("free", "generated")]
+    return [("typed", "typed"), ("free", "free"), ("constrained", "constrained")]
+
+
 def _check_renderable(rel: str, obj: dict[str, Any]) -> None:
-    """What the replay itself relies on beyond the schema: both paths of one repeat, criteria ids known."""
+    """What the replay itself relies on beyond the schema: every lane in one repeat, criteria ids known."""
     runs = [r for r in obj["runs"] if not r.get("warmup")]
-    typed = {r["repeat"] for r in runs if r["path"] == "typed"}
-    generated = {r["repeat"] for r in runs if r["path"] == "generated"}
-    if not typed & generated:
-        raise BuildError(f"{rel}: no repeat has both a typed and a generated measured run (nothing to replay)")
+    common = set.intersection(*({r["repeat"] for r in runs if r["path"] == path} for _, path in _lane_paths(obj)))
+    if not common:
+        raise BuildError(f"{rel}: no repeat has a measured run of every path (nothing to replay)")
     ids = [c["id"] for c in obj["inputs"]["criteria"]]
     if len(set(ids)) != len(ids):
         raise BuildError(f"{rel}: duplicate criterion ids in inputs.criteria")
@@ -209,10 +278,32 @@ def _check_renderable(rel: str, obj: dict[str, Any]) -> None:
                 raise BuildError(f"{rel}: runs[{i}].decisions: unknown criterion_id {d['criterion_id']!r}")
 
 
+_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def _is_control(obj: dict[str, Any]) -> bool:
+    """A random-weights run (timing only): its model or experiment says so in its name."""
+    names = " ".join(str(x) for x in ((obj.get("model") or {}).get("key"), (obj.get("experiment") or {}).get("id")))
+    return "random" in names.lower()
+
+
 def _trace_label(obj: dict[str, Any]) -> str:
+    """``qwen2.5-1.5b · torch fp32 · CPU``: short enough for a phone's picker."""
     m, mach = obj.get("model") or {}, obj.get("machine") or {}
-    where = mach.get("gpu") or mach.get("cpu") or "unknown machine"
-    return f"{m.get('key', '?')} · {m.get('backend', '?')} · {m.get('dtype', '?')} · {where}"
+    model = str(m.get("key", "?"))
+    if model.startswith(("/", "./", "~")):  # a local directory: its name says enough
+        model = model.rstrip("/").rsplit("/", 1)[-1]
+    if _is_control(obj):
+        model = re.split(r"-arch|-random", model, flags=re.IGNORECASE)[0] + ", random weights"
+    backend = str(m.get("backend", "?"))
+    if backend == "llamacpp":
+        quant = re.search(r"(q\d\w*|f16|f32|bf16)\.gguf$", str(m.get("gguf_file") or ""), flags=re.IGNORECASE)
+        engine = "llama.cpp" + (f" {quant.group(1).upper()}" if quant else "")
+    else:
+        engine = f"{backend} {_DTYPES.get(str(m.get('dtype')), m.get('dtype', '?'))}"
+    gpu = mach.get("gpu")
+    where = re.sub(r"^(NVIDIA|AMD|Intel)\s+", "", str(gpu)) if gpu else "CPU"
+    return f"{model} · {engine} · {where}"
 
 
 def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
@@ -236,22 +327,242 @@ def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
         in_results = rel.startswith("results/")
         in_traces = rel.startswith("traces/")
         obj = _loads(path, raw, rel)
-        is_trace = isinstance(obj, dict) and obj.get("format") == TRACE_FORMAT
+        is_trace = isinstance(obj, dict) and obj.get("format") in TRACE_FORMATS
         if isinstance(obj, dict) and str(obj.get("format", "")).startswith("semif-trace") and not is_trace:
-            raise BuildError(f"{rel}: trace format {obj.get('format')!r} is not supported (expected {TRACE_FORMAT!r})")
+            raise BuildError(f"{rel}: trace format {obj.get('format')!r} is not supported (expected one of "
+                             f"{', '.join(repr(f) for f in TRACE_FORMATS)})")
         if in_traces and not is_trace:
-            raise BuildError(f"{rel}: files under traces/ must be traces (\"format\": \"{TRACE_FORMAT}\")")
+            raise BuildError(f"{rel}: files under traces/ must be traces (\"format\": {' or '.join(TRACE_FORMATS)})")
         if is_trace:
             validate_trace(rel, obj)
             traces.append(TraceFile(rel, _slug(rel, trace_slugs), raw, hashlib.sha256(raw).hexdigest(), obj,
-                                    _trace_label(obj)))
+                                    _trace_label(obj), trace_lanes(obj), _is_control(obj)))
         elif in_results:
             reports.append(_load_report(rel, raw, obj, report_slugs))
-    labels = [t.label for t in traces]
-    for t in traces:
-        if labels.count(t.label) > 1:
-            t.label = f"{t.label} · {t.slug}"
+    _distinct_labels(traces)
     return traces, reports
+
+
+def _distinct_labels(traces: list[TraceFile]) -> None:
+    """Labels that match get the run's date, then (still matching) the file's name."""
+    for extra in (lambda t: str((t.obj.get("experiment") or {}).get("created_utc", ""))[:10], lambda t: t.slug):
+        labels = [t.label for t in traces]
+        for t in traces:
+            if labels.count(t.label) > 1 and extra(t):
+                t.label = f"{t.label} · {extra(t)}"
+
+
+# --- traces: lanes, the verdict in words, the numbers ----------------------------------------------------
+_LANE_NAMES = {"typed": "Typed decisions", "free": "Free generation", "constrained": "Constrained generation"}
+
+
+def _first_repeat(obj: dict[str, Any]) -> int:
+    """The repeat the summary's answers and right/wrong counts come from (the first measured one)."""
+    return min(r["repeat"] for r in obj["runs"] if not r["warmup"])
+
+
+def trace_lanes(obj: dict[str, Any]) -> list[Lane]:
+    """A trace's lanes (v1 or v2) with the numbers the verdict and the replay show, from its own summary."""
+    from scorer import trace as trace_mod
+
+    s, rep0 = obj["summary"], _first_repeat(obj)
+    run0 = {r["path"]: r for r in obj["runs"] if not r["warmup"] and r["repeat"] == rep0}
+    criteria = obj["inputs"]["criteria"]
+    labelled = sum(1 for c in criteria if c.get("label") is not None)
+    labels = s.get("labels") or {}
+    lanes = []
+    for key, path in _lane_paths(obj):
+        run = run0[path]
+        if obj["format"] == "semif-trace-v1":
+            ls = {"median_s": s["typed_median_s"], "first_decision_median_s": s["typed_first_decision_median_s"]} \
+                if key == "typed" else {
+                "median_s": s["generated_median_s"], "wall_ratio": s["wall_ratio"], "ttft_median_s": s["ttft_median_s"],
+                "valid_runs": s["generated_valid_runs"], "capped_runs": s["generated_limit_runs"],
+                "agreement": s["agreement"], "correct": labels.get("generated_correct"),
+                "tokens": {"output_median": s["generated_tokens"]["output_median"]}}
+        else:
+            ls = s[key]
+        lane = Lane(key, path, _LANE_NAMES[key], run, s["runs"], _num(ls.get("median_s")),
+                    _num(ls.get("first_decision_median_s" if key == "typed" else "ttft_median_s")), labelled=labelled)
+        if key == "typed":
+            lane.output_tokens = 0
+            lane.correct = labels.get("typed_correct") if labelled else None
+            lane.calibrated_correct = labels.get("typed_calibrated_correct") if labelled else None
+        else:
+            lane.ratio = _num(ls.get("wall_ratio"))
+            lane.valid_runs, lane.capped_runs = ls.get("valid_runs"), ls.get("capped_runs")
+            lane.limit = obj["prompts"]["constrained" if key == "constrained" else "generated"]["max_new_tokens"]
+            lane.verdict = run.get("verdict") or trace_mod.verdict(
+                run["valid"], run["complete"], run["stop_reason"] == "max_new_tokens", run["parsed"],
+                readable_error(run["error"]), lane.limit)
+            usable = bool(run["complete"] and run["valid"])
+            lane.correct = ls.get("correct") if usable and labelled else None
+            lane.agree = ls["agreement"]["agree"] if usable else None
+            lane.output_tokens = _num(ls["tokens"]["output_median"])
+            lane.masked_tokens = _num(ls.get("masked_tokens_median"))
+        lanes.append(lane)
+    return lanes
+
+
+def readable_error(msg: str | None) -> str | None:
+    """Python's message for an unclosed string ends in "starting at", to which v1 traces appended
+    " at char N": say it once (the trace itself keeps its bytes)."""
+    return None if msg is None else re.sub(r"\bstarting at at char\b", "starting at character", msg)
+
+
+def _answers(values: list[str | None]) -> str:
+    """``yes to all 21`` / ``no to 12 and yes to 9`` / ``… and a tie on 2`` (a tie is a ``None`` choice)."""
+    counts: dict[str, int] = {}
+    for v in values:
+        if v is not None:
+            counts[v] = counts.get(v, 0) + 1
+    ties = len(values) - sum(counts.values())
+    if len(counts) == 1 and not ties:
+        (value, n), = counts.items()
+        return f"{value} to all {n}" if n > 1 else f"{value} to the one criterion"
+    parts = [f"{v} to {n}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    if ties:
+        parts.append(f"a tie on {ties}")
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def _s(x: float | None) -> str:
+    return "—" if x is None else _fmt_s(x)
+
+
+def _runs_phrase(n: int, of: int) -> str:
+    return f"all {of} runs" if n == of and of > 1 else f"{n} of {of} run{'' if of == 1 else 's'}"
+
+
+def verdict_sentences(t: TraceFile) -> list[dict[str, str]]:
+    """The replay's verdict in plain words, one sentence per lane: what it answered, how many were right,
+    how long it took (median), and, where a lane was capped or invalid, what that does to its numbers.
+    Each item is ``{"lane", "name", "text"}``: the lane's name, then the rest of its sentence."""
+    out = []
+    n = len(t.obj["inputs"]["criteria"])
+    if t.control:
+        out.append({"lane": "note", "name": "Timing control:",
+                    "text": "this model has random weights, so its answers mean nothing; only its times do."})
+    for lane in t.lanes:
+        if lane.key == "typed":
+            decisions = lane.run["decisions"]
+            raw = _answers([d["choice"] for d in decisions])
+            cal = [d.get("calibrated") for d in decisions]
+            if all(cal):
+                text = f"answered {_answers([c['choice'] for c in cal])} after calibration (raw: {raw})"
+            else:
+                text = f"answered {raw}"
+            text += f" in {_s(lane.median_s)}, with no output tokens"
+            if lane.correct is not None:
+                right = lane.calibrated_correct if lane.calibrated_correct is not None else lane.correct
+                text += f"; {right} of {lane.labelled} match the labels"
+                if lane.calibrated_correct is not None:
+                    text += f" ({lane.correct} before calibration)"
+            out.append({"lane": lane.key, "name": lane.name, "text": text + "."})
+            continue
+        runs = lane.runs
+        if lane.usable:
+            text = f"wrote a valid array ({_answers(lane.run['parsed'])}) in {_s(lane.median_s)}"
+            if lane.ratio is not None:
+                text += f", {lane.ratio:.2f}× the typed time"
+            if lane.correct is not None:
+                text += f"; {lane.correct} of {lane.labelled} match the labels"
+            if lane.agree is not None:
+                text += f", and it agrees with the typed decisions on {lane.agree} of {n}"
+            if lane.masked_tokens:
+                text += f"; the grammar overruled the model on {_count(lane.masked_tokens)} token" + \
+                        ("" if lane.masked_tokens == 1 else "s")
+            if lane.valid_runs is not None and lane.valid_runs < runs:
+                text += f" (valid in {_runs_phrase(lane.valid_runs, runs)})"
+            text += "."
+        elif lane.capped_runs:
+            text = (f"never finished its array: the model did not end its turn and was stopped at the "
+                    f"{lane.limit}-token limit in {_runs_phrase(lane.capped_runs, runs)}, so none of its values "
+                    f"count, and its {_s(lane.median_s)}")
+            text += f" ({lane.ratio:.2f}× the typed time)" if lane.ratio is not None else ""
+            text += " is the time of a failed, capped run."
+        else:
+            why = lane.verdict.removeprefix("invalid: ")
+            bad = runs - (lane.valid_runs or 0)
+            text = (f"wrote no usable array ({why}) in {_runs_phrase(bad, runs)}, so none of its values count; "
+                    f"it took {_s(lane.median_s)}.")
+        out.append({"lane": lane.key, "name": lane.name, "text": text})
+    runs = t.lanes[0].runs
+    out.append({"lane": "basis", "name": "",
+                "text": f"(Times are medians of {runs} runs per lane; answers and matches are the first run's.)"
+                if runs > 1 else "(One measured run per lane.)"})
+    return out
+
+
+def _cell(text: str, note: str = "", warn: bool = False) -> dict[str, Any]:
+    return {"text": text, "note": note, "warn": warn}
+
+
+def numbers_table(t: TraceFile) -> dict[str, Any]:
+    """The replay's numbers: one column per lane, one row per measure; a number a failed or capped run
+    distorts carries the reason beside it (``note``, with ``warn``)."""
+    lanes = t.lanes
+    runs = lanes[0].runs
+    rows: list[tuple[str, list[dict[str, Any]]]] = []
+
+    def caveat(lane: Lane) -> str:
+        if lane.key == "typed" or lane.usable:
+            return ""
+        return f"capped at {lane.limit} tokens, no answer" if lane.capped_runs else "no usable array"
+
+    rows.append((f"wall time (median of {runs})", [_cell(_s(x.median_s), caveat(x), bool(caveat(x))) for x in lanes]))
+    rows.append(("÷ typed time", [_cell("—") if x.key == "typed" else
+                                  _cell("—" if x.ratio is None else f"{x.ratio:.2f}×",
+                                        f"vs a {'capped' if x.capped_runs else 'failed'} run" if caveat(x) else "",
+                                        bool(caveat(x))) for x in lanes]))
+    rows.append(("first decision / first token", [_cell(_s(x.first_s)) for x in lanes]))
+    rows.append(("output tokens (median)", [_cell(_fmt(_count(x.output_tokens)),
+                                                  "the limit" if x.capped_runs and not x.usable else "",
+                                                  bool(x.capped_runs and not x.usable)) for x in lanes]))
+    rows.append(("valid arrays", [_cell("—") if x.key == "typed" else
+                                  _cell(f"{x.valid_runs} of {runs}",
+                                        f"{x.capped_runs} capped" if x.capped_runs else "", not x.valid_runs)
+                                  for x in lanes]))
+    if lanes[0].labelled:
+        def right(x: Lane) -> dict[str, Any]:
+            if x.key == "typed":
+                if x.calibrated_correct is not None:
+                    return _cell(f"{x.calibrated_correct} of {x.labelled}", f"calibrated; {x.correct} raw")
+                return _cell(f"{x.correct} of {x.labelled}")
+            return _cell(f"{x.correct} of {x.labelled}") if x.usable else _cell("—", "no usable array", True)
+        rows.append(("match the labels (first run)", [right(x) for x in lanes]))
+    rows.append(("agree with typed (first run)", [_cell("—") if x.key == "typed" else
+                                                  _cell(f"{x.agree} of {len(t.obj['inputs']['criteria'])}")
+                                                  if x.usable else _cell("—", "no usable array", True)
+                                                  for x in lanes]))
+    if any(x.masked_tokens is not None for x in lanes):
+        rows.append(("tokens the grammar overruled", [_cell("—" if x.masked_tokens is None else
+                                                            _fmt(_count(x.masked_tokens))) for x in lanes]))
+    account = ((t.obj["summary"].get("token_account") or {}).get("line")) or ""
+    return {"columns": [x.name for x in lanes], "keys": [x.key for x in lanes],
+            "rows": [{"label": label, "cells": cells} for label, cells in rows], "account": account,
+            "basis": "Times are medians over the measured runs of each lane (warm-ups excluded); answers, "
+                     "matches and agreement are those of the first measured run."}
+
+
+def replay_end(obj: dict[str, Any], repeat: int) -> float:
+    """When the replay of one repeat ends: its last timestamp on any lane (as replay.js computes it)."""
+    end = 0.0
+    for r in obj["runs"]:
+        if r["warmup"] or r["repeat"] != repeat:
+            continue
+        tokens = r["tokens"] if r["path"] != "typed" else []  # a typed run's "tokens" are its counts
+        times = [r["total_s"]] + [e["t"] for e in r["events"]] + [x["t"] for x in tokens]
+        times += [d["t_available"] for d in r.get("decisions") or []]
+        end = max(end, *times)
+    return end
+
+
+def trace_view(t: TraceFile) -> dict[str, Any]:
+    """Everything the replay shows about a built-in trace that this build writes rather than the page:
+    the verdict, the numbers, the lanes' names."""
+    return {"slug": t.slug, "label": t.label, "control": t.control, "verdict": verdict_sentences(t),
+            "numbers": numbers_table(t), "lanes": [{"key": x.key, "path": x.path, "name": x.name} for x in t.lanes]}
 
 
 # --- reports ----------------------------------------------------------------------------------------------
@@ -728,28 +1039,24 @@ def script_json(obj: Any) -> Markup:
     return Markup(text)
 
 
-def _asset(name: str) -> Markup:
-    """An inline CSS/JS file from templates/, refused if it could end its own element early."""
+def _asset(name: str) -> str:
+    """A CSS/JS file from templates/ (the stylesheet is inlined: it must not be able to end its element)."""
     text = (TEMPLATES / name).read_text("utf-8")
-    if re.search(r"</(script|style)", text, re.IGNORECASE) or "<!--" in text:
-        raise BuildError(f"templates/{name}: contains '</script', '</style' or '<!--', which would break inlining")
-    return Markup(text)
+    if name.endswith(".css") and (re.search(r"</(script|style)", text, re.IGNORECASE) or "<!--" in text):
+        raise BuildError(f"templates/{name}: contains '</style' or '<!--', which would break inlining")
+    return text
 
 
 def _headline(t: TraceFile) -> dict[str, Any]:
-    """The numbers a reader looks for first, from the trace's own summary."""
-    s = t.obj.get("summary") or {}
-    ag = s.get("agreement") or {}
-    return {
-        "slug": t.slug, "label": t.label, "title": (t.obj.get("experiment") or {}).get("title") or "",
-        "typed": _fmt_s(s.get("typed_median_s")), "generated": _fmt_s(s.get("generated_median_s")),
-        "ttft": _fmt_s(s.get("ttft_median_s")),
-        "ratio": f"{s['wall_ratio']:.2f}×" if _num(s.get("wall_ratio")) is not None else "—",
-        "avoided": _fmt(_count(s.get("output_tokens_avoided"))),
-        "agree": _fmt(ag.get("agree")), "disagree": _fmt(ag.get("disagree")), "missing": _fmt(ag.get("missing")),
-        "valid": f"{_fmt(s.get('generated_valid_runs'))}/{_fmt(s.get('runs'))}",
-        "criteria": len(t.obj["inputs"]["criteria"]),
-    }
+    """A trace's card on the index page: its verdict in words and the numbers a reader looks for first."""
+    typed, gens = t.lanes[0], t.lanes[1:]
+    return {"slug": t.slug, "label": t.label, "title": (t.obj.get("experiment") or {}).get("title") or "",
+            "verdict": verdict_sentences(t), "typed": _s(typed.median_s),
+            "gens": [{"name": g.name, "time": _s(g.median_s),
+                      "ratio": "—" if g.ratio is None else f"{g.ratio:.2f}×",
+                      "caveat": "" if g.usable else ("capped, no answer" if g.capped_runs else "no usable array")}
+                     for g in gens],
+            "criteria": len(t.obj["inputs"]["criteria"])}
 
 
 def _count(v: Any) -> Any:
@@ -759,23 +1066,46 @@ def _count(v: Any) -> Any:
 
 
 def _fmt_s(v: Any) -> str:
+    """Seconds as the replay writes them (fmtS in templates/replay.js)."""
     x = _num(v)
     if x is None:
         return "—"
-    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+    return (f"{x * 1000:.2f} ms" if x < 0.01 else f"{x * 1000:.0f} ms") if x < 1 else f"{x:.2f} s"
 
 
-def _csp(scripts: list[str], styles: list[str]) -> str:
-    """A Content-Security-Policy that allows exactly this page's own inline style and scripts (by hash) and
-    nothing else: no network request of any kind, and injected markup could not run even if it got in."""
+def _csp(styles: list[str], scripts: bool) -> str:
+    """A Content-Security-Policy: the page's own inline stylesheet (by hash), scripts only from this site
+    (the replay's code and data files; ``'self'`` also matches sibling files under ``file://`` in Chromium),
+    or none at all; no other request of any kind, and injected markup could not run even if it got in."""
 
     def h(text: str) -> str:
         return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
-    script_src = " ".join(h(s) for s in scripts) if scripts else "'none'"
     style_src = " ".join(h(s) for s in styles)
+    script_src = "'self'" if scripts else "'none'"
     return (f"default-src 'none'; script-src {script_src}; style-src {style_src}; img-src data:; "
             "base-uri 'none'; form-action 'none'")
+
+
+def trace_data_js(t: TraceFile) -> bytes:
+    """``traces/<slug>.js``: the replay's data for one trace, as a script the page can load from ``file://``.
+
+    It holds what this build writes about the trace (verdict, numbers) and the trace's JSON text (compact:
+    the same values, so the same checksums, as the file beside it), as JS literals that no trace text can
+    break out of."""
+    text = json.dumps(t.obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    payload = script_json({"view": trace_view(t), "text": text})
+    return (f"/* SemIf replay data for traces/{t.slug}.json (written by build.py) */\n"
+            f"(window.SemifTraces = window.SemifTraces || {{}})[{script_json(t.slug)}] = {payload};\n").encode()
+
+
+def _speeds() -> list[dict[str, str]]:
+    """The replay's speed choices (the same list as SPEEDS in templates/replay.js)."""
+    out = []
+    for s in (4, 2, 1, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01):
+        label = "real time" if s == 1 else f"{s:g}× faster" if s > 1 else f"{round(1 / s)}× slower"
+        out.append({"value": f"{s:g}", "label": label})
+    return out
 
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -798,32 +1128,49 @@ def report_sections(reports: list[ReportFile]) -> list[dict[str, Any]]:
             for f in families]
 
 
-def render_site(traces: list[TraceFile], reports: list[ReportFile], schema: dict[str, Any] | None) -> dict[str, bytes]:
+def render_site(traces: list[TraceFile], reports: list[ReportFile],
+                schemas: dict[str, dict[str, Any]]) -> dict[str, bytes]:
     """Every output file (relative path → bytes), rendered in memory so a failure writes nothing."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     env.filters["script_json"] = script_json
     css = _asset("site.css")
-    js = Markup(_asset("validate.js") + "\n" + _asset("replay.js"))
-    index_meta = [{"slug": t.slug, "label": t.label, "file": f"{t.slug}.json", "sha256": t.sha256,
-                   "bytes": len(t.raw), "source": t.rel} for t in traces]
-    common = {"css": css, "traces": traces, "reports": reports, "sections": report_sections(reports),
-              "headlines": [_headline(t) for t in traces]}
-    static_csp = _csp([], [css])
+    index_meta = [{"slug": t.slug, "label": t.label, "file": f"{t.slug}.json", "js": f"{t.slug}.js",
+                   "sha256": t.sha256, "bytes": len(t.raw), "source": t.rel} for t in traces]
+    # The headline cards: published traces, timing controls (random weights) apart.
+    shown = [t for t in traces if t.rel.startswith("traces/") and not t.control] or \
+        [t for t in traces if not t.control]
+    common = {"css": Markup(css), "traces": traces, "reports": reports, "sections": report_sections(reports),
+              "headlines": [_headline(t) for t in shown], "controls": [t for t in traces if t.control]}
+    static_csp = _csp([css], scripts=False)
+    first = traces[0] if traces else None
     files: dict[str, bytes] = {}
     files["index.html"] = env.get_template("index.html.j2").render(root="", csp=static_csp, **common).encode()
     files["demo/index.html"] = env.get_template("demo.html.j2").render(
-        root="../", csp=_csp([js], [css]), index_meta=index_meta, schema=schema, js=js, **common).encode()
+        root="../", csp=_csp([css], scripts=True), index_meta=index_meta, first=first,
+        view=trace_view(first) if first else None, speeds=_speeds(),
+        lanes=[{"key": x.key, "name": x.name, "ttft": _fmt_s(x.run.get("ttft_s"))}
+               for x in (first.lanes if first else [])],
+        repeats=sorted({r["repeat"] for r in first.obj["runs"] if not r["warmup"]}) if first else [],
+        t_end=replay_end(first.obj, _first_repeat(first.obj)) if first else 0.0,
+        **common).encode()
     files["traces/index.html"] = env.get_template("traces.html.j2").render(root="../", csp=static_csp,
                                                                            **common).encode()
+    files["assets/replay.js"] = (_asset("details.js") + "\n" + _asset("replay.js")).encode()
+    files["assets/check.js"] = (_asset("validate.js") + "\nwindow.SemifSchemas = " + str(script_json(schemas))
+                                + ";\n").encode()
     sums = []
     for t in traces:
         files[f"traces/{t.slug}.json"] = t.raw
+        files[f"traces/{t.slug}.js"] = trace_data_js(t)
         sums.append(f"{t.sha256}  {t.slug}.json\n")
     files["traces/SHA256SUMS"] = "".join(sums).encode()
+    report_page = env.get_template("report.html.j2")
     for r in reports:
         files[f"results/{r.slug}.json"] = r.raw
+        files[f"results/{r.slug}.html"] = report_page.render(root="../", csp=static_csp, report=r,
+                                                             **common).encode()
     files[SITE_MARKER] = b"semif site build output; build.py empties this directory on each build\n"
     return files
 
@@ -854,8 +1201,8 @@ def write_site(files: dict[str, bytes], out_dir: Path) -> None:
 def build(data_dir: Path, out_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
     """Validate everything under ``data_dir``, then render and write the site to ``out_dir``."""
     traces, reports = discover(data_dir)
-    schema = load_trace_schema()
-    files = render_site(traces, reports, schema)
+    schemas = load_trace_schemas()
+    files = render_site(traces, reports, schemas)
     write_site(files, out_dir)
     return traces, reports
 

@@ -2,7 +2,8 @@
 # Idempotent set-up: a virtualenv in .venv with pinned torch (CPU wheel), transformers, llama-cpp-python and
 # the test tools. Re-running is a no-op once everything is in place (a stamp records what was installed).
 #   scripts/install.sh            # Python packages
-#   scripts/install.sh --browser  # also Debian's chromium for the browser tests (needs root + apt)
+#   scripts/install.sh --browser  # also Debian's chromium for the browser tests (needs root + apt) and the
+#                                 # site's npm test tools (npm ci, from package-lock.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,21 @@ if [ "$want_browser" = 1 ] && [ ! -x /usr/bin/chromium ]; then
     apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null
   else
     log "WARNING: /usr/bin/chromium missing and apt-get as root is unavailable; browser tests will fail"
+  fi
+fi
+
+# The site's browser-test tools from npm (Lighthouse, axe-core), pinned by package-lock.json: npm ci, once per lock.
+if [ "$want_browser" = 1 ]; then
+  npm_stamp=node_modules/.semif-npm-stamp
+  lock_value=$(sha256sum package-lock.json | cut -c1-32)
+  if [ -f "$npm_stamp" ] && [ "$(cat "$npm_stamp")" = "$lock_value" ]; then
+    :
+  elif command -v npm >/dev/null; then
+    log "installing the site's test tools from npm (npm ci: lighthouse, axe-core)"
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+    echo "$lock_value" > "$npm_stamp"
+  else
+    log "WARNING: npm missing; the Lighthouse and axe-core tests will be skipped (install Node.js 20 and npm)"
   fi
 fi
 

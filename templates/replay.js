@@ -1,25 +1,34 @@
-/* The SemIf replay: both paths of one traced experiment on one clock, from the measured timestamps.
-   Every string that comes from a trace is untrusted: it only ever reaches the page through textContent,
-   setAttribute on inert attributes, or SVG text nodes; never as markup. */
+/* The SemIf replay: every lane of one traced experiment (typed decisions, free generation and, in v2 traces,
+   grammar-constrained generation) on one clock, from the measured timestamps.
+
+   The page arrives rendered by build.py for its first trace at t = 0 (verdict, numbers, lanes, criteria);
+   this script loads that trace's data file (traces/<slug>.js, a <script> like this one, so file:// works),
+   takes the rendered rows over and plays. Other traces load the same way when picked. Every string that
+   comes from a trace is untrusted: it only reaches the page through textContent, setAttribute on inert
+   attributes, or SVG text nodes; never as markup. Work per frame is batched: all DOM writes of a frame
+   happen together and nothing in a frame reads layout back. */
 (function () {
   "use strict";
   var SPEEDS = [4, 2, 1, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01];
   var MIN_FOLLOWABLE_S = 4;  // a replay shorter than this (in wall time) is slowed down by default
+  var SHORT = { typed: "typed", free: "free", constrained: "constrained" };
 
   var $ = function (id) { return document.getElementById(id); };
   var root = $("replay");
   var INDEX = JSON.parse($("semif-index").textContent);
-  var SCHEMA = JSON.parse($("semif-schema").textContent);
   var reduceMotion = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
   // ---- state -------------------------------------------------------------------------------------------
   var entries = INDEX.map(function (m) {
-    return { slug: m.slug, label: m.label, file: m.file, sha256: m.sha256, bytes: m.bytes, source: m.source, local: false,
-             trace: null, text: null, checks: null };
+    return { slug: m.slug, label: m.label, file: m.file, js: m.js, sha256: m.sha256, bytes: m.bytes, source: m.source,
+             local: false, trace: null, text: null, view: null, checks: null };
   });
-  var cur = null;         // {entry, trace, repeat, typed, gen, criteria, ...} for the selected trace and repeat
+  var cur = null;         // the selected trace and repeat, prepared for replay (see prepare)
   var clock = 0, playing = false, lastNow = null, speed = 1, ended = false;
-  var shownTokens = -1, dirtyAll = true;
+  var userSpeed = null;   // the speed a reader chose (kept when the trace changes); null: pick per trace
+  var dirtyAll = true;    // redraw every clock-dependent part (streams, statuses) on the next render
+  var dirtyRows = true;   // rewrite every row's cells too (not when the rows are the server-rendered t = 0 ones)
+  var lastFull = -1;      // the clock of the last full render: between two marks only the clocks move
   var lastHash = "";
   var localCount = 0;
 
@@ -36,22 +45,51 @@
     return e;
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  // a region that may scroll: reachable by keyboard (so it can be scrolled) and named for screen readers
+  function scrollable(node, label) {
+    node.tabIndex = 0; node.setAttribute("role", "region"); node.setAttribute("aria-label", label);
+    return node;
+  }
+  function setText(node, text) { if (node.textContent !== text) node.textContent = text; }  // no write when unchanged
   function fmtS(s) {
     if (s === null || s === undefined || !isFinite(s)) return "—";
     return s < 1 ? (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms" : s.toFixed(2) + " s";
   }
   function fmtClock(s) { return s.toFixed(3) + " s"; }
   function fmtP(p) { return typeof p === "number" ? p.toFixed(2) : "—"; }
+  // Python's JSON error for an unclosed string ends in "starting at", and v1 traces appended " at char N":
+  // say it once (build.py words it the same way).
+  function readableError(msg) { return String(msg).replace(/\bstarting at at char\b/g, "starting at character"); }
   function announce(msg) { $("live").textContent = msg; }
-  function has(o, k) { return o !== null && typeof o === "object" && Object.prototype.hasOwnProperty.call(o, k); }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+  function loadScript(src) {
+    return new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = src;
+      s.onload = function () { resolve(); };
+      s.onerror = function () { reject(new Error("could not load " + src)); };
+      document.head.appendChild(s);
+    });
+  }
 
   // ---- loading and checking traces -----------------------------------------------------------------------
+  function laneDefs(trace) {  // [key, runs[].path, name] of each lane, typed first
+    if (trace.format === "semif-trace-v1") return [["typed", "typed", "Typed decisions"], ["free", "generated", "Free generation"]];
+    return [["typed", "typed", "Typed decisions"], ["free", "free", "Free generation"], ["constrained", "constrained", "Constrained generation"]];
+  }
+  function repeatsOf(trace) {  // repeats with a measured run of every lane
+    var runs = trace.runs.filter(function (r) { return !r.warmup; });
+    var paths = laneDefs(trace).map(function (d) { return d[1]; });
+    var out = [];
+    runs.forEach(function (r) {
+      if (out.indexOf(r.repeat) >= 0) return;
+      if (paths.every(function (p) { return runs.some(function (x) { return x.path === p && x.repeat === r.repeat; }); })) out.push(r.repeat);
+    });
+    return out.sort(function (a, b) { return a - b; });
+  }
   function consistency(trace) {
     var problems = [];
-    var runs = trace.runs.filter(function (r) { return !r.warmup; });
-    var reps = function (p) { return runs.filter(function (r) { return r.path === p; }).map(function (r) { return r.repeat; }); };
-    var g = reps("generated");
-    if (!reps("typed").some(function (r) { return g.indexOf(r) >= 0; })) problems.push("no repeat has both a typed and a generated measured run");
+    if (!repeatsOf(trace).length) problems.push("no repeat has a measured run of every path");
     var ids = trace.inputs.criteria.map(function (c) { return c.id; });
     if (new Set(ids).size !== ids.length) problems.push("duplicate criterion ids in inputs.criteria");
     trace.runs.forEach(function (r, i) {
@@ -61,34 +99,35 @@
     });
     return problems;
   }
-  function checkTrace(obj, text) {
-    var errs = window.SemifCheck.validate(SCHEMA, obj, 8);
-    if (errs.length) return { ok: false, problems: errs, stage: "does not match the trace schema (semif-trace-v1)" };
+  var checker = null;
+  function loadChecker() {  // the schema validator, canonical JSON and SHA-256, with both schemas: only when needed
+    if (!checker) checker = loadScript("../assets/check.js").then(function () { return window.SemifCheck; });
+    return checker;
+  }
+  function checkTrace(check, obj, text) {
+    var schema = obj && window.SemifSchemas[obj.format];
+    if (!schema) return { ok: false, problems: ["format " + JSON.stringify(obj && obj.format) + " is not one this replay knows (" + Object.keys(window.SemifSchemas).join(", ") + ")"], stage: "is not a trace this replay can read" };
+    var errs = check.validate(schema, obj, 8);
+    if (errs.length) return { ok: false, problems: errs, stage: "does not match the trace schema (" + obj.format + ")" };
     var cons = consistency(obj);
     if (cons.length) return { ok: false, problems: cons, stage: "cannot be replayed" };
-    var sums = window.SemifCheck.verifyChecksums(text);
+    var sums = check.verifyChecksums(text);
     if (sums.length) return { ok: false, problems: sums, stage: "fails its checksums (edited or damaged)" };
     return { ok: true, problems: [] };
   }
-  function ensureLoaded(entry) {
-    if (!entry.trace) {
-      entry.text = $("trace-" + entry.slug).textContent;
+  function ensureLoaded(entry) {  // a promise of the entry with its trace parsed
+    if (entry.trace) return Promise.resolve(entry);
+    var have = function () { return window.SemifTraces && window.SemifTraces[entry.slug]; };
+    return (have() ? Promise.resolve() : loadScript("../traces/" + entry.js)).then(function () {
+      var data = have();
+      if (!data) throw new Error("traces/" + entry.js + " did not define trace " + entry.slug);
+      entry.text = data.text; entry.view = data.view;
       entry.trace = JSON.parse(entry.text);
-    }
-    if (!entry.checks) entry.checks = checkTrace(entry.trace, entry.text);
-    return entry;
+      return entry;
+    });
   }
 
   // ---- preparing one repeat for replay ------------------------------------------------------------------
-  function repeatsOf(trace) {
-    var runs = trace.runs.filter(function (r) { return !r.warmup; });
-    var out = [];
-    runs.forEach(function (r) {
-      if (r.path !== "typed" || out.indexOf(r.repeat) >= 0) return;
-      if (runs.some(function (g) { return g.path === "generated" && g.repeat === r.repeat; })) out.push(r.repeat);
-    });
-    return out.sort(function (a, b) { return a - b; });
-  }
   function eventT(run, name) {
     var e = (run.events || []).filter(function (x) { return x.name === name; })[0];
     return e ? e.t : null;
@@ -96,35 +135,40 @@
   function prepare(entry, repeat) {
     var trace = entry.trace;
     var runs = trace.runs.filter(function (r) { return !r.warmup && r.repeat === repeat; });
-    var typed = runs.filter(function (r) { return r.path === "typed"; })[0];
-    var gen = runs.filter(function (r) { return r.path === "generated"; })[0];
+    var runOf = function (path) { return runs.filter(function (r) { return r.path === path; })[0]; };
+    var typed = runOf("typed");
     var criteria = trace.inputs.criteria;
     var byId = {};
     typed.decisions.forEach(function (d) { byId[d.criterion_id] = d; });
-    // Tokens in time order (a stable sort keeps the generation order for equal timestamps).
-    var tokens = gen.tokens.map(function (t, k) { return { tok: t, k: k }; })
-      .sort(function (a, b) { return a.tok.t - b.tok.t || a.k - b.k; }).map(function (x) { return x.tok; });
-    var answerT = {};  // criterion index -> time its generated value started
-    tokens.forEach(function (t) {
-      if (t.answer_index !== null && t.answer_index !== undefined && !(t.answer_index in answerT)) answerT[t.answer_index] = t.t;
-    });
-    var tEnd = Math.max(typed.total_s, gen.total_s);
-    typed.events.concat(gen.events).forEach(function (e) { tEnd = Math.max(tEnd, e.t); });
-    tokens.forEach(function (t) { tEnd = Math.max(tEnd, t.t); });
+    var tEnd = typed.total_s;
+    typed.events.forEach(function (e) { tEnd = Math.max(tEnd, e.t); });
     typed.decisions.forEach(function (d) { tEnd = Math.max(tEnd, d.t_available); });
     var decTimes = typed.decisions.map(function (d) { return d.t_available; });
+    var marks = [0].concat(decTimes, typed.events.map(function (e) { return e.t; }));
+    var gens = laneDefs(trace).slice(1).map(function (def) {
+      var run = runOf(def[1]);
+      // tokens in time order (a stable sort keeps the generation order for equal timestamps)
+      var tokens = run.tokens.map(function (t, k) { return { tok: t, k: k }; })
+        .sort(function (a, b) { return a.tok.t - b.tok.t || a.k - b.k; }).map(function (x) { return x.tok; });
+      var answerT = {}, answerTok = {};  // criterion index -> time its value started, and that token
+      tokens.forEach(function (t) {
+        if (t.answer_index !== null && t.answer_index !== undefined && !(t.answer_index in answerT)) { answerT[t.answer_index] = t.t; answerTok[t.answer_index] = t; }
+      });
+      tEnd = Math.max(tEnd, run.total_s);
+      run.events.forEach(function (e) { tEnd = Math.max(tEnd, e.t); marks.push(e.t); });
+      tokens.forEach(function (t) { tEnd = Math.max(tEnd, t.t); marks.push(t.t); });
+      return { key: def[0], path: def[1], name: def[2], run: run, tokens: tokens, tokenT: tokens.map(function (t) { return t.t; }),
+               answerT: answerT, answerTok: answerTok, ttft: run.ttft_s, done: run.total_s, usable: !!(run.valid && run.complete),
+               capped: run.stop_reason === "max_new_tokens", shown: -1, sel: -1, dom: null };
+    });
+    marks.push(tEnd);
+    marks = Array.from(new Set(marks)).sort(function (a, b) { return a - b; });
     var passes = {};
     typed.decisions.forEach(function (d) { passes[d.pass] = true; });
-    // Every time at which something visible changes, for "previous/next event" stepping.
-    var marks = [0, tEnd].concat(decTimes, tokens.map(function (t) { return t.t; }),
-      typed.events.map(function (e) { return e.t; }), gen.events.map(function (e) { return e.t; }));
-    marks = Array.from(new Set(marks)).sort(function (a, b) { return a - b; });
     return {
-      entry: entry, trace: trace, repeat: repeat, typed: typed, gen: gen, criteria: criteria, byId: byId,
-      tokens: tokens, tokenT: tokens.map(function (t) { return t.t; }), answerT: answerT, tEnd: tEnd, marks: marks,
+      entry: entry, trace: trace, repeat: repeat, typed: typed, gens: gens, criteria: criteria, byId: byId, tEnd: tEnd, marks: marks,
       firstDecision: Math.min.apply(null, decTimes), lastDecision: Math.max.apply(null, decTimes),
-      passes: Object.keys(passes).length,
-      ttft: gen.ttft_s, genDone: gen.total_s, typedDone: typed.total_s
+      passes: Object.keys(passes).length, typedDone: typed.total_s, rows: null
     };
   }
   function countUpTo(sorted, t) {  // number of values ≤ t in an ascending array
@@ -132,8 +176,12 @@
     while (lo < hi) { var mid = (lo + hi) >> 1; if (sorted[mid] <= t) lo = mid + 1; else hi = mid; }
     return lo;
   }
+  function streamedValue(tok) {  // the value a token that starts an answer spells, as far as it goes
+    var v = String(tok.text).replace(/^[\s,\[\]"]+|[\s,\[\]"]+$/g, "");
+    return v || String(tok.text).trim() || "?";
+  }
 
-  // ---- building the static parts of the view for the selected trace ------------------------------------
+  // ---- the static parts of the view for the selected trace ------------------------------------------------
   function buildPicker() {
     var sel = $("trace-select");
     clear(sel);
@@ -149,242 +197,417 @@
     var sel = $("repeat-select");
     clear(sel);
     var reps = repeatsOf(cur.trace);
-    reps.forEach(function (r) {
-      var o = el("option", null, "#" + (r + 1) + " of " + reps.length + " (typed " + fmtS(runOf("typed", r).total_s) + ", generated " + fmtS(runOf("generated", r).total_s) + ")");
+    reps.forEach(function (r, i) {
+      var o = el("option", null, "run " + (i + 1) + " of " + reps.length);
       o.value = String(r);
       sel.appendChild(o);
     });
     sel.value = String(cur.repeat);
     sel.disabled = reps.length < 2;
   }
-  function runOf(path, rep) {
-    return cur.trace.runs.filter(function (r) { return !r.warmup && r.path === path && r.repeat === rep; })[0];
+  function buildVerdict() {  // written by build.py for built-in traces; a file from disk has none
+    var p = $("verdict"), v = cur.entry.view;
+    clear(p);
+    if (!v) {
+      p.appendChild(el("strong", null, "Opened from your disk: "));
+      p.appendChild(document.createTextNode("the verdict in words and the numbers are written when the site is built " +
+        "(python build.py with the file under data/traces/). The file was checked here and replays below; its own summary is under Run details."));
+      return;
+    }
+    v.verdict.forEach(function (s, i) {
+      var span = el("span", "vs vs-" + s.lane);
+      if (s.name) { span.appendChild(el("strong", null, s.name)); span.appendChild(document.createTextNode(" ")); }
+      span.appendChild(document.createTextNode(s.text));
+      p.appendChild(span);
+      if (i < v.verdict.length - 1) p.appendChild(document.createTextNode(" "));
+    });
   }
-  function stat(dl, name, value, cls) {
-    var d = el("div"); d.appendChild(el("dt", null, name)); d.appendChild(el("dd", cls || null, value)); dl.appendChild(d);
+  function buildNumbers() {
+    var host = $("numbers"), v = cur.entry.view;
+    clear(host);
+    $("account").textContent = v ? v.numbers.account : "";
+    $("basis").textContent = v ? v.numbers.basis : "";
+    if (!v) { host.appendChild(el("caption", null, "Numbers are written by the site build; see Run details for this file's summary.")); return; }
+    var thead = el("thead"), hr = el("tr");
+    hr.appendChild(el("td"));
+    v.numbers.columns.forEach(function (c, i) { var th = el("th", "col-" + v.numbers.keys[i], c); th.scope = "col"; hr.appendChild(th); });
+    thead.appendChild(hr); host.appendChild(thead);
+    var tb = el("tbody");
+    v.numbers.rows.forEach(function (r) {
+      var tr = el("tr"), th = el("th", null, r.label);
+      th.scope = "row"; tr.appendChild(th);
+      r.cells.forEach(function (c) {
+        var td = el("td", c.warn ? "warn" : null, c.text);
+        if (c.note) { td.appendChild(document.createTextNode(" ")); td.appendChild(el("span", "note", c.note)); }
+        tr.appendChild(td);
+      });
+      tb.appendChild(tr);
+    });
+    host.appendChild(tb);
   }
-  function buildSummary() {
-    var s = cur.trace.summary, dl = $("summary");
-    clear(dl);
-    stat(dl, "typed (median)", fmtS(s.typed_median_s), "typed");
-    stat(dl, "generated (median)", fmtS(s.generated_median_s), "gen");
-    stat(dl, "ratio", s.wall_ratio === null ? "—" : s.wall_ratio.toFixed(2) + "×");
-    stat(dl, "output tokens avoided", String(s.output_tokens_avoided));
-    stat(dl, "first token (median)", fmtS(s.ttft_median_s));
-    stat(dl, "agree / differ / missing", s.agreement.agree + " / " + s.agreement.disagree + " / " + s.agreement.missing);
-    stat(dl, "valid arrays", s.generated_valid_runs + " / " + s.runs);
-    if (s.labels) stat(dl, "match labels typed / gen.", s.labels.typed_correct + " / " + s.labels.generated_correct + " of " + s.labels.labelled);
+  function buildNotes() {
     var notes = $("notes");
     clear(notes);
     (cur.trace.notes || []).forEach(function (n) { notes.appendChild(el("li", null, n)); });
-    if (s.agreement.basis) notes.appendChild(el("li", null, "Agreement: " + s.agreement.basis));
-    var m = cur.entry;
-    var meta = $("trace-meta");
+    var m = cur.entry, meta = $("trace-meta");
     clear(meta);
     meta.appendChild(document.createTextNode((cur.trace.experiment.title ? cur.trace.experiment.title + " · " : "") +
       cur.trace.experiment.id + " · " + (m.local ? "opened from your disk: " + m.fileName : "file " + m.file) + " · sha256 "));
     meta.appendChild(el("span", "hash", m.sha256 || "…"));
   }
-  function buildCriteria() {
-    var ol = $("criteria");
-    clear(ol);
-    var head = el("li", "crit head-row");
-    head.setAttribute("aria-hidden", "true");
-    head.appendChild(el("span", "cid", "id"));
-    head.appendChild(el("span", "q", "criterion"));
-    head.appendChild(el("span", "dec", "typed decision"));
-    head.appendChild(el("span", "gv", "generated"));
-    ol.appendChild(head);
-    cur.rows = cur.criteria.map(function (c, k) {
-      var li = el("li", "crit");
-      li.setAttribute("data-id", c.id);
-      li.appendChild(el("span", "cid", c.id));
-      var q = el("span", "q", c.question);
-      q.title = c.question + (c.label ? " (label: " + c.label + ")" : "");
-      li.appendChild(q);
-      var dec = el("span", "dec");
-      li.appendChild(dec);
-      var gv = el("span", "gv");
-      li.appendChild(gv);
-      ol.appendChild(li);
-      return { li: li, dec: dec, gv: gv, c: c, k: k, shown: null, gshown: null };
+  // The lanes and the rows: build.py renders the same markup for the first trace, which is taken over as is.
+  function buildLanes() {
+    var host = $("lanes");
+    var same = host.getAttribute("data-trace") === cur.entry.slug && !cur.entry.local &&
+      host.querySelectorAll(".lane").length === 1 + cur.gens.length;
+    if (!same) {
+      clear(host);
+      host.appendChild(laneSection("typed", "Typed decisions"));
+      cur.gens.forEach(function (g) { host.appendChild(laneSection(g.key, g.name)); });
+      host.setAttribute("data-trace", cur.entry.local ? "" : cur.entry.slug);
+    }
+    host.className = "lanes lanes-" + (1 + cur.gens.length);
+    var q = function (key, sel) { return host.querySelector(".lane[data-lane=" + key + "] " + sel); };
+    cur.typedDom = { watch: q("typed", ".watch"), status: q("typed", ".status") };
+    cur.gens.forEach(function (g) {
+      g.dom = { watch: q(g.key, ".watch"), status: q(g.key, ".status"), ttft: q(g.key, ".ttft"), stream: q(g.key, ".stream"),
+                toks: q(g.key, ".toks"), info: q(g.key, ".tokinfo"), verdict: q(g.key, ".verdict") };
+      clear(g.dom.toks);
+      g.shown = 0; g.sel = -1; g.cursor = null;
+      g.dom.info.textContent = "Tap a token, or focus this box and use ←/→, for its time and probability.";
     });
   }
-  function renderDecision(row, d) {
-    clear(row.dec);
-    var bar = el("span", "bar");
-    var title = [];
-    var pmax = Math.max.apply(null, d.probabilities);
+  function laneSection(key, name) {
+    var s = el("section", "lane lane-" + key);
+    s.setAttribute("data-lane", key);
+    s.setAttribute("aria-labelledby", "lane-" + key + "-h");
+    var h = el("header"), h2 = el("h2", null, name);
+    h2.id = "lane-" + key + "-h";
+    h.appendChild(h2); h.appendChild(el("span", "watch", fmtClock(0)));
+    s.appendChild(h);
+    if (key !== "typed") { var badge = el("span", "ttft"); badge.hidden = true; s.appendChild(badge); }
+    s.appendChild(el("p", "status", key === "typed" ? "rendering and encoding the prompts…" : "rendering and encoding the prompt…"));
+    if (key !== "typed") {
+      var box = scrollable(el("div", "stream"), name + ": tokens so far");
+      box.appendChild(el("div", "toks"));
+      s.appendChild(box);
+      var info = el("p", "tokinfo"); info.setAttribute("aria-live", "polite"); s.appendChild(info);
+      s.appendChild(el("p", "verdict wait", "array not finished yet"));
+    }
+    return s;
+  }
+  function buildCriteria() {
+    var ol = $("criteria");
+    var keys = cur.gens.map(function (g) { return g.key; });
+    // the rows build.py rendered (at t = 0) are taken over once, for their trace; any later change rebuilds
+    var same = ol.hasAttribute("data-server") && ol.getAttribute("data-trace") === cur.entry.slug && !cur.entry.local;
+    ol.removeAttribute("data-server");
+    ol.className = "crits lanes-" + (1 + keys.length);
+    if (!same) {
+      clear(ol);
+      var head = el("li", "crit head-row");
+      head.setAttribute("aria-hidden", "true");
+      head.appendChild(el("span", "cid", "id"));
+      head.appendChild(el("span", "q", "criterion and label"));
+      head.appendChild(el("span", "dec", "typed decision"));
+      keys.forEach(function (k) { head.appendChild(el("span", "gv", SHORT[k])); });
+      ol.appendChild(head);
+      cur.criteria.forEach(function (c) { ol.appendChild(criterionRow(c, keys)); });
+      ol.setAttribute("data-trace", cur.entry.local ? "" : cur.entry.slug);
+    }
+    var lis = ol.querySelectorAll("li.crit[data-id]");
+    cur.rows = cur.criteria.map(function (c, k) {
+      var li = lis[k];
+      var gv = {};
+      keys.forEach(function (key) { gv[key] = li.querySelector(".gv[data-lane=" + key + "] .v"); });
+      // taken over at t = 0 as rendered: the first render need not rewrite them
+      var gshown = {};
+      keys.forEach(function (key) { gshown[key] = same ? "pending|…" : null; });
+      return { li: li, dec: li.querySelector(".dec"), gv: gv, c: c, k: k, shown: same ? false : null, gshown: gshown };
+    });
+    return same;
+  }
+  function criterionRow(c, keys) {  // the same markup as templates/demo.html.j2 renders for the first trace
+    var li = el("li", "crit");
+    li.setAttribute("data-id", c.id);
+    li.appendChild(el("span", "cid", c.id));
+    var labelled = c.label !== undefined && c.label !== null;
+    var q = el("span", "q", c.question + (labelled ? " " : ""));
+    if (labelled) q.appendChild(el("span", "lbl", "label: " + c.label));
+    li.appendChild(q);
+    var dec = el("span", "dec");
+    dec.appendChild(el("span", "wait", "waiting…"));
+    li.appendChild(dec);
+    keys.forEach(function (k) {
+      var gv = el("span", "gv");
+      gv.setAttribute("data-lane", k);
+      gv.appendChild(el("span", "k", SHORT[k] + ":"));
+      gv.appendChild(document.createTextNode(" "));
+      gv.appendChild(el("span", "v", "…"));
+      li.appendChild(gv);
+    });
+    return li;
+  }
+
+  // ---- one row's typed decision ---------------------------------------------------------------------------
+  function rightWrong(correct) {
+    if (correct === null || correct === undefined) return null;
+    return el("span", "mark " + (correct ? "right" : "wrong"), correct ? "✓ right" : "✗ wrong");
+  }
+  function typedCorrect(d, c) {  // v2 records it; for v1, compare the raw choice with the label
+    if (d.calibrated) return d.calibrated.correct;
+    if (d.correct !== undefined) return d.correct;
+    return c.label === undefined || c.label === null ? null : d.choice === c.label;
+  }
+  function decisionNodes(d, c) {
+    var frag = document.createDocumentFragment();
+    var bar = el("span", "bar"), title = [];
     d.option_ids.forEach(function (id, i) {
-      // the chosen option's share is drawn strong, in option order, so "yes" sits left and "no" right
       var tied = d.tie && d.tied_option_ids.indexOf(id) >= 0;
       var seg = el("span", "seg" + (tied ? " tie" : !d.tie && id === d.choice ? " on" : ""));
-      seg.style.width = reduceMotion || !playing ? (100 * d.probabilities[i]).toFixed(2) + "%" : "0%";
+      seg.style.width = (100 * d.probabilities[i]).toFixed(2) + "%";
       bar.appendChild(seg);
       title.push(id + " " + d.probabilities[i].toFixed(3));
     });
-    bar.title = title.join(" · ") + " · margin " + d.margin.toFixed(3) + " · allowed mass " + d.allowed_token_mass.toFixed(3);
+    bar.title = "raw " + title.join(" · ") + " · margin " + d.margin.toFixed(3) + " · allowed mass " + d.allowed_token_mass.toFixed(3);
     bar.setAttribute("role", "img");
-    bar.setAttribute("aria-label", title.join(", "));
-    row.dec.appendChild(bar);
-    var ch = el("span", "choice" + (d.tie ? " tie" : ""), d.tie || d.choice === null ? "tie " + fmtP(pmax) : d.choice + " " + fmtP(pmax));
-    ch.title = "choice " + (d.choice === null ? "none (tie)" : d.choice) + " · p " + pmax.toFixed(3) + " · margin " + d.margin.toFixed(3);
-    row.dec.appendChild(ch);
-    if (!reduceMotion && playing) {
-      var segs = bar.childNodes;
-      requestAnimationFrame(function () {
-        d.option_ids.forEach(function (_, i) { segs[i].style.width = (100 * d.probabilities[i]).toFixed(2) + "%"; });
-      });
-      row.li.classList.remove("fresh"); void row.li.offsetWidth; row.li.classList.add("fresh");
+    bar.setAttribute("aria-label", "raw probabilities: " + title.join(", "));
+    frag.appendChild(bar);
+    var pmax = Math.max.apply(null, d.probabilities);
+    var ch = el("span", "choice" + (d.tie ? " tie" : ""), (d.tie || d.choice === null ? "tie " : d.choice + " ") + fmtP(pmax));
+    ch.title = "raw choice " + (d.choice === null ? "none (tie)" : d.choice) + " · p " + pmax.toFixed(3) + " · margin " + d.margin.toFixed(3);
+    frag.appendChild(ch);
+    if (d.calibrated) {
+      var cp = Math.max.apply(null, d.calibrated.probabilities);
+      var cal = el("span", "cal", "cal. " + (d.calibrated.tie || d.calibrated.choice === null ? "tie " : d.calibrated.choice + " ") + fmtP(cp));
+      cal.title = "calibrated: " + d.option_ids.map(function (id, i) { return id + " " + d.calibrated.probabilities[i].toFixed(3); }).join(" · ");
+      frag.appendChild(cal);
     }
-  }
-  function renderWaiting(row) {
-    clear(row.dec);
-    row.dec.appendChild(el("span", "wait", "waiting…"));
-    row.li.classList.remove("fresh");
-  }
-  function generatedValue(k) {
-    var gen = cur.gen;
-    var v = gen.parsed ? gen.parsed[k] : undefined;
-    var agree = gen.agreement ? gen.agreement[k] : null;
-    return { value: v === undefined ? null : v, agree: agree === undefined ? null : agree };
+    var mark = rightWrong(typedCorrect(d, c));
+    if (mark) frag.appendChild(mark);
+    return frag;
   }
 
   // ---- the frame: everything that depends on the clock ----------------------------------------------------
+  // Nothing in a frame reads layout back; a row is rewritten only when its state changed, and while the clock
+  // moves between two marks (times at which something visible changes) only the clocks and the playhead move.
+  function crossedMark(from, to) {
+    if (from < 0 || to < from) return true;
+    var i = countUpTo(cur.marks, from);
+    return i < cur.marks.length && cur.marks[i] <= to;
+  }
+  function renderClocks() {
+    var t = clock;
+    setText($("clock-now"), fmtClock(t));
+    var scr = $("scrubber");
+    scr.value = String(t);
+    scr.setAttribute("aria-valuetext", fmtClock(t) + " of " + fmtClock(cur.tEnd));
+    setText(cur.typedDom.watch, fmtClock(Math.min(t, cur.typedDone)));
+    cur.gens.forEach(function (g) { setText(g.dom.watch, fmtClock(Math.min(t, g.done))); });
+    updatePlayhead();
+  }
   function render() {
     if (!cur) return;
-    var t = clock;
-    $("clock").textContent = "";
-    $("clock").appendChild(document.createTextNode(fmtClock(t) + " "));
-    $("clock").appendChild(el("span", "of", "/ " + fmtClock(cur.tEnd)));
+    var t = clock, N = cur.criteria.length;
+    setText($("clock-now"), fmtClock(t));
+    setText($("clock-end"), "/ " + fmtClock(cur.tEnd));
     var scr = $("scrubber");
     if (document.activeElement !== scr || playing) scr.value = String(t);
-    $("play").textContent = playing ? "Pause" : (ended ? "Replay" : "Play");
+    scr.setAttribute("aria-valuetext", fmtClock(t) + " of " + fmtClock(cur.tEnd));
+    setText($("play"), playing ? "Pause" : (ended ? "Replay" : "Play"));
     $("play").setAttribute("aria-pressed", playing ? "true" : "false");
 
-    // typed path
-    var typed = cur.typed, shownDec = 0;
+    // typed lane and the typed cell of each row
+    var landed = [], shownDec = 0;
     cur.rows.forEach(function (row) {
       var d = cur.byId[row.c.id];
       var on = !!d && d.t_available <= t;
       if (on) shownDec++;
-      if (dirtyAll || row.shown !== on) {
-        if (on) renderDecision(row, d); else if (d) renderWaiting(row); else { clear(row.dec); row.dec.appendChild(el("span", "wait", "no decision in this run")); }
-        row.shown = on;
-      }
+      if (dirtyRows || row.shown !== on) { landed.push([row, d, on]); row.shown = on; }
     });
-    $("typed-watch").textContent = fmtClock(Math.min(t, cur.typedDone));
-    var ts = $("typed-status");
-    var N = cur.criteria.length;
-    var tk = typed.tokens;
+    landed.forEach(function (x) {
+      var row = x[0], d = x[1];
+      clear(row.dec);
+      row.dec.appendChild(el("span", "k", "typed:"));
+      if (x[2]) row.dec.appendChild(decisionNodes(d, row.c));
+      else row.dec.appendChild(el("span", "wait", d ? "waiting…" : "no decision in this run"));
+    });
+    if (playing && !reduceMotion && !dirtyRows) {  // the rows that just got their decision flash (no layout read)
+      landed.forEach(function (x) { if (x[2] && x[0].li.animate) x[0].li.animate([{ backgroundColor: "var(--typed-soft)" }, { backgroundColor: "transparent" }], { duration: 600, easing: "ease-out" }); });
+    }
+    var typed = cur.typed, tk = typed.tokens, ts;
+    setText(cur.typedDom.watch, fmtClock(Math.min(t, cur.typedDone)));
     if (shownDec === N || (shownDec > 0 && t >= cur.lastDecision)) {
-      ts.textContent = shownDec + " of " + N + " decisions, available at " + fmtS(cur.firstDecision) +
-        (cur.passes > 1 ? " to " + fmtS(cur.lastDecision) + " (" + cur.passes + " passes)" : " (one pass)") +
-        " · no output tokens";
-      ts.className = "status done";
+      ts = shownDec + " of " + N + " decisions, available at " + fmtS(cur.firstDecision) +
+        (cur.passes > 1 ? " to " + fmtS(cur.lastDecision) + " (" + cur.passes + " passes)" : " (one pass)") + " · no output tokens";
     } else if (shownDec > 0) {
-      ts.textContent = shownDec + " of " + N + " decisions so far (pass by pass)…"; ts.className = "status";
+      ts = shownDec + " of " + N + " decisions so far (pass by pass)…";
     } else if (eventT(typed, "prefill_done") !== null && t >= eventT(typed, "prefill_done")) {
-      ts.textContent = "scoring " + N + " criteria: " + tk.suffix + " suffix tokens in " + tk.passes + " pass" + (tk.passes === 1 ? "" : "es") + "… no decision yet"; ts.className = "status";
+      ts = "scoring " + N + " criteria: " + tk.suffix + " suffix tokens in " + tk.passes + (tk.passes === 1 ? " pass" : " passes") + "… no decision yet";
     } else if (eventT(typed, "encoded") !== null && t >= eventT(typed, "encoded")) {
-      ts.textContent = "prefilling the shared state (" + tk.prefix + " tokens)… no decision yet"; ts.className = "status";
+      ts = "prefilling the shared state (" + tk.prefix + " tokens)… no decision yet";
     } else {
-      ts.textContent = "rendering and encoding the prompts…"; ts.className = "status";
+      ts = "rendering and encoding the prompts…";
     }
+    setText(cur.typedDom.status, ts);
+    cur.typedDom.status.className = "status" + (shownDec === N ? " done" : "");
 
-    // generated path
-    var n = countUpTo(cur.tokenT, t);
-    var box = $("gen-text");
-    if (dirtyAll || n < shownTokens) { clear(box); shownTokens = 0; }
-    for (var i = shownTokens; i < n; i++) {
-      var tok = cur.tokens[i];
-      var span = el("span", "tok" + (tok.answer_index !== null ? " ans" : "") + (tok.stop ? " stop" : ""), tok.stop ? "end of turn" : tok.text);
-      span.title = (tok.stop ? "stop token " + JSON.stringify(tok.text) + " (not part of the answer) · " : "") +
-        "token " + tok.i + " · id " + tok.id + " · at " + tok.t.toFixed(4) + " s · p " + tok.p.toFixed(3) +
-        (tok.yes_no ? " · yes " + tok.yes_no.yes.toFixed(3) + " / no " + tok.yes_no.no.toFixed(3) : "");
-      box.appendChild(span);
-    }
-    shownTokens = n;
-    var cursorNode = box.querySelector(".cursor");
-    var genDone = t >= cur.genDone;
-    if (!genDone && n > 0 && !cursorNode) box.appendChild(el("span", "cursor"));
-    if (cursorNode && (genDone || n === 0)) cursorNode.remove();
-    else if (cursorNode && cursorNode !== box.lastChild) box.appendChild(cursorNode);
-    $("gen-watch").textContent = fmtClock(Math.min(t, cur.genDone));
-    var ttftMark = $("ttft-mark");
-    ttftMark.hidden = t < cur.ttft;
-    ttftMark.textContent = "first token at " + fmtS(cur.ttft);
-    var gs = $("gen-status"), gen = cur.gen;
-    if (genDone) {
-      gs.textContent = "done at " + fmtS(cur.genDone) + ": " + gen.output_tokens + " output tokens (" + gen.decode_steps + " decode steps), stopped by " + gen.stop_reason.replace(/_/g, " ");
-      gs.className = "status done";
-    } else if (n > 0) {
-      gs.textContent = "writing: " + n + " token" + (n === 1 ? "" : "s") + " so far…"; gs.className = "status";
-    } else if (eventT(gen, "encoded") !== null && t >= eventT(gen, "encoded")) {
-      gs.textContent = "prefilling the prompt (" + cur.trace.prompts.generated.input_tokens + " tokens)… waiting for the first token"; gs.className = "status";
-    } else {
-      gs.textContent = "rendering and encoding the prompt…"; gs.className = "status";
-    }
-    var verdict = $("gen-verdict");
-    if (!genDone) {
-      verdict.className = "verdict wait"; verdict.textContent = "array not finished yet";
-    } else if (gen.valid && gen.complete) {
-      verdict.className = "verdict ok"; verdict.textContent = "valid, complete array: " + gen.parsed.length + " values for " + N + " criteria";
-    } else {
-      verdict.className = "verdict bad";
-      verdict.textContent = (gen.valid ? "incomplete array" : "invalid array") + (gen.error ? ": " + gen.error : "") +
-        (gen.parsed ? " (" + gen.parsed.length + " values for " + N + " criteria)" : " (no values can be read from it)");
-    }
-
-    // the generated value per criterion, when its token arrived (or "missing" once the array is finished)
-    var answered = 0;
-    cur.rows.forEach(function (row) {
-      var k = row.k, g = generatedValue(k);
-      var at = cur.answerT[k];
-      var arrived = g.value !== null && (at !== undefined ? at <= t : genDone);
-      var state;
-      // An invalid or incomplete array cannot be matched to the criteria: once it is finished, no value counts.
-      if (genDone && !gen.complete) state = "unusable";
-      else if (arrived) state = g.agree === false ? "disagree" : (g.agree === true ? "agree" : "value");
-      else if (genDone) state = "missing";
-      else state = "pending";
-      if (arrived) answered++;
-      var key = state + (arrived ? "+" : "");
-      if (!dirtyAll && row.gshown === key) return;
-      row.gshown = key;
-      row.li.classList.toggle("disagree", state === "disagree");
-      row.li.classList.toggle("missing", state === "missing" || state === "unusable");
-      row.gv.className = "gv " + (state === "unusable" ? "missing" : state === "value" ? "" : state);
-      if (state === "pending") row.gv.textContent = "…";
-      else if (state === "missing") row.gv.textContent = "missing";
-      else if (state === "unusable") row.gv.textContent = arrived ? g.value + " ?" : "missing";
-      else row.gv.textContent = g.value + (state === "agree" ? " ✓" : state === "disagree" ? " ✗" : "");
-      row.gv.title = state === "disagree" ? "the generated array says " + g.value + ", the typed choice differs" :
-        state === "agree" ? "the generated array agrees with the typed choice" :
-        state === "unusable" ? "the generated array is " + (gen.valid ? "incomplete" : "invalid") + ", so its values cannot be matched to the criteria" :
-        state === "missing" ? "the generated array has no value for this criterion" : "";
+    // generated lanes and their value in each row
+    var tokensShown = 0, answered = 0;
+    cur.gens.forEach(function (g) {
+      var n = renderStream(g, t);
+      tokensShown += n;
+      answered += renderGenValues(g, t);
     });
 
     // milestones for screen readers, only when crossed while playing
     if (playing) {
       var prev = root.getAttribute("data-milestones") || "";
-      var ms = (shownDec > 0 ? "d" : "") + (n > 0 ? "f" : "") + (genDone ? "g" : "");
+      var ms = (shownDec > 0 ? "d" : "") + cur.gens.map(function (g) { return (g.shown > 0 ? "f" : "-") + (t >= g.done ? "g" : "-"); }).join("");
       if (ms !== prev) {
-        if (ms.indexOf("d") >= 0 && prev.indexOf("d") < 0) announce(shownDec + " typed decisions available at " + fmtS(cur.firstDecision));
-        else if (ms.indexOf("f") >= 0 && prev.indexOf("f") < 0) announce("first generated token at " + fmtS(cur.ttft));
-        else if (ms.indexOf("g") >= 0 && prev.indexOf("g") < 0) announce("generated answer finished at " + fmtS(cur.genDone));
+        if (shownDec > 0 && prev.indexOf("d") !== 0) announce(shownDec + " typed decisions available at " + fmtS(cur.firstDecision));
+        else cur.gens.forEach(function (g) {
+          if (t >= g.done && g.announced !== "g") { g.announced = "g"; announce(g.name + " finished at " + fmtS(g.done) + ": " + verdictText(g)); }
+        });
         root.setAttribute("data-milestones", ms);
       }
     }
+    cur.gens.forEach(function (g) { if (g.pendingScroll) { g.pendingScroll = false; g.dom.stream.scrollTop = 1e9; } });
     updatePlayhead();
-    dirtyAll = false;
+    dirtyAll = dirtyRows = false;
+    lastFull = t;
     root.setAttribute("data-state", playing ? "playing" : (ended ? "ended" : "paused"));
     root.setAttribute("data-t", String(t));
-    root.setAttribute("data-tokens-shown", String(n));
+    root.setAttribute("data-tokens-shown", String(tokensShown));
     root.setAttribute("data-decisions-shown", String(shownDec));
     root.setAttribute("data-answers-shown", String(answered));
     root.setAttribute("data-trace", cur.entry.local ? "" : cur.entry.slug);
     root.setAttribute("data-repeat", String(cur.repeat));
+  }
+  function verdictText(g) {
+    var run = g.run;
+    if (run.verdict) return readableError(run.verdict);
+    if (run.valid && run.complete) return "valid: " + run.parsed.length + " values";
+    if (g.capped) return "capped: stopped at the " + cur.trace.prompts.generated.max_new_tokens + "-token limit before a complete array";
+    return "invalid: " + (run.error ? readableError(run.error) : "no array");
+  }
+  function tokenSpan(g, i) {
+    var tok = g.tokens[i];
+    var span = el("span", "tok" + (tok.answer_index !== null && tok.answer_index !== undefined ? " ans" : "") + (tok.stop ? " stop" : "") + (tok.masked ? " masked" : ""),
+      tok.stop ? "end of turn" : tok.text);
+    span.setAttribute("data-i", String(i));
+    span.title = tokenInfo(tok);
+    return span;
+  }
+  function tokenInfo(tok) {
+    var alt = (tok.top_k || []).slice(0, 4).map(function (a) { return JSON.stringify(a.text) + " " + a.p.toFixed(2); }).join(", ");
+    return (tok.stop ? "stop token " + JSON.stringify(tok.text) + " (not part of the answer) · " : "token " + JSON.stringify(tok.text) + " · ") +
+      "#" + tok.i + " at " + tok.t.toFixed(3) + " s · p " + tok.p.toFixed(3) +
+      (tok.masked && tok.free_argmax ? " · the grammar refused the model's own choice " + JSON.stringify(tok.free_argmax.text) + " (p " + tok.free_argmax.p.toFixed(2) + ")" : "") +
+      (tok.yes_no ? " · yes " + tok.yes_no.yes.toFixed(3) + " / no " + tok.yes_no.no.toFixed(3) : "") +
+      (alt ? " · the model's top choices: " + alt : "");
+  }
+  function renderStream(g, t) {
+    var n = countUpTo(g.tokenT, t), d = g.dom;
+    if (dirtyAll || n < g.shown) { clear(d.toks); g.shown = 0; g.cursor = null; if (g.sel >= n) selectToken(g, -1); }
+    if (n > g.shown) {
+      var frag = document.createDocumentFragment();
+      for (var i = g.shown; i < n; i++) frag.appendChild(tokenSpan(g, i));
+      if (g.cursor) g.cursor.remove();
+      d.toks.appendChild(frag);
+      g.cursor = null;
+    }
+    var grew = n > g.shown;
+    g.shown = n;
+    var done = t >= g.done;
+    if (!done && n > 0 && !g.cursor) { g.cursor = el("span", "cursor"); g.cursor.setAttribute("aria-hidden", "true"); d.toks.appendChild(g.cursor); }
+    if (g.cursor && (done || n === 0)) { g.cursor.remove(); g.cursor = null; }
+    // follow the newest token: a scroll (not a layout shift), and the frame's only layout, after all its writes
+    if (grew && g.sel < 0) g.pendingScroll = true;
+    setText(d.watch, fmtClock(Math.min(t, g.done)));
+    d.ttft.hidden = t < g.ttft;  // hidden, it keeps its place (see site.css): showing it moves nothing
+    setText(d.ttft, "first token at " + fmtS(g.ttft));
+    var run = g.run, st;
+    if (done) st = "done at " + fmtS(g.done) + ": " + plural(run.output_tokens, "output token") + ", stopped by " + run.stop_reason.replace(/_/g, " ") +
+      (run.masked_tokens ? " · the grammar overruled " + plural(run.masked_tokens, "token") : "");
+    else if (n > 0) st = "writing: " + plural(n, "token") + " so far…";
+    else if (eventT(run, "encoded") !== null && t >= eventT(run, "encoded")) st = "prefilling the prompt (" + cur.trace.prompts.generated.input_tokens + " tokens)… waiting for the first token";
+    else st = "rendering and encoding the prompt…";
+    setText(d.status, st);
+    var vcls, vtext;
+    if (!done) { vcls = "verdict wait"; vtext = "array not finished yet"; }
+    else if (g.usable) { vcls = "verdict ok"; vtext = verdictText(g); }
+    else { vcls = "verdict bad"; vtext = verdictText(g); }
+    if (d.verdict.className !== vcls) d.verdict.className = vcls;
+    setText(d.verdict, vtext);
+    return n;
+  }
+  function renderGenValues(g, t) {  // a lane's value in each row: as it streams, then judged when the array ends
+    var done = t >= g.done, answered = 0, run = g.run;
+    cur.rows.forEach(function (row) {
+      var k = row.k, at = g.answerT[k];
+      var arrived = at !== undefined && at <= t;
+      if (arrived) answered++;
+      var state, text, title = "";
+      if (!arrived && !done) { state = "pending"; text = "…"; }
+      else if (done && !g.usable) {
+        state = "unparsed"; text = "unparsed";
+        title = "the array was " + (g.capped ? "capped before it closed" : run.valid ? "incomplete" : "invalid") + ", so no value can be matched to its criterion";
+      } else if (!done) { state = "streaming"; text = streamedValue(g.answerTok[k]); title = "written, not yet parsed: the array is not finished"; }
+      else {
+        var v = run.parsed[k];
+        var correct = run.correct ? run.correct[k] : (row.c.label === undefined || row.c.label === null ? null : v === row.c.label);
+        var agree = run.agreement ? run.agreement[k] : null;
+        if (correct === null || correct === undefined) { state = agree === false ? "differs" : "value"; text = v + (agree === false ? " ≠ typed" : ""); }
+        else { state = correct ? "right" : "wrong"; text = v + (correct ? " ✓" : " ✗"); }
+        title = (correct === true ? "matches the label" : correct === false ? "does not match the label " + row.c.label : "no label") +
+          (agree === true ? "; same as the typed choice" : agree === false ? "; differs from the typed choice" : "");
+      }
+      var key = state + "|" + text;
+      if (!dirtyRows && row.gshown[g.key] === key) return;
+      row.gshown[g.key] = key;
+      var node = row.gv[g.key];
+      node.className = "v " + state;
+      node.textContent = text;
+      if (state === "right" || state === "wrong") node.appendChild(el("span", "sr-only", state === "right" ? " right" : " wrong"));
+      if (title) node.parentNode.title = title; else node.parentNode.removeAttribute("title");
+    });
+    return answered;
+  }
+
+  // ---- token details: tap a token, or focus a lane's token box and use the arrow keys --------------------
+  function selectToken(g, i) {
+    var box = g.dom.toks;
+    var old = box.querySelector(".tok.sel");
+    if (old) old.classList.remove("sel");
+    g.sel = i;
+    if (i < 0) { g.dom.info.textContent = "Tap a token, or focus this box and use ←/→, for its time and probability."; return; }
+    var span = box.querySelector('.tok[data-i="' + i + '"]');
+    if (span) { span.classList.add("sel"); if (span.scrollIntoView) span.scrollIntoView({ block: "nearest" }); }
+    g.dom.info.textContent = tokenInfo(g.tokens[i]);
+  }
+  function setupTokenDetails() {
+    $("lanes").addEventListener("click", function (ev) {
+      var span = ev.target.closest && ev.target.closest(".tok[data-i]");
+      if (!span || !cur) return;
+      var g = cur.gens.filter(function (x) { return x.dom.toks.contains(span); })[0];
+      if (g) selectToken(g, Number(span.getAttribute("data-i")));
+    });
+    $("lanes").addEventListener("keydown", function (ev) {
+      var box = ev.target.closest && ev.target.closest(".stream");
+      if (!box || !cur) return;
+      var g = cur.gens.filter(function (x) { return x.dom.stream === box; })[0];
+      if (!g || !g.shown) return;
+      var i = g.sel;
+      if (ev.key === "ArrowRight" || ev.key === "ArrowDown") i = Math.min(g.shown - 1, i + 1);
+      else if (ev.key === "ArrowLeft" || ev.key === "ArrowUp") i = Math.max(0, i < 0 ? g.shown - 1 : i - 1);
+      else if (ev.key === "Home") i = 0;
+      else if (ev.key === "End") i = g.shown - 1;
+      else if (ev.key === "Escape") i = -1;
+      else return;
+      ev.preventDefault(); ev.stopPropagation();  // these keys move in the token box, not in the replay
+      selectToken(g, i);
+    });
   }
 
   // ---- the timeline chart (drawn for the selected run; only the playhead moves) ---------------------------
@@ -394,16 +617,17 @@
     clear(host);
     var W = Math.max(300, Math.round(host.clientWidth || 800));
     var narrow = W < 560;
-    var L = narrow ? 62 : 88, R = 14, top = 8, laneH = 22;
-    var yT = top + 6, yG = yT + laneH + 16, yC = yG + laneH + 26, cH = narrow ? 90 : 110, yAxis = yC + cH + 4;
+    var L = narrow ? 76 : 96, R = 14, top = 8, laneH = 20, gap = 12;
+    var yT = top + 6, nG = cur.gens.length;
+    var yGs = cur.gens.map(function (_, i) { return yT + (laneH + gap) * (i + 1); });
+    var yC = yT + (laneH + gap) * (nG + 1) + 12, cH = narrow ? 90 : 110, yAxis = yC + cH + 4;
     var H = yAxis + 26;
     var tEnd = cur.tEnd || 1;
     var x = function (t) { return L + (W - L - R) * (t / tEnd); };
-    var typed = cur.typed, gen = cur.gen, N = cur.criteria.length;
+    var typed = cur.typed, N = cur.criteria.length;
     var svg = svgEl("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img" });
-    svg.setAttribute("aria-label", "Timeline: typed decisions at " + fmtS(cur.firstDecision) + "; generated first token at " +
-      fmtS(cur.ttft) + ", finished at " + fmtS(cur.genDone));
-    // x grid and axis
+    svg.setAttribute("aria-label", "Timeline: typed decisions at " + fmtS(cur.firstDecision) + "; " +
+      cur.gens.map(function (g) { return g.name.toLowerCase() + ": first token at " + fmtS(g.ttft) + ", finished at " + fmtS(g.done); }).join("; "));
     var step = niceStep(tEnd / (narrow ? 4 : 8));
     var axis = svgEl("g", { "class": "axis" });
     for (var s = 0; s <= tEnd + 1e-12; s += step) {
@@ -412,11 +636,10 @@
     }
     axis.appendChild(svgEl("text", { x: W - R, y: yAxis + 14, "text-anchor": "end" }, "s"));
     svg.appendChild(axis);
-    // lanes
-    svg.appendChild(svgEl("text", { x: 0, y: yT + 15 }, "typed"));
-    svg.appendChild(svgEl("text", { x: 0, y: yG + 15 }, "generated"));
+    svg.appendChild(svgEl("text", { x: 0, y: yT + 14 }, "typed"));
+    var labels = [];  // phase labels, drawn last so the ticks do not cover them
     var tEnc = eventT(typed, "encoded") || 0, tPre = eventT(typed, "prefill_done") || tEnc, tSuf = eventT(typed, "suffix_done") || cur.typedDone;
-    lane(svg, x, yT, laneH, [[0, tEnc, "ph-typed", "encode"], [tEnc, tPre, "ph-typed", "prefill state"], [tPre, tSuf, "ph-typed-main", "score criteria"]]);
+    lane(svg, x, yT, laneH, [[0, tEnc, "ph-typed", "encode"], [tEnc, tPre, "ph-typed", "prefill state"], [tPre, tSuf, "ph-typed-main", "score criteria"]], labels);
     var seenT = {};
     typed.decisions.forEach(function (d) {
       if (seenT[d.t_available]) return;
@@ -424,38 +647,37 @@
       var cx = x(d.t_available), cy = yT + laneH / 2;
       var n = typed.decisions.filter(function (o) { return o.t_available === d.t_available; }).length;
       var dm = svgEl("path", { d: "M" + cx + " " + (cy - 7) + " l7 7 l-7 7 l-7 -7 z", "class": "tick-typed" });
-      dm.appendChild(svgEl("title", {}, n + " decision" + (n === 1 ? "" : "s") + " available at " + fmtS(d.t_available)));
+      dm.appendChild(svgEl("title", {}, plural(n, "decision") + " available at " + fmtS(d.t_available)));
       svg.appendChild(dm);
     });
-    var gEnc = eventT(gen, "encoded") || 0;
-    lane(svg, x, yG, laneH, [[0, gEnc, "ph-gen", "encode"], [gEnc, cur.ttft, "ph-gen", "prefill"], [cur.ttft, cur.genDone, "ph-gen-main", "decode"]]);
-    cur.tokens.forEach(function (tok) {
-      svg.appendChild(svgEl("line", { x1: x(tok.t), x2: x(tok.t), y1: yG + 3, y2: yG + laneH - 3, "class": "tick-gen" }));
+    cur.gens.forEach(function (g, i) {
+      var y = yGs[i], cls = g.key === "constrained" ? "con" : "gen";
+      svg.appendChild(svgEl("text", { x: 0, y: y + 14 }, SHORT[g.key]));
+      var gEnc = eventT(g.run, "encoded") || 0;
+      lane(svg, x, y, laneH, [[0, gEnc, "ph-" + cls, "encode"], [gEnc, g.ttft, "ph-" + cls, "prefill"], [g.ttft, g.done, "ph-" + cls + "-main", "decode"]], labels);
+      g.tokens.forEach(function (tok) {
+        svg.appendChild(svgEl("line", { x1: x(tok.t), x2: x(tok.t), y1: y + 3, y2: y + laneH - 3, "class": "tick-" + cls }));
+      });
     });
-    // cumulative answers
+    labels.forEach(function (l) { svg.appendChild(l); });
+    // cumulative answers: typed decisions, and each generated lane's values (only a usable array's count)
     var yv = function (k) { return yC + cH - cH * (k / Math.max(N, 1)); };
     svg.appendChild(svgEl("text", { x: 0, y: yC + 12, "class": "lane-note" }, "answers"));
     svg.appendChild(svgEl("text", { x: 0, y: yC + 26, "class": "lane-note" }, "of " + N));
     svg.appendChild(svgEl("line", { x1: L, x2: W - R, y1: yv(N), y2: yv(N), "class": "grid" }));
     svg.appendChild(svgEl("line", { x1: L, x2: W - R, y1: yv(0), y2: yv(0), "class": "grid" }));
     var typedTimes = typed.decisions.map(function (d) { return d.t_available; });
-    var genTimes = [];
-    cur.rows.forEach(function (row) {
-      var g = generatedValue(row.k);
-      if (g.value === null) return;
-      genTimes.push(cur.answerT[row.k] !== undefined ? cur.answerT[row.k] : cur.genDone);
-    });
     svg.appendChild(svgEl("path", { d: stepPath(typedTimes, x, yv, tEnd), "class": "step-typed" }));
-    svg.appendChild(svgEl("path", { d: stepPath(genTimes, x, yv, tEnd), "class": "step-gen" }));
-    if (typedTimes.length) {
-      var lastTyped = Math.max.apply(null, typedTimes);
-      var right = x(lastTyped) > W - R - 150;
-      svg.appendChild(svgEl("text", { x: right ? x(lastTyped) - 4 : x(lastTyped) + 4, y: yv(typedTimes.length) - 5,
-        "text-anchor": right ? "end" : "start", "class": "lane-note" }, "typed: " + typedTimes.length + " by " + fmtS(lastTyped)));
-    }
-    svg.appendChild(svgEl("text", { x: W - R - 2, y: Math.min(yv(genTimes.length) + 14, yv(0) - 3), "text-anchor": "end", "class": "lane-note" },
-      "generated: " + genTimes.length + (genTimes.length ? " by " + fmtS(Math.max.apply(null, genTimes)) : "")));
-    // the not-yet-replayed part is veiled; the playhead marks now
+    var notes = [];
+    if (typedTimes.length) notes.push("typed: " + typedTimes.length + " by " + fmtS(Math.max.apply(null, typedTimes)));
+    cur.gens.forEach(function (g) {
+      var times = g.usable ? Object.keys(g.answerT).map(function (k) { return g.answerT[k]; }) : [];
+      svg.appendChild(svgEl("path", { d: stepPath(times, x, yv, tEnd), "class": "step-" + (g.key === "constrained" ? "con" : "gen") }));
+      notes.push(SHORT[g.key] + ": " + (g.usable ? times.length + " by " + fmtS(Math.max.apply(null, times.concat([0]))) : "none usable"));
+    });
+    notes.forEach(function (n, i) {
+      svg.appendChild(svgEl("text", { x: W - R - 2, y: yC + cH - 6 - 14 * (notes.length - 1 - i), "text-anchor": "end", "class": "lane-note" }, n));
+    });
     var veil = svgEl("rect", { x: L, y: yT - 6, width: 0, height: yAxis - yT + 6, "class": "future" });
     svg.appendChild(veil);
     var ph = svgEl("line", { x1: L, x2: L, y1: yT - 6, y2: yAxis, "class": "playhead" });
@@ -464,14 +686,14 @@
     tl = { svg: svg, x: x, L: L, R: R, W: W, ph: ph, veil: veil, tEnd: tEnd };
     updatePlayhead();
   }
-  function lane(svg, x, y, h, phases) {
+  function lane(svg, x, y, h, phases, labels) {
     phases.forEach(function (p) {
       if (!(p[1] > p[0])) return;
       var w = Math.max(0.5, x(p[1]) - x(p[0]));
       var r = svgEl("rect", { x: x(p[0]), y: y, width: w, height: h, rx: 3, "class": p[2] });
       r.appendChild(svgEl("title", {}, p[3] + ": " + fmtS(p[0]) + " to " + fmtS(p[1])));
       svg.appendChild(r);
-      if (w > p[3].length * 7 + 10) svg.appendChild(svgEl("text", { x: x(p[0]) + 5, y: y + h / 2 + 4, "class": "phase-label" + (/-main$/.test(p[2]) && p[2].indexOf("typed") >= 0 ? " on-dark" : "") }, p[3]));
+      if (w > p[3].length * 7 + 10) labels.push(svgEl("text", { x: x(p[0]) + 5, y: y + h / 2 + 4, "class": "phase-label" + (p[2] === "ph-typed-main" ? " on-dark" : "") }, p[3]));
     });
   }
   function stepPath(times, x, yv, tEnd) {
@@ -502,148 +724,86 @@
     seek(Math.max(0, Math.min(tl.tEnd, t)));
   }
 
-  // ---- run details (for auditing) ------------------------------------------------------------------------
-  function kvTable(obj, skip) {
-    var table = el("table", "kv"), tb = el("tbody");
-    Object.keys(obj || {}).forEach(function (k) {
-      if (skip && skip.indexOf(k) >= 0) return;
-      var v = obj[k], tr = el("tr");
-      var thk = el("th", null, k);
-      thk.setAttribute("scope", "row");
-      tr.appendChild(thk);
-      var td = el("td");
-      fillValue(td, v);
-      tr.appendChild(td); tb.appendChild(tr);
-    });
-    table.appendChild(tb);
-    return table;
-  }
-  function fillValue(td, v) {
-    if (v === null || v === undefined) { td.textContent = "—"; return; }
-    if (typeof v === "string") {
-      if (/^[0-9a-f]{64}$/.test(v)) { td.className = "hash"; td.textContent = v; }
-      else if (v.indexOf("\n") >= 0 || v.length > 160) { var d = el("details"); d.appendChild(el("summary", null, v.length + " characters")); d.appendChild(el("pre", "state-text", v)); td.appendChild(d); }
-      else td.textContent = v;
-      return;
-    }
-    if (typeof v !== "object") { td.textContent = String(v); return; }
-    if (Array.isArray(v) && !v.length) { td.textContent = "none"; return; }
-    if (Array.isArray(v) && v.every(function (x) { return x === null || typeof x !== "object"; })) {
-      var txt = v.map(function (x) { return x === null ? "null" : String(x); }).join(", ");
-      if (v.length > 8) { var dd = el("details"); dd.appendChild(el("summary", null, v.length + " values")); dd.appendChild(el("pre", "hash", txt)); td.appendChild(dd); }
-      else td.textContent = txt;
-      return;
-    }
-    var keys = Array.isArray(v) ? null : Object.keys(v);
-    if (keys && keys.length <= 12 && keys.every(function (k) { return v[k] === null || typeof v[k] !== "object"; })) {
-      td.appendChild(kvTable(v));
-      return;
-    }
-    var det = el("details");
-    var count = keys ? keys.length : v.length;
-    det.appendChild(el("summary", null, count + (keys ? (count === 1 ? " field" : " fields") : (count === 1 ? " item" : " items"))));
-    det.appendChild(el("pre", "state-text", JSON.stringify(v, null, 1)));
-    td.appendChild(det);
-  }
-  function card(title, nodes) {
-    var c = el("div", "card");
-    c.appendChild(el("h3", null, title));
-    nodes.forEach(function (n) { if (n) c.appendChild(n); });
-    return c;
-  }
-  function list(items) { var ul = el("ul"); items.forEach(function (s) { ul.appendChild(el("li", null, s)); }); return ul; }
+  // ---- run details (for auditing), built when opened ------------------------------------------------------
+  function detailsOpen() { return $("run-details").open; }
   function buildDetails() {
-    var host = $("details"), tr = cur.trace, e = cur.entry;
-    clear(host);
-    var file = { file: e.local ? e.fileName : e.file, bytes: e.bytes, sha256: e.sha256 || "…" };
-    if (!e.local) file.source = e.source;
-    var verified = el("p", "small");
-    verified.textContent = e.checks && e.checks.ok ? "Schema and checksums checked in this browser: OK." :
-      "Checked in this browser: " + (e.checks ? e.checks.problems.join("; ") : "not yet");
-    host.appendChild(card("File and checksums", [kvTable(file), kvTable(tr.checksums), verified]));
-    host.appendChild(card("Model", [kvTable(tr.model)]));
-    host.appendChild(card("Machine and versions", [kvTable(tr.machine), el("h3", null, "versions"), kvTable(tr.versions)]));
-    host.appendChild(card("Experiment and protocol", [kvTable(tr.experiment), el("h3", null, "protocol"), kvTable(tr.protocol),
-      tr.checks && tr.checks.typed_vs_direct ? el("h3", null, "typed vs direct (untimed check)") : null,
-      tr.checks && tr.checks.typed_vs_direct ? kvTable(tr.checks.typed_vs_direct) : null]));
-    var pt = tr.prompts.typed, pg = tr.prompts.generated;
-    var perCrit = el("table"), th = el("thead"), hr = el("tr");
-    ["criterion", "suffix tokens", "input tokens", "prompt sha256", "tokens sha256"].forEach(function (h) { var c = el("th", null, h); c.setAttribute("scope", "col"); hr.appendChild(c); });
-    th.appendChild(hr); perCrit.appendChild(th);
-    var tb = el("tbody");
-    tr.inputs.criteria.forEach(function (c, i) {
-      var row = el("tr");
-      [c.id, pt.suffix_tokens[i], pt.input_tokens[i], pt.prompt_sha256[i], pt.tokens_sha256[i]].forEach(function (v, j) {
-        var td = el("td", j >= 3 ? "hash" : null, v === undefined ? "—" : v); row.appendChild(td);
-      });
-      tb.appendChild(row);
+    if (!cur || !detailsOpen()) return;
+    window.SemifDetails.build($("details"), cur, { el: el, scrollable: scrollable, fmtS: fmtS, check: checkBuiltIn });
+  }
+  function checkBuiltIn() {  // "check again in this browser": the same checks a file from disk gets
+    var entry = cur.entry;
+    return loadChecker().then(function (check) {
+      entry.checks = checkTrace(check, entry.trace, entry.text);
+      return entry.checks;
     });
-    perCrit.appendChild(tb);
-    var pcWrap = el("details"); pcWrap.appendChild(el("summary", null, "per-criterion prompts and hashes"));
-    var sc = el("div", "table-scroll"); sc.appendChild(perCrit); pcWrap.appendChild(sc);
-    var suffixes = el("details"); suffixes.appendChild(el("summary", null, "suffix texts"));
-    suffixes.appendChild(el("pre", "state-text", (pt.suffix_texts || []).map(function (s, i) { return "[" + (tr.inputs.criteria[i] || {}).id + "] " + s; }).join("\n")));
-    host.appendChild(card("Typed prompt", [kvTable(pt, ["suffix_tokens", "suffix_texts", "input_tokens", "prompt_sha256", "tokens_sha256"]), pcWrap, suffixes]));
-    host.appendChild(card("Generated prompt", [kvTable(pg)]));
-    host.appendChild(card("What differs between the two paths", [list(tr.differences || [])]));
-    var inp = tr.inputs;
-    var crit = el("table"), ch = el("thead"), chr = el("tr");
-    ["id", "question", "label"].forEach(function (h) { var c = el("th", null, h); c.setAttribute("scope", "col"); chr.appendChild(c); });
-    ch.appendChild(chr); crit.appendChild(ch);
-    var cb = el("tbody");
-    inp.criteria.forEach(function (c) { var r = el("tr"); [c.id, c.question, c.label || "—"].forEach(function (v) { r.appendChild(el("td", null, v)); }); cb.appendChild(r); });
-    crit.appendChild(cb);
-    var st = el("pre", "state-text", typeof inp.state === "string" ? inp.state : JSON.stringify(inp.state, null, 2));
-    host.appendChild(card("Inputs", [kvTable(inp.title === undefined ? { id: inp.id, sha256: inp.sha256 } : { id: inp.id, title: inp.title, sha256: inp.sha256 }), el("h3", null, "state"), st,
-      el("h3", null, "criteria"), (function () { var w = el("div", "table-scroll"); w.appendChild(crit); return w; })()]));
-    var rt = cur.typed, rg = cur.gen;
-    host.appendChild(card("This repeat (#" + (cur.repeat + 1) + ")", [
-      el("h3", null, "typed run"), kvTable({ start_s: rt.start_s, total_s: rt.total_s, events: rt.events.map(function (x) { return x.name + " " + x.t.toFixed(4); }), tokens: rt.tokens }),
-      el("h3", null, "generated run"), kvTable({ start_s: rg.start_s, ttft_s: rg.ttft_s, total_s: rg.total_s,
-        events: rg.events.map(function (x) { return x.name + " " + x.t.toFixed(4); }), output_tokens: rg.output_tokens, decode_steps: rg.decode_steps,
-        stop_reason: rg.stop_reason, valid: rg.valid, complete: rg.complete, error: rg.error, text: rg.text })]));
-    host.appendChild(card("Summary (all repeats)", [kvTable(tr.summary)]));
   }
 
   // ---- selecting, playing, seeking ----------------------------------------------------------------------
-  function select(index, repeat, keepTime) {
-    var entry = ensureLoaded(entries[index]);
+  function select(index, repeat, keepTime) {  // the entry must be loaded (see pick)
+    var entry = entries[index];
     var reps = repeatsOf(entry.trace);
     var rep = reps.indexOf(repeat) >= 0 ? repeat : reps[0];
     var t = keepTime ? clock : 0;
+    var traceChanged = !cur || cur.entry !== entry;
     cur = prepare(entry, rep);
     ["play", "restart", "scrubber", "speed", "share"].forEach(function (id) { $(id).disabled = false; });
-    buildPicker(); buildRepeatPicker(); buildSummary(); buildCriteria(); buildDetails();
+    buildPicker(); buildRepeatPicker(); buildLanes();
+    var adopted = buildCriteria();
+    // the server rendered the first trace's verdict, numbers and notes: keep them until the trace changes
+    var rendered = $("verdict").getAttribute("data-trace");
+    if (traceChanged && rendered !== (entry.local ? "" : entry.slug)) { buildVerdict(); buildNumbers(); buildNotes(); }
+    $("verdict").setAttribute("data-trace", entry.local ? "-" : entry.slug);
     var dl = $("download");
     if (entry.local) { dl.href = entry.blobUrl; dl.setAttribute("download", entry.fileName); }
     else { dl.href = "../traces/" + entry.file; dl.setAttribute("download", entry.file); }
-    var scr = $("scrubber");
-    scr.max = String(cur.tEnd);
-    chooseSpeed(false);
-    dirtyAll = true; shownTokens = 0;
+    $("scrubber").max = String(cur.tEnd);
+    chooseSpeed();
+    dirtyAll = true; dirtyRows = !adopted;
     clock = Math.max(0, Math.min(t, cur.tEnd));
     ended = clock >= cur.tEnd;
-    drawTimeline();
     render();
+    tl = null;
+    var drawn = cur;
+    setTimeout(function () { if (cur === drawn) drawTimeline(); }, 0);  // below the fold: its own task
+    buildDetails();
   }
-  function chooseSpeed(userChoice) {
-    var sel = $("speed");
-    if (!userChoice) {
-      // real time, unless the run is too short to follow: then the gentlest slow-down that makes it followable
+  function pick(index, repeat) {  // load the entry's data file if needed, then select it
+    var entry = entries[index];
+    if (!entry.trace) setText($("trace-status"), "loading…");
+    return ensureLoaded(entry).then(function () {
+      return new Promise(function (resolve) { setTimeout(resolve, 0); });  // parsing and building: two tasks
+    }).then(function () {
+      setText($("trace-status"), "");
+      select(index, repeat, false);
+      return new Promise(function (resolve) { setTimeout(resolve, 0); });  // after the timeline is drawn
+    }, function (err) {
+      showFileMessage("error", "The trace " + entry.label + " could not be loaded: " + err.message);
+      if (cur) $("trace-select").value = String(entries.indexOf(cur.entry));
+      throw err;
+    });
+  }
+  function chooseSpeed() {
+    // the reader's choice if they made one; else real time, unless the run is too short to follow: then the
+    // gentlest slow-down that makes it followable
+    if (userSpeed !== null) speed = userSpeed;
+    else {
       speed = 1;
       if (cur.tEnd < MIN_FOLLOWABLE_S / 2) {
         for (var i = 0; i < SPEEDS.length; i++) { if (SPEEDS[i] <= 1 && cur.tEnd / SPEEDS[i] >= MIN_FOLLOWABLE_S) { speed = SPEEDS[i]; break; } }
         if (cur.tEnd / speed < MIN_FOLLOWABLE_S) speed = SPEEDS[SPEEDS.length - 1];
       }
     }
-    sel.value = String(speed);
+    $("speed").value = String(speed);
+  }
+  function setSpeed(s) {  // a reader's choice: kept until they choose again
+    speed = userSpeed = s; $("speed").value = String(s); lastNow = null;
   }
   function frame(now) {
     if (!playing) return;
     if (lastNow !== null) clock += (now - lastNow) / 1000 * speed;
     lastNow = now;
     if (clock >= cur.tEnd) { clock = cur.tEnd; playing = false; ended = true; lastNow = null; writeHash(); }
-    render();
+    if (!playing || dirtyAll || dirtyRows || crossedMark(lastFull, clock)) render(); else renderClocks();
     if (playing) requestAnimationFrame(frame);
   }
   function play() {
@@ -684,13 +844,14 @@
     return cur && cur.entry.local ? base : base + "#" + hashFor();
   }
   function writeHash() {
-    var shareBox = $("share-url");
-    shareBox.value = shareUrl();
-    if (!cur || cur.entry.local) return;
+    $("share-url").value = shareUrl();
+    if (!cur) return;
     var h = hashFor();
     if (h === lastHash) return;
     lastHash = h;
-    try { history.replaceState(null, "", "#" + h); } catch (err) { /* some file:// setups refuse; the box above still has the link */ }
+    // a trace opened from disk cannot be named in a link: the address then names none
+    try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); }
+    catch (err) { /* some file:// setups refuse; the box above still has the link */ }
   }
   function readHash() {
     var h = location.hash.replace(/^#/, "");
@@ -701,21 +862,21 @@
     });
     return out;
   }
-  function applyHash() {  // true when the link set a time (the replay then waits there, paused)
+  function applyHash() {  // a promise: true when the link set a time (the replay then waits there, paused)
     var h = readHash();
     var idx = 0;
-    var msg = $("file-msg");
     if (h.trace !== undefined) {
       var found = entries.findIndex(function (e) { return !e.local && e.slug === h.trace; });
       if (found >= 0) idx = found;
-      else { msg.hidden = false; msg.className = "msg error"; msg.textContent = "This link names a trace that is not in this build: " + h.trace; }
+      else showFileMessage("error", "This link names a trace that is not in this build: " + h.trace);
     }
     var rep = h.r !== undefined ? parseInt(h.r, 10) : undefined;
-    if (!entries.length) return false;
-    select(idx, rep, false);
-    if (h.speed !== undefined && SPEEDS.indexOf(Number(h.speed)) >= 0) { speed = Number(h.speed); $("speed").value = String(speed); }
-    if (h.t !== undefined && h.t !== "" && isFinite(Number(h.t))) { playing = false; seek(Number(h.t)); return true; }
-    return false;
+    if (!entries.length) return Promise.resolve(false);
+    return pick(idx, rep).then(function () {
+      if (h.speed !== undefined && SPEEDS.indexOf(Number(h.speed)) >= 0) setSpeed(Number(h.speed));
+      if (h.t !== undefined && h.t !== "" && isFinite(Number(h.t))) { playing = false; seek(Number(h.t)); return true; }
+      return false;
+    });
   }
 
   // ---- opening a trace file (input or drag-and-drop); nothing leaves the browser --------------------------
@@ -743,21 +904,22 @@
       var obj;
       try { obj = JSON.parse(text); }
       catch (err) { showFileMessage("error", file.name + " is not valid JSON: " + err.message); return; }
-      var checks;
-      try { checks = checkTrace(obj, text); }
-      catch (err) { showFileMessage("error", file.name + " could not be checked: " + err.message); return; }
-      if (!checks.ok) { showFileMessage("error", file.name + " was not opened: it " + checks.stage + ".", checks.problems); return; }
-      localCount++;
-      var entry = { slug: "local-" + localCount, label: obj.model.key + " · " + obj.model.backend + " · " + obj.model.dtype + " · " +
-        (obj.machine.gpu || obj.machine.cpu || "unknown machine") + " (" + file.name + ")", file: null, fileName: file.name,
-        sha256: window.SemifCheck.sha256Bytes(buf), bytes: buf.length, local: true, trace: obj, text: text, checks: checks,
-        blobUrl: URL.createObjectURL(new Blob([buf], { type: "application/json" })) };
-      entries.push(entry);
-      pause();
-      select(entries.length - 1, undefined, false);
-      showFileMessage("info", "Opened " + file.name + " from your disk: schema and checksums OK. It stays in this tab; to share it, share the file (a link cannot carry it).");
-      $("share-url").value = shareUrl();
-      if (!reduceMotion) play();
+      loadChecker().then(function (check) {
+        var checks;
+        try { checks = checkTrace(check, obj, text); }
+        catch (err) { showFileMessage("error", file.name + " could not be checked: " + err.message); return; }
+        if (!checks.ok) { showFileMessage("error", file.name + " was not opened: it " + checks.stage + ".", checks.problems); return; }
+        localCount++;
+        var entry = { slug: "local-" + localCount, label: obj.model.key + " · " + obj.model.backend + " · " + obj.model.dtype + " (" + file.name + ")",
+          file: null, fileName: file.name, sha256: check.sha256Bytes(buf), bytes: buf.length, local: true, trace: obj, text: text, view: null,
+          checks: checks, blobUrl: URL.createObjectURL(new Blob([buf], { type: "application/json" })) };
+        entries.push(entry);
+        pause();
+        select(entries.length - 1, undefined, false);
+        showFileMessage("info", "Opened " + file.name + " from your disk: schema and checksums OK. It stays in this tab; to share it, share the file (a link cannot carry it).");
+        writeHash();
+        if (!reduceMotion) play();
+      }, function (err) { showFileMessage("error", "The checker could not be loaded: " + err.message); });
     };
     reader.readAsArrayBuffer(file);
   }
@@ -780,8 +942,11 @@
     $("play").addEventListener("click", function () { if (playing) pause(); else play(); });
     $("restart").addEventListener("click", function () { var was = playing; playing = false; dirtyAll = true; seek(0); if (was || !reduceMotion) play(); });
     $("scrubber").addEventListener("input", function (ev) { if (playing) { playing = false; lastNow = null; } seek(Number(ev.target.value)); });
-    $("speed").addEventListener("change", function (ev) { speed = Number(ev.target.value); lastNow = null; writeHash(); });
-    $("trace-select").addEventListener("change", function (ev) { pause(); $("file-msg").hidden = true; select(Number(ev.target.value), undefined, false); writeHash(); if (!reduceMotion) play(); });
+    $("speed").addEventListener("change", function (ev) { setSpeed(Number(ev.target.value)); writeHash(); });
+    $("trace-select").addEventListener("change", function (ev) {
+      pause(); $("file-msg").hidden = true;
+      pick(Number(ev.target.value), undefined).then(function () { writeHash(); if (!reduceMotion) play(); }, function () { /* shown */ });
+    });
     $("repeat-select").addEventListener("change", function (ev) { pause(); select(entries.indexOf(cur.entry), Number(ev.target.value), false); writeHash(); });
     $("share").addEventListener("click", function () {
       pause(); writeHash();
@@ -790,6 +955,7 @@
       if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(box.value).then(function () { done(true); }, function () { done(false); });
       else done(false);
     });
+    $("run-details").addEventListener("toggle", buildDetails);
     var dragging = false;
     var host = $("timeline");
     host.addEventListener("pointerdown", function (ev) { dragging = true; if (host.setPointerCapture) { try { host.setPointerCapture(ev.pointerId); } catch (err) { /* not capturable */ } } timelineSeek(ev); });
@@ -798,7 +964,9 @@
     host.addEventListener("pointercancel", function () { dragging = false; });
     window.addEventListener("hashchange", function () {
       if (location.hash.replace(/^#/, "") === lastHash) return;
-      pause(); applyHash();
+      // Stop without pause(): pausing writes the current moment into the address, over the link just opened.
+      playing = false; lastNow = null;
+      applyHash().then(function () { writeHash(); }, function () { /* shown */ });
     });
     var lastW = 0;
     window.addEventListener("resize", function () {
@@ -809,7 +977,11 @@
       if (!cur || ev.ctrlKey || ev.metaKey || ev.altKey) return;
       var tag = (ev.target && ev.target.tagName) || "";
       var type = (ev.target && ev.target.type) || "";
-      var inField = tag === "SELECT" || tag === "TEXTAREA" || (tag === "INPUT" && type !== "range");
+      var speedKey = ev.key === "+" || ev.key === "=" || ev.key === "-" || ev.key === "_";
+      // a select keeps its own keys (type-ahead, arrows) except the speed keys, which no option starts with;
+      // the read-only link box takes no typing, so every shortcut works from it
+      var readOnly = tag === "INPUT" && ev.target.readOnly;
+      var inField = (tag === "SELECT" && !speedKey) || tag === "TEXTAREA" || (tag === "INPUT" && type !== "range" && !readOnly);
       if (inField) return;
       var onButton = tag === "BUTTON" || tag === "A" || tag === "SUMMARY";
       var onRange = tag === "INPUT" && type === "range";
@@ -829,7 +1001,7 @@
           ev.preventDefault();
           var i = SPEEDS.indexOf(speed);
           var j = ev.key === "+" || ev.key === "=" ? Math.max(0, i - 1) : Math.min(SPEEDS.length - 1, i + 1);
-          speed = SPEEDS[j]; $("speed").value = String(speed); lastNow = null; writeHash(); break;
+          setSpeed(SPEEDS[j]); writeHash(); break;
         }
         default: return;
       }
@@ -837,43 +1009,66 @@
   }
 
   // ---- start ----------------------------------------------------------------------------------------------
+  function afterFirstPaint() {
+    // Once the browser reports the first contentful paint (the page as build.py rendered it); a tab in the
+    // background gets no paint report, so also a while after the load event.
+    return new Promise(function (resolve) {
+      var done = false;
+      var go = function () { if (!done) { done = true; setTimeout(resolve, 0); } };
+      try {
+        new PerformanceObserver(function (list) {
+          if (list.getEntries().some(function (e) { return e.name === "first-contentful-paint"; })) go();
+        }).observe({ type: "paint", buffered: true });
+      } catch (err) { /* no paint timing here: the fallback below */ }
+      var later = function () { setTimeout(go, 1500); };
+      if (document.readyState === "complete") later(); else window.addEventListener("load", later, { once: true });
+    });
+  }
+  // A small, stable hook for tests and for anyone scripting the page (defined once the first trace is shown).
+  var api = {
+    seek: function (t) { pause(); seek(t); return this.state(); },
+    play: play,
+    pause: pause,
+    setSpeed: function (s) { setSpeed(s); },
+    select: function (slug, repeat) {  // a promise (the trace's data file may have to load first)
+      var i = entries.findIndex(function (e) { return e.slug === slug; });
+      if (i < 0) throw new Error("no trace " + slug);
+      pause();
+      return pick(i, repeat).then(function () { writeHash(); return api.state(); });
+    },
+    openDetails: function () { $("run-details").open = true; buildDetails(); },
+    loadChecker: function () { return loadChecker().then(function () { return true; }); },
+    traces: function () { return entries.map(function (e) { return e.slug; }); },
+    tokenTimes: function (lane) {
+      var g = cur && cur.gens.filter(function (x) { return x.key === (lane || "free"); })[0];
+      return g ? g.tokenT.slice() : [];
+    },
+    decisionTimes: function () { return cur ? cur.typed.decisions.map(function (d) { return d.t_available; }) : []; },
+    shareUrl: function () { return shareUrl(); },
+    state: function () {
+      if (!cur) return null;
+      var lanes = {};
+      cur.gens.forEach(function (g) { lanes[g.key] = { tokensShown: g.shown, tokensTotal: g.tokens.length }; });
+      return { trace: cur.entry.slug, local: cur.entry.local, repeat: cur.repeat, t: clock, tEnd: cur.tEnd, speed: speed, playing: playing, ended: ended,
+        tokensShown: Number(root.getAttribute("data-tokens-shown")), tokensTotal: cur.gens.reduce(function (a, g) { return a + g.tokens.length; }, 0),
+        decisionsShown: Number(root.getAttribute("data-decisions-shown")), decisionsTotal: cur.typed.decisions.length,
+        answersShown: Number(root.getAttribute("data-answers-shown")), checks: cur.entry.checks, lanes: lanes };
+    }
+  };
   setupControls();
   setupFileInputs();
-  SPEEDS.forEach(function (s) {
-    var o = el("option", null, s === 1 ? "real time" : s > 1 ? s + "× faster" : Math.round(1 / s) + "× slower");
-    o.value = String(s);
-    $("speed").appendChild(o);
-  });
+  setupTokenDetails();
   if (!entries.length) {
     root.setAttribute("data-state", "empty");
     showFileMessage("info", "No traces are built into this page. Open a trace file (or drop one here) to replay it.");
     ["play", "restart", "scrubber", "speed", "share", "trace-select", "repeat-select"].forEach(function (id) { $(id).disabled = true; });
+    window.semifReplay = api;
   } else {
-    var restored = applyHash();
-    writeHash();
-    if (!restored && !reduceMotion) play();
+    // The page is readable as rendered; the trace's data (hundreds of kB) is fetched only once that is painted.
+    afterFirstPaint().then(applyHash).then(function (restored) {
+      writeHash();
+      window.semifReplay = api;
+      if (!restored && !reduceMotion) play();
+    }, function () { window.semifReplay = api; });
   }
-
-  // A small, stable hook for tests and for anyone scripting the page.
-  window.semifReplay = {
-    seek: function (t) { pause(); seek(t); return this.state(); },
-    play: play,
-    pause: pause,
-    setSpeed: function (s) { speed = s; $("speed").value = String(s); lastNow = null; },
-    select: function (slug, repeat) {
-      var i = entries.findIndex(function (e) { return e.slug === slug; });
-      if (i < 0) throw new Error("no trace " + slug);
-      pause(); select(i, repeat, false); writeHash();
-    },
-    traces: function () { return entries.map(function (e) { return e.slug; }); },
-    tokenTimes: function () { return cur ? cur.tokenT.slice() : []; },
-    decisionTimes: function () { return cur ? cur.typed.decisions.map(function (d) { return d.t_available; }) : []; },
-    shareUrl: function () { return shareUrl(); },
-    state: function () {
-      return cur ? { trace: cur.entry.slug, local: cur.entry.local, repeat: cur.repeat, t: clock, tEnd: cur.tEnd, speed: speed, playing: playing, ended: ended,
-        tokensShown: Number(root.getAttribute("data-tokens-shown")), tokensTotal: cur.tokens.length,
-        decisionsShown: Number(root.getAttribute("data-decisions-shown")), decisionsTotal: cur.typed.decisions.length,
-        answersShown: Number(root.getAttribute("data-answers-shown")), checks: cur.entry.checks } : null;
-    }
-  };
 })();

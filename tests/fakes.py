@@ -182,3 +182,20 @@ class FakeBackend:
 
     def stop_ids(self) -> list[int]:
         return [SPECIALS.index("<|im_end|>"), SPECIALS.index("<eos>")]
+
+    def grammar(self, gbnf: str) -> Any:
+        """The torch backend's engine (llguidance) over the fake vocabulary."""
+        from scorer.backends import guidance
+
+        lltok = guidance.tokenizer_from_tokens(fake_vocab(self.tokenizer), self.stop_ids(), self.tokenizer.encode,
+                                               special_ids=range(_BASE))
+        return guidance.LlgGrammar(lltok, gbnf, VOCAB)
+
+
+def fake_vocab(tok: FakeTokenizer) -> list[bytes]:
+    """Bytes of every fake token id; special and unused ids carry llguidance's 0xFF marker."""
+    out = [b"\xff" + s.encode() for s in SPECIALS] + [b"\xff<unused%d>" % i for i in range(len(SPECIALS), _BASE)]
+    out += [chr(c).encode("utf-8", "surrogatepass") for c in range(4096)]
+    merges = sorted(tok.merges)
+    out += [merges[k].encode() if k < len(merges) else b"\xff<m%d>" % k for k in range(VOCAB - _BASE - 4096)]
+    return out

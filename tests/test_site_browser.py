@@ -1,8 +1,8 @@
 """The replay page in a real browser (Playwright driving Debian's Chromium; never ``playwright install``).
 
-The site is built from a temporary data directory (the fake trace, a hostile copy of it, two reports),
-then loaded from ``file://`` and from a local HTTP server on a sub-path. Screenshots of key frames go to
-``test-output/site/``.
+The site is built from a temporary data directory (the fake v1 trace first, a hostile copy of it, a capped v1
+trace, the two v2 fixtures, two reports), then loaded from ``file://`` and from a local HTTP server on a
+sub-path. Screenshots of key frames go to ``test-output/site/``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ pytestmark = [
 def www(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A web root holding the site under a sub-path, as a GitHub Pages project site is served."""
     tmp = tmp_path_factory.mktemp("www")
-    build.build(make_data_dir(tmp), tmp / "www" / "project")
+    build.build(make_data_dir(tmp, more=True), tmp / "www" / "project")
     return tmp / "www"
 
 
@@ -122,6 +122,16 @@ def demo_url(site: Path, fragment: str = "") -> str:
     return (site / "demo" / "index.html").as_uri() + fragment
 
 
+def lane(key: str, sel: str = "") -> str:
+    """A selector inside one lane of the replay (``typed``, ``free`` or ``constrained``)."""
+    return f".lane[data-lane={key}] {sel}".strip()
+
+
+def cell(cid: str, key: str) -> str:
+    """The value cell of a generated lane in one criterion's row."""
+    return f".crit[data-id={cid}] .gv[data-lane={key}] .v"
+
+
 def state(page: Any) -> dict[str, Any]:
     return page.evaluate("window.semifReplay.state()")
 
@@ -135,11 +145,14 @@ FAKE_DOC = json.loads(FAKE.read_bytes())
 
 # --- loading ----------------------------------------------------------------------------------------------
 def test_file_url_pages_load_without_errors_or_requests(open_page: Any, site: Path) -> None:
-    for rel in ("demo/index.html", "index.html", "traces/index.html"):
+    for rel in ("demo/index.html", "index.html", "traces/index.html", "results/mystery.html"):
         page, log = open_page((site / rel).as_uri())
         page.wait_for_timeout(300)
         assert log.errors == [], rel
-        assert log.requests == [(site / rel).as_uri()], rel  # the page's own file, nothing else
+        own = [(site / rel).as_uri()]
+        if rel == "demo/index.html":  # and the replay's code and (once painted) the first trace's data, only
+            own += [(site / "assets" / "replay.js").as_uri(), (site / "traces" / "trace-fake.js").as_uri()]
+        assert log.requests == own, rel
 
 
 def test_http_sub_path_serves_only_its_own_files(open_page: Any, server: tuple[str, list[str]], site: Path) -> None:
@@ -148,12 +161,18 @@ def test_http_sub_path_serves_only_its_own_files(open_page: Any, server: tuple[s
     page, log = open_page(f"{base}/project/demo/index.html#trace=trace-fake")
     page.wait_for_timeout(300)
     assert log.errors == []
-    assert log.requests == [f"{base}/project/demo/index.html#trace=trace-fake".split("#")[0]]
+    assert log.requests == [f"{base}/project/{p}" for p in ("demo/index.html", "assets/replay.js",
+                                                             "traces/trace-fake.js")]
     assert state(page)["trace"] == "trace-fake"
     # the relative links resolve under the sub-path
     href = page.get_attribute("#download", "href")
     resp = page.request.get(f"{base}/project/demo/{href}")
     assert resp.status == 200 and resp.body() == (site / "traces" / "trace-fake.json").read_bytes()
+    # another trace's data file is fetched when that trace is picked, once
+    page.evaluate("window.semifReplay.select('trace-v2')")
+    page.evaluate("window.semifReplay.select('trace-fake')")
+    page.evaluate("window.semifReplay.select('trace-v2')")
+    assert log.requests[3:] == [f"{base}/project/traces/trace-v2.js"]
     page.click("nav >> text=Overview")
     page.wait_for_load_state()
     assert page.url == f"{base}/project/index.html" and log.errors == []
@@ -171,9 +190,10 @@ def test_replay_plays_to_its_final_state(open_page: Any, site: Path) -> None:
     assert (s["tokensShown"], s["tokensTotal"]) == (len(gen["tokens"]), len(gen["tokens"]))
     assert s["decisionsShown"] == s["decisionsTotal"] == len(FAKE_DOC["inputs"]["criteria"])
     assert s["answersShown"] == len(gen["parsed"])
-    disagree = [c["id"] for c, a in zip(FAKE_DOC["inputs"]["criteria"], gen["agreement"], strict=True) if a is False]
-    assert disagree and page.eval_on_selector_all(".crit.disagree", "els => els.map(e => e.dataset.id)") == disagree
-    assert page.text_content("#gen-verdict").startswith("valid, complete array: 21 values")
+    # each row: the generated value, judged against the label once the array is finished
+    for c, v in zip(FAKE_DOC["inputs"]["criteria"], gen["parsed"], strict=True):
+        assert page.text_content(cell(c["id"], "free")) == v + (" ✓ right" if v == c["label"] else " ✗ wrong")
+    assert page.text_content(lane("free", ".verdict")) == "valid: 21 values"
     assert page.locator(".crit .choice").count() == 21
     assert log.errors == []
 
@@ -186,9 +206,9 @@ def test_seek_shows_exactly_the_tokens_and_decisions_up_to_that_time(open_page: 
         for at in (t, math.nextafter(t, -math.inf)):
             s = page.evaluate("t => window.semifReplay.seek(t)", at)
             shown = [x for x in gen["tokens"] if x["t"] <= at]
-            assert s["tokensShown"] == len(shown) == page.locator("#gen-text .tok").count(), at
+            assert s["tokensShown"] == len(shown) == page.locator(lane("free", ".tok")).count(), at
             text = "".join("end of turn" if x["stop"] else x["text"] for x in shown)
-            assert page.text_content("#gen-text") == text, at
+            assert page.text_content(lane("free", ".toks")) == text, at
             assert s["decisionsShown"] == sum(1 for d in typed["decisions"] if d["t_available"] <= at), at
             assert page.locator(".crit .choice").count() == s["decisionsShown"]
     # the typed decisions land pass by pass: every decision of a pass at the same instant; a decision
@@ -220,8 +240,11 @@ def test_a_trace_opened_from_disk_replays(open_page: Any, site: Path, tmp_path: 
     doc = json.loads(FAKE_INVALID.read_bytes())
     gen = measured_run(doc, "generated", 0)
     assert s["tokensShown"] == len(gen["tokens"]) and s["decisionsShown"] == 21
-    assert "incomplete array: 20 values for 21 criteria" in page.text_content("#gen-verdict")
-    assert page.locator(".crit.missing").count() == 21  # an incomplete array cannot be matched to criteria
+    assert page.text_content(lane("free", ".verdict")) == "invalid: 20 values for 21 criteria"
+    # an incomplete array cannot be matched to its criteria: every value reads "unparsed" (not "missing")
+    assert page.locator(".gv .v.unparsed").count() == 21
+    assert set(page.locator(".gv .v").all_text_contents()) == {"unparsed"}
+    assert "Opened from your disk" in page.text_content("#verdict")
     assert "schema and checksums OK" in page.text_content("#file-msg")
     assert hashlib.sha256(FAKE_INVALID.read_bytes()).hexdigest() in page.text_content("#trace-meta")
     assert log.errors == []
@@ -265,17 +288,20 @@ def test_hostile_trace_renders_as_inert_text(open_page: Any, site: Path) -> None
     page.evaluate("window.semifReplay.seek(1e9)")
     page.evaluate("window.semifReplay.play()")  # from the start again, through every frame
     page.wait_for_selector("#replay[data-state=ended]", timeout=60_000)
+    page.evaluate("window.semifReplay.openDetails()")
     page.locator("#details details").evaluate_all("els => els.forEach(e => e.open = true)")
     assert page.evaluate("window.__pwned") is None and log.dialogs == []
     assert page.locator("script").count() == scripts and page.locator("img").count() == 0
-    assert page.locator("#criteria i, #gen-text script, #details i, #trace-meta i").count() == 0
+    assert page.locator("#criteria i, .toks script, #details i, #trace-meta i").count() == 0
     assert page.text_content(".crit[data-id=c01] .q").startswith(HOSTILE)
-    assert page.text_content(".crit[data-id=c02] .q") == "</script><script>window.__pwned=2</script>"
-    assert page.text_content("#gen-text").startswith(HOSTILE)
+    assert page.text_content(".crit[data-id=c02] .q").startswith("</script><script>window.__pwned=2</script>")
+    assert page.text_content(lane("free", ".toks")).startswith(HOSTILE)
     assert HOSTILE in page.text_content("#notes") and HOSTILE in page.text_content("#details")
     assert "<i>fake</i>" in page.text_content("#trace-select")
-    assert "invalid array" in page.text_content("#gen-verdict")
-    assert log.errors == [] and log.requests == [demo_url(site).split("#")[0]]
+    assert page.text_content(lane("free", ".verdict")).startswith("invalid: not a JSON value")
+    assert log.errors == [] and sorted(log.requests) == sorted(
+        [demo_url(site).split("#")[0]] + [(site / p).as_uri() for p in
+                                          ("assets/replay.js", "traces/trace-hostile.js")])
 
 
 def test_a_build_without_traces_still_opens_one_from_disk(open_page: Any, tmp_path: Path) -> None:
@@ -304,7 +330,7 @@ def test_key_frames_screenshots_and_phone_layout(open_page: Any, site: Path, wid
               "typed-done": typed["total_s"], "end": 1e9}
     for frame, t in frames.items():
         page.evaluate("t => window.semifReplay.seek(t)", t)
-        page.locator(".panels").scroll_into_view_if_needed()
+        page.locator(".lanes").scroll_into_view_if_needed()
         path = SHOTS / f"{name}-{frame}.png"
         page.screenshot(path=str(path))
         assert path.stat().st_size > 5000
@@ -371,6 +397,7 @@ def test_reduced_motion_does_not_autoplay(open_page: Any, site: Path) -> None:
 # --- the in-page checks agree with the Python ones ---------------------------------------------------------
 def test_in_page_canonical_json_and_sha256_match_orjson(open_page: Any, site: Path) -> None:
     page, _ = open_page(demo_url(site, "#t=0"))
+    assert page.evaluate("window.semifReplay.loadChecker()") is True
     rng = random.Random(7)
     floats = [0.0, -0.0, 1.0, -2.0, 0.1, 1e-5, 9.99e-6, 1e-6, 1.5e-10, 5e-324, 1e15, 9999999999999998.0, 1e16,
               1.2345678901234567e17, 1e21, 1e22, 1.7976931348623157e308, 123.456, 0.30000000000000004]
@@ -389,6 +416,7 @@ def test_in_page_schema_check_agrees_with_jsonschema(open_page: Any, site: Path)
     import jsonschema
 
     page, _ = open_page(demo_url(site, "#t=0"))
+    assert page.evaluate("window.semifReplay.loadChecker()") is True
     validator = jsonschema.Draft202012Validator(trace_mod.schema())
 
     def mutate(fn: Any) -> dict[str, Any]:
@@ -413,7 +441,28 @@ def test_in_page_schema_check_agrees_with_jsonschema(open_page: Any, site: Path)
         "empty state": mutate(lambda d: d["inputs"].update(state="")),
     }
     for name, doc in cases.items():
-        in_page = page.evaluate("d => window.SemifCheck.validate(JSON.parse(document.getElementById('semif-schema')"
-                                ".textContent), d)", doc)
+        in_page = page.evaluate("d => window.SemifCheck.validate(window.SemifSchemas[d.format], d)", doc)
         python = list(validator.iter_errors(doc))
         assert bool(in_page) == bool(python), (name, in_page, [e.message for e in python])
+    # and the v2 schema (three lanes, labels, calibration, verdicts)
+    v2_validator = jsonschema.Draft202012Validator(trace_mod.schema("semif-trace-v2"))
+    v2 = json.loads((ROOT / "tests" / "fixtures" / "trace-v2-fake.json").read_bytes())
+
+    def mutate2(fn: Any) -> dict[str, Any]:
+        doc = json.loads(json.dumps(v2))
+        fn(doc)
+        return doc
+
+    cases2 = {
+        "original": mutate2(lambda d: None),
+        "generated path in v2": mutate2(lambda d: d["runs"][1].update(path="generated")),
+        "bad verdict type": mutate2(lambda d: d["runs"][1].update(verdict=3)),
+        "calibrated not an object": mutate2(lambda d: d["runs"][0]["decisions"][0].update(calibrated=[1])),
+        "no calibration block": mutate2(lambda d: d.pop("calibration")),
+        "masked not a bool": mutate2(lambda d: d["runs"][2]["tokens"][0].update(masked="yes")),
+    }
+    for name, doc in cases2.items():
+        in_page = page.evaluate("d => window.SemifCheck.validate(window.SemifSchemas[d.format], d)", doc)
+        python = list(v2_validator.iter_errors(doc))
+        assert bool(in_page) == bool(python), (name, in_page, [e.message for e in python])
+        assert bool(python) == (name != "original"), name

@@ -65,6 +65,38 @@ def hostile_trace() -> dict[str, Any]:
     return doc
 
 
+def capped_trace(limit: int = 12, end_of_turn: bool = False) -> dict[str, Any]:
+    """The fake v1 trace as if its generated runs had hit ``max_new_tokens = limit`` inside the array (capped,
+    invalid) or, with ``end_of_turn``, had ended their turn there (invalid, not capped); either way the text
+    is an unclosed string, which v1 worded "Unterminated string starting at at char …". Re-derived so it
+    verifies."""
+    doc = trace_mod.load(FAKE)
+    if not end_of_turn:
+        doc["protocol"]["max_new_tokens"] = doc["prompts"]["generated"]["max_new_tokens"] = limit
+    n = len(doc["inputs"]["criteria"])
+    typed = {(r["warmup"], r["repeat"]): r for r in doc["runs"] if r["path"] == "typed"}
+    for run in doc["runs"]:
+        if run["path"] != "generated":
+            continue
+        stop = run["tokens"][-1]
+        run["tokens"] = run["tokens"][:limit - 1 if end_of_turn else limit]
+        if end_of_turn:
+            run["tokens"].append(dict(stop, i=limit - 1))
+        end = run["tokens"][-1]["t"]
+        run["events"] = [dict(e, t=min(e["t"], end)) if e["name"] != "done" else dict(e, t=end) for e in run["events"]]
+        run.update(total_s=end, output_tokens=limit, decode_steps=limit - 1,
+                   stop_reason="end_of_turn" if end_of_turn else "max_new_tokens",
+                   text="".join(t["text"] for t in run["tokens"] if not t["stop"]))
+        valid, complete, parsed, error = trace_mod.parse_array(run["text"], n, v1_wording=True)
+        run.update(valid=valid, complete=complete, parsed=parsed, error=error)
+        choices = [d["choice"] for d in typed[(run["warmup"], run["repeat"])]["decisions"]]
+        run["agreement"] = trace_mod.agreement(parsed, complete, choices)
+    trace_mod.finalize(doc)
+    problems = trace_mod.verify(doc)
+    assert not problems, problems
+    return doc
+
+
 def shape_report() -> dict[str, Any]:
     """A shape benchmark report in the shape ``semif bench`` writes (numbers made up for rendering)."""
 
@@ -80,13 +112,19 @@ def shape_report() -> dict[str, Any]:
                        "shared": p("shared", 55.25, 1.5e-5, 1)}}
 
 
-def make_data_dir(tmp: Path, hostile: bool = True, reports: bool = True) -> Path:
-    """A data directory: the fake trace, optionally the hostile trace and a few result reports."""
+def make_data_dir(tmp: Path, hostile: bool = True, reports: bool = True, more: bool = False) -> Path:
+    """A data directory: the fake trace (first), optionally the hostile trace, a few result reports and (``more``)
+    the capped and cut v1 traces and the two v2 fixtures."""
     data = tmp / "data"
     (data / "traces").mkdir(parents=True)
     (data / "traces" / "trace-fake.json").write_bytes(FAKE.read_bytes())
     if hostile:
         trace_mod.write(data / "traces" / "trace-hostile.json", hostile_trace())
+    if more:
+        trace_mod.write(data / "traces" / "trace-v1-capped.json", capped_trace())
+        trace_mod.write(data / "traces" / "trace-v1-cut.json", capped_trace(end_of_turn=True))
+        for name, fixture in (("trace-v2", "trace-v2-fake"), ("trace-v2-free-valid", "trace-v2-fake-free-valid")):
+            (data / "traces" / f"{name}.json").write_bytes((FIXTURES / f"{fixture}.json").read_bytes())
     if reports:
         (data / "results").mkdir()
         (data / "results" / "shape-small-fake-fake.json").write_bytes(orjson.dumps(shape_report()))
@@ -106,6 +144,14 @@ def embedded_json(html: str, element_id: str) -> Any:
     m = re.search(rf'<script type="application/json" id="{re.escape(element_id)}">(.*?)</script>', html, flags=re.S)
     assert m, element_id
     return json.loads(m.group(1))
+
+
+def data_file(js: str) -> tuple[str, dict[str, Any]]:
+    """The slug and the payload (``view`` and ``text``) of a ``traces/<slug>.js`` data file."""
+    head = r"/\* [^*]* \*/\n\(window\.SemifTraces = window\.SemifTraces \|\| \{\}\)"
+    m = re.fullmatch(head + r"\[(\"[^\"]+\")\] = (.*);\n", js, flags=re.S)
+    assert m, js[:200]
+    return json.loads(m.group(1)), json.loads(m.group(2))
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -137,11 +183,20 @@ def test_build_writes_pages_traces_and_checksums(built: tuple[Path, Path]) -> No
         raw = (data / "traces" / name).read_bytes()
         assert (out / "traces" / name).read_bytes() == raw  # byte for byte
         assert hashlib.sha256(raw).hexdigest() == digest
+        # the replay's data file: the same trace (compact text: same values, so it verifies the same)
+        slug, payload = data_file((out / "traces" / name.replace(".json", ".js")).read_text())
+        assert slug == name[:-5] and json.loads(payload["text"]) == json.loads(raw)
+        assert trace_mod.verify(json.loads(payload["text"])) == []
+        assert payload["view"]["verdict"] and payload["view"]["numbers"]["rows"]
     demo = (out / "demo/index.html").read_text()
-    assert embedded_json(demo, "trace-trace-fake") == json.loads(FAKE.read_bytes())
     meta = embedded_json(demo, "semif-index")
     assert [m["slug"] for m in meta] == ["trace-fake", "trace-hostile"]
-    assert embedded_json(demo, "semif-schema") == trace_mod.schema()
+    # the page loads the replay's code, which loads the first trace's data once the page is painted, others when
+    # picked
+    assert re.findall(r'<script src="([^"]+)"', demo) == ["../assets/replay.js"]
+    check = (out / "assets/check.js").read_text()
+    schemas = json.loads(check.split("window.SemifSchemas = ", 1)[1].rstrip().rstrip(";"))
+    assert schemas == {f: trace_mod.schema(f) for f in trace_mod.FORMATS}
     assert (out / "results/shape-small-fake-fake.json").is_file()
 
 
@@ -156,7 +211,9 @@ def test_index_has_headlines_results_and_charts(built: tuple[Path, Path]) -> Non
     assert chart and chart.group(0).count('class="chart-bar"') == 3
     assert "max |Δp| 1.500e-05" in chart.group(0) and "55.25" in chart.group(0)
     assert "A kind the site does not know &lt;b&gt;" in index
-    assert "<td>x&lt;y</td>" in index
+    # tables live on each report's own page (the index keeps its charts and a link)
+    assert "<td>x&lt;y</td>" not in index and 'href="results/mystery.html"' in index
+    assert "<td>x&lt;y</td>" in (out / "results/mystery.html").read_text()
 
 
 class _Tags(HTMLParser):
@@ -190,20 +247,26 @@ def test_quant_ladder_charts_and_loose_formats(tmp_path: Path) -> None:
     ladder = by_name["results/quant-smollm2.json"]
     assert len(ladder.charts) == 2 and "Q8_0 (145 MB)" in ladder.charts[0] and "1 flip" in ladder.charts[1]
     assert by_name["results/quant-other.json"].charts == []  # shown as a table, not refused
-    index = (tmp_path / "site" / "index.html").read_text()
-    assert "no rungs yet" in index
+    assert "no rungs yet" in (tmp_path / "site" / "results" / "quant-other.html").read_text()
+
+
+PAGES = ("index.html", "demo/index.html", "traces/index.html", "results/mystery.html")
 
 
 def test_pages_are_self_contained(built: tuple[Path, Path]) -> None:
     _, out = built
-    for page in ("index.html", "demo/index.html", "traces/index.html"):
+    for page in PAGES:
         html = (out / page).read_text()
         tags = tags_of(html)
         names = {t for t, _ in tags}
         assert not names & {"img", "iframe", "object", "embed", "audio", "video", "source", "base"}, page
         # one link: an empty data: icon, so the browser does not go looking for /favicon.ico
         assert [a for t, a in tags if t == "link"] == [{"rel": "icon", "href": "data:,"}], page
-        assert not [a for _, a in tags if "src" in a or "srcset" in a], page  # no script/img/frame is fetched
+        # the only fetched files are the replay's own scripts, from this site (relative URLs)
+        srcs = [a.get("src") for t, a in tags if "src" in a or "srcset" in a]
+        assert all(t == "script" for t, a in tags if "src" in a), page
+        assert all(re.fullmatch(r"\.\./(assets|traces)/[a-z0-9._-]+\.js", s or "") for s in srcs), (page, srcs)
+        assert srcs == [] or page == "demo/index.html", page
         assert not [a for _, a in tags if "style" in a], page  # styles only from the hashed <style> element
         assert not [(t, a) for t, a in tags if any(k.startswith("on") for k in a)], page  # no inline handlers
         hrefs = [a["href"] or "" for t, a in tags if "href" in a and t != "link"]
@@ -215,39 +278,53 @@ def test_pages_are_self_contained(built: tuple[Path, Path]) -> None:
         assert set(re.findall(r"https?://[^\s\"'<>)]+", code)) <= {"http://www.w3.org/2000/svg"}, page
 
 
-def test_csp_allows_exactly_the_inline_code(built: tuple[Path, Path]) -> None:
+def test_csp_allows_exactly_the_site_code(built: tuple[Path, Path]) -> None:
+    """No inline script anywhere; the replay's scripts come from the site itself ('self'), other pages run none;
+    the one inline stylesheet is allowed by its hash."""
     _, out = built
-    for page in ("index.html", "demo/index.html", "traces/index.html"):
+    for page in PAGES:
         html = (out / page).read_text()
         csp = next(a["content"] or "" for t, a in tags_of(html)
                    if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
-        assert "default-src 'none'" in csp and "unsafe-inline" not in csp
+        assert "default-src 'none'" in csp and "unsafe-inline" not in csp and "unsafe-eval" not in csp
 
         def digest(text: str) -> str:
             return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
-        scripts = inline_blocks(html, "script")
+        assert inline_blocks(html, "script") == []
         styles = inline_blocks(html, "style")
         assert len(styles) == 1
         script_src = re.search(r"script-src ([^;]*)", csp).group(1).split()
-        assert script_src == ([digest(s) for s in scripts] or ["'none'"]), page
+        assert script_src == (["'self'"] if page == "demo/index.html" else ["'none'"]), page
         assert re.search(r"style-src ([^;]*)", csp).group(1).split() == [digest(styles[0])]
 
 
-def test_hostile_text_cannot_break_out(built: tuple[Path, Path]) -> None:
+def test_hostile_text_cannot_break_out(built: tuple[Path, Path], tmp_path: Path) -> None:
     _, out = built
     demo = (out / "demo/index.html").read_text()
-    n_traces = 2
     scripts = [a for t, a in tags_of(demo) if t == "script"]
-    # exactly our own elements: index + schema + one per trace (inert JSON), and the page's code
-    assert [a.get("type") for a in scripts] == ["application/json"] * (2 + n_traces) + [None]
-    assert demo.count("</script>") == 3 + n_traces
-    assert "<script>alert" not in demo and "\\u003cscript\\u003ealert(1)" in demo
-    assert embedded_json(demo, "trace-trace-hostile")["inputs"]["criteria"][1]["question"].startswith("</script>")
+    # exactly our own elements: the index (inert JSON) and the page's code
+    assert [(a.get("type"), a.get("src")) for a in scripts] == [("application/json", None),
+                                                                (None, "../assets/replay.js")]
+    assert demo.count("</script>") == 2
+    assert "<script>alert" not in demo and "\\u003cscript\\u003ealert(1)" in demo  # the picker's index
+    # the hostile trace's data file: one assignment of JSON literals, no markup-significant character raw
+    js = (out / "traces/trace-hostile.js").read_text()
+    slug, payload = data_file(js)
+    assert slug == "trace-hostile" and "<" not in js.split("\n", 1)[1] and "\u2028" not in js
+    assert json.loads(payload["text"])["inputs"]["criteria"][1]["question"].startswith("</script>")
     for page in ("index.html", "traces/index.html"):
         html = (out / page).read_text()
         assert {t for t, _ in tags_of(html)}.isdisjoint({"script", "img", "i"}), page
         assert "&lt;i&gt;fake&lt;/i&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html, page
+    # rendered server-side when it is the first trace: still text
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "traces" / "trace-fake.json").unlink()
+    trace_mod.write(data / "traces" / "trace-hostile.json", hostile_trace())
+    build.build(data, tmp_path / "site")
+    first = (tmp_path / "site" / "demo/index.html").read_text()
+    assert {t for t, _ in tags_of(first)}.isdisjoint({"img", "i"}) and "<script>alert" not in first
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in first
 
 
 def test_script_json_escapes_everything_that_could_end_the_element() -> None:
@@ -304,9 +381,9 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
         bad.write_bytes(orjson.dumps(doc))
         match = r"traces/bad\.json: trace failed verification: .*checksums"
     elif case == "wrong-format":
-        doc["format"] = "semif-trace-v2"
+        doc["format"] = "semif-trace-v9"
         bad.write_bytes(orjson.dumps(doc))
-        match = r"traces/bad\.json: trace format 'semif-trace-v2' is not supported"
+        match = r"traces/bad\.json: trace format 'semif-trace-v9' is not supported"
     elif case == "not-a-trace-in-traces":
         bad.write_text('{"hello": 1}')
         match = r"traces/bad\.json: files under traces/ must be traces"
@@ -347,8 +424,11 @@ def test_cli_reports_errors_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_schema_uses_only_keywords_the_page_validates() -> None:
-    schema = build.load_trace_schema()
-    assert build._schema_keywords(schema) <= build._JS_SCHEMA_KEYWORDS | build._ANNOTATION_KEYWORDS
+    schemas = build.load_trace_schemas()
+    assert set(schemas) == set(trace_mod.FORMATS)
+    for schema in schemas.values():
+        assert build._schema_keywords(schema) <= build._JS_SCHEMA_KEYWORDS | build._ANNOTATION_KEYWORDS
+    schema = schemas["semif-trace-v1"]
     weird = copy.deepcopy(schema)
     weird["properties"]["runs"]["unevaluatedItems"] = False
     assert "unevaluatedItems" in build._schema_keywords(weird) - build._JS_SCHEMA_KEYWORDS

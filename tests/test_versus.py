@@ -1,29 +1,35 @@
-"""``semif versus`` on the fake backend: inputs, timelines, strict judging of the generated array, agreement."""
+"""``semif versus`` on the fake backend: inputs, timelines, strict judging of the generated arrays, the
+grammar-constrained lane, calibration and labels, agreement."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
-from fakes import FakeBackend, FakeTokenizer
+from fakes import FakeBackend, FakeTokenizer, fake_vocab
 
 from scorer import trace
 from scorer.errors import InputError, ValidationError
-from scorer.runs.score import prepare, score_items
-from scorer.runs.versus import (
+from scorer.generate import (
     ARRAY_PROMPT_VERSION,
-    DEFAULT_INPUT,
-    VersusConfig,
     answer_candidates,
     array_messages,
-    decisions_for,
     default_max_new_tokens,
-    load_input,
-    run_versus,
     string_value_starts,
     token_texts,
+)
+from scorer.grammar import ArrayGrammar
+from scorer.runs.score import prepare, score_items
+from scorer.runs.versus import (
+    DEFAULT_INPUT,
+    VersusConfig,
+    decisions_for,
+    load_input,
+    run_versus,
     trace_name,
 )
 
@@ -144,15 +150,16 @@ def test_timeline_is_monotonic_and_ttft_within_total(small):
     doc = _run(small, script)
     assert trace.verify(doc) == []
     assert [(r["path"], r["warmup"], r["repeat"]) for r in doc["runs"]] == [
-        ("typed", True, 0), ("generated", True, 0), ("typed", False, 0), ("generated", False, 0),
-        ("typed", False, 1), ("generated", False, 1)]
+        ("typed", True, 0), ("free", True, 0), ("constrained", True, 0),
+        ("typed", False, 0), ("free", False, 0), ("constrained", False, 0),
+        ("typed", False, 1), ("free", False, 1), ("constrained", False, 1)]
     prev_end = 0.0
     for run in doc["runs"]:
         ts = [e["t"] for e in run["events"]]
         assert ts == sorted(ts) and ts[0] > 0
         assert run["start_s"] >= prev_end
         prev_end = run["start_s"] + run["total_s"]
-        if run["path"] == "generated":
+        if run["path"] != "typed":
             tt = [t["t"] for t in run["tokens"]]
             assert tt == sorted(tt)
             assert 0 < run["ttft_s"] <= run["total_s"]
@@ -179,7 +186,7 @@ def test_valid_array_agreement_and_answer_evidence(small):
     typed = _direct_choices(small)
     flipped = ["no" if c == "yes" else "yes" for c in typed[:1]] + [c or "no" for c in typed[1:]]
     doc = _run(small, json.dumps(flipped, separators=(",", ":")))
-    gen = trace.measured(doc, "generated")[0]
+    gen = trace.measured(doc, "free")[0]
     assert gen["valid"] and gen["complete"] and gen["error"] is None
     assert gen["parsed"] == flipped and gen["stop_reason"] == "end_of_turn"
     assert gen["tokens"][-1]["stop"] and gen["tokens"][-1]["text"] == "<|im_end|>"
@@ -193,9 +200,14 @@ def test_valid_array_agreement_and_answer_evidence(small):
         # the script forces the chosen token, so its side of the yes/no pair dominates
         assert t["yes_no"][value] > 0.99
     s = doc["summary"]
-    assert s["agreement"]["disagree"] >= 1 and s["generated_valid_runs"] == 2
-    assert s["output_tokens_avoided"] == gen["output_tokens"]
-    assert s["wall_ratio"] == pytest.approx(s["generated_median_s"] / s["typed_median_s"], rel=1e-4)
+    assert s["free"]["agreement"]["disagree"] >= 1 and s["free"]["complete_runs"] == 2
+    assert s["free"]["tokens"]["output_median"] == gen["output_tokens"]
+    assert s["free"]["wall_ratio"] == pytest.approx(s["free"]["median_s"] / s["typed"]["median_s"], rel=1e-4)
+    # a valid script is what the grammar admits too: the constrained lane writes the same, never overruled
+    con = trace.measured(doc, "constrained")[0]
+    assert con["text"] == gen["text"] and con["masked_tokens"] == 0 and con["agreement"] == gen["agreement"]
+    assert all(t["masked"] is False and t["free_argmax"] is None for t in con["tokens"])
+    assert all(t["masked"] is None for t in gen["tokens"]) and gen["masked_tokens"] is None
 
 
 @pytest.mark.parametrize(("script", "error"), [
@@ -208,34 +220,55 @@ def test_valid_array_agreement_and_answer_evidence(small):
 def test_broken_generated_array_is_a_failure(small, script, error):
     doc = _run(small, script, repeats=1, warmup=0)
     assert trace.verify(doc) == []
-    gen = trace.measured(doc, "generated")[0]
+    gen = trace.measured(doc, "free")[0]
     assert not gen["complete"] and error in gen["error"]
-    assert gen["agreement"] == [None, None, None]
-    assert doc["summary"]["generated_valid_runs"] == 0
-    assert doc["summary"]["agreement"]["missing"] == 3
+    assert gen["agreement"] == [None, None, None] and gen["correct"] == [None, None, None]
+    assert gen["verdict"] == f"invalid: {gen['error']}" and not gen["capped"]
+    s = doc["summary"]
+    assert s["free"]["complete_runs"] == 0 and s["free"]["agreement"]["missing"] == 3
+    assert s["labels"]["free_correct"] == 0
     if gen["valid"]:
         assert gen["parsed"] == ["yes", "no"]  # recorded as it is, not padded
     else:
         assert gen["parsed"] is None
+    # the same model under the grammar: valid by construction, what it was refused is on record
+    con = trace.measured(doc, "constrained")[0]
+    assert con["complete"] and con["verdict"] == "valid: 3 values" and not con["capped"]
+    assert con["masked_tokens"] >= 1 and s["constrained"]["complete_runs"] == 1
+    for t in con["tokens"]:
+        if t["masked"]:
+            assert t["free_argmax"]["id"] != t["id"] and t["top_k"][0]["id"] == t["free_argmax"]["id"]
 
 
 def test_token_limit_stops_generation(small):
     doc = _run(small, '["yes","no","no"]', repeats=1, warmup=0, max_new_tokens=4)
-    gen = trace.measured(doc, "generated")[0]
-    assert gen["stop_reason"] == "max_new_tokens" and gen["output_tokens"] == 4
+    gen = trace.measured(doc, "free")[0]
+    assert gen["stop_reason"] == "max_new_tokens" and gen["output_tokens"] == 4 and gen["capped"]
+    assert gen["verdict"] == "capped: stopped at the 4-token limit before a complete array"
     assert not any(t["stop"] for t in gen["tokens"]) and not gen["valid"]
     assert trace.verify(doc) == []
-    assert doc["summary"]["generated_limit_runs"] == 1
-    assert doc["summary"]["generated_all_answers_median_s"] is None  # the 3rd value never started
-    assert any("max_new_tokens = 4" in n for n in doc["notes"])
+    s = doc["summary"]["free"]
+    assert s["capped_runs"] == 1 and s["invalid_runs"] == 1
+    assert s["all_answers_median_s"] is None  # the 3rd value never started
+    assert any("stopped at the 4-token limit" in n for n in doc["notes"])
+    # --max-new-tokens is the free lane's limit only: the constrained lane's comes from its grammar
+    con = trace.measured(doc, "constrained")[0]
+    assert doc["protocol"]["constrained_max_new_tokens"] == len('["yes", "yes", "yes"]') + 1
+    assert con["complete"] and not con["capped"]
+    assert "capped" in doc["summary"]["token_account"]["line"]
 
 
 def test_rambling_past_the_last_criterion_is_a_failure_but_its_answers_are_timed(small):
     doc = _run(small, '["yes","no","no","no","no"]', repeats=1, warmup=0)
-    gen = trace.measured(doc, "generated")[0]
+    gen = trace.measured(doc, "free")[0]
     assert gen["valid"] and not gen["complete"] and gen["error"] == "5 values for 3 criteria"
     third = next(t for t in gen["tokens"] if t["answer_index"] == 2)
-    assert doc["summary"]["generated_all_answers_median_s"] == third["t"] < gen["total_s"]
+    assert doc["summary"]["free"]["all_answers_median_s"] == third["t"] < gen["total_s"]
+    # the grammar closes the array after the third value: the model wanted '","' there and was overruled
+    con = trace.measured(doc, "constrained")[0]
+    assert con["parsed"] == ["yes", "no", "no"] and con["masked_tokens"] >= 1
+    closing = next(t for t in con["tokens"] if t["masked"])
+    assert closing["text"] == '"]' and closing["free_argmax"]["text"] == '","'
 
 
 def test_trace_records_what_differs_and_the_prompts(small):
@@ -288,7 +321,9 @@ def test_real_short_run_smollm2(smol_torch, tmp_path: Path):
     assert trace.verify(doc) == []
     assert doc["model"]["key"] == "smollm2-135m" and doc["model"]["backend"] == "torch"
     assert doc["checks"]["typed_vs_direct"]["choices_equal"]
-    gen = trace.measured(doc, "generated")[0]
+    con = trace.measured(doc, "constrained")[0]
+    assert con["complete"] and doc["prompts"]["constrained"]["engine"].startswith("llguidance")
+    gen = trace.measured(doc, "free")[0]
     assert 1 <= gen["output_tokens"] <= 12 and 0 < gen["ttft_s"] <= gen["total_s"]
     typed = trace.measured(doc, "typed")[0]
     assert len(typed["decisions"]) == 3 and all(len(d["top_k"]) == 3 for d in typed["decisions"])
@@ -320,3 +355,120 @@ def test_a_mismatched_default_drift_report_falls_back_to_a_probe(small, tmp_path
     assert ex["source"] == "probe" and "not used" in ex["report_skipped"]
     with pytest.raises(InputError):  # a report the user names must match
         _run(small, '["yes","no","no"]', repeats=1, warmup=0, drift_report=auto)
+
+
+# --- the constrained lane's grammar and engine -----------------------------------------------------
+def test_array_grammar_text_bound_and_words():
+    g = ArrayGrammar((("yes", "no"), ("yes", "no"), ("a", "bb")))
+    assert g.gbnf() == ('root ::= "[" v0 sep v0 sep v1 "]"\nsep ::= "," " "?\n'
+                        'v0 ::= "\\"yes\\"" | "\\"no\\""\nv1 ::= "\\"a\\"" | "\\"bb\\""\n')
+    assert g.longest_chars() == len('["yes", "yes", "bb"]') and g.max_new_tokens() == g.longest_chars() + 1
+    assert "exactly one JSON array of 3 strings" in g.rule()
+    with pytest.raises(ValueError):
+        ArrayGrammar(())
+
+
+def test_llguidance_constraint_allows_only_the_grammar_then_a_stop():
+    be = FakeBackend(FakeTokenizer(merges=MERGES))
+    tok = be.tokenizer
+    con = be.grammar(ArrayGrammar((("yes", "no"),)).gbnf()).start()
+    logits = np.zeros(len(fake_vocab(tok)) + 7, dtype=np.float32)  # padding rows past the vocabulary
+    logits[-1] = 50.0  # a padding row is never allowed
+    logits[tok.encode("x")[0]] = 40.0
+    logits[tok.encode('["')[0]] = 10.0
+    tid, masked = con.pick(logits)
+    assert tok.decode([tid]) == '["' and masked
+    con.advance(tid)
+    logits[tok.encode("no")[0]] = 60.0
+    tid, masked = con.pick(logits)
+    assert tok.decode([tid]) == "no" and not masked
+    con.advance(tid)
+    with pytest.raises(ValidationError, match="refused"):
+        con.advance(tok.encode("x")[0])
+
+
+# --- labels and calibration ----------------------------------------------------------------------------
+class _Halve:
+    """A calibration test double: moves half of each decision's probability to option 2."""
+
+    def provenance(self):
+        return {"method": "test", "file": None, "file_sha256": None, "rows_used": 5, "detail": {}}
+
+    def apply(self, record):
+        if record["id"] == "c":
+            return None  # not covered
+        p = record["probabilities"]
+        return [p[0] / 2, p[1] + p[0] / 2]
+
+
+def test_labels_and_calibration_are_recorded_and_verified(small):
+    doc = run_versus(SlowFakeBackend(FakeTokenizer(merges=MERGES), script='["yes","yes","no"]'), small,
+                     VersusConfig(repeats=1, warmup=0), calibration=_Halve())
+    assert trace.verify(doc) == []
+    assert doc["calibration"]["calibrated_decisions"] == 2 and doc["calibration"]["method"] == "test"
+    decs = trace.measured(doc, "typed")[0]["decisions"]
+    assert [d["label"] for d in decs] == ["yes", "yes", None]
+    for d in decs[:2]:
+        cal = d["calibrated"]
+        assert cal["probabilities"] == pytest.approx([d["probabilities"][0] / 2, 1 - d["probabilities"][0] / 2])
+        assert cal["choice"] == ("yes" if cal["probabilities"][0] > 0.5 else "no")
+        assert d["correct"] == (d["choice"] == "yes") and cal["correct"] == (cal["choice"] == "yes")
+    assert decs[2]["calibrated"] is None and decs[2]["correct"] is None
+    lab = doc["summary"]["labels"]
+    assert lab["labelled"] == 2 and lab["typed_calibrated_correct"] == sum(d["calibrated"]["correct"] for d in decs[:2])
+    free = trace.measured(doc, "free")[0]
+    assert free["correct"] == [True, True, None] and lab["free_correct"] == 2
+    # a calibrated choice edited by hand (checksums redone) is caught
+    bad = json.loads(json.dumps(doc))
+    c0 = trace.measured(bad, "typed")[0]["decisions"][0]["calibrated"]
+    c0["choice"] = "no" if c0["choice"] == "yes" else "yes"
+    bad["checksums"] = trace.checksums(bad)
+    assert any("calibrated.choice" in p for p in trace.verify(bad))
+
+
+def test_a_calibration_that_returns_garbage_is_refused(small):
+    class Bad(_Halve):
+        def apply(self, record):
+            return [0.9, 0.9]
+
+    with pytest.raises(ValidationError, match="calibration returned"):
+        run_versus(FakeBackend(FakeTokenizer(merges=MERGES)), small, VersusConfig(repeats=1, warmup=0),
+                   calibration=Bad())
+
+
+def test_cli_calibration_file_errors(tmp_path: Path, capsys, monkeypatch):
+    from scorer.cli import main
+
+    out = str(tmp_path / "t.json")
+    assert main(["versus", "--calibration", str(tmp_path / "absent.json"), "--output", out]) == 2
+    assert "absent.json: file not found" in capsys.readouterr().err
+    prior = _write(tmp_path, {"method": "prior"}, "prior.json")
+    monkeypatch.setitem(sys.modules, "scorer.calibration", None)  # a build without scorer.calibration
+    assert main(["versus", "--calibration", str(prior), "--output", out]) == 2
+    assert "calibration files need scorer.calibration" in capsys.readouterr().err
+
+
+def test_cli_calibration_goes_through_scorer_calibration(tmp_path: Path, monkeypatch):
+    import types
+
+    from scorer.runs.versus import load_calibrator
+
+    calls = []
+
+    class Loaded:
+        method = "prior"
+
+        def apply(self, record):
+            calls.append(record["id"])
+            return {**record, "calibrated": {"probabilities": [0.25, 0.75], "rows_used": 36, "signature": "s1"}}
+
+    mod = types.ModuleType("scorer.calibration")
+    mod.load_calibration = lambda path: Loaded()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "scorer.calibration", mod)
+    prior = _write(tmp_path, {"method": "prior"}, "prior.json")
+    cal = load_calibrator(str(prior))
+    assert cal.apply({"id": "a", "probabilities": [0.6, 0.4]}) == [0.25, 0.75]
+    assert cal.apply({"id": "b", "probabilities": [0.6, 0.4]}) == [0.25, 0.75]
+    prov = cal.provenance()
+    assert prov["method"] == "prior" and prov["rows_used"] == 36 and calls == ["a", "b"]
+    assert prov["file_sha256"] == hashlib.sha256(prior.read_bytes()).hexdigest()

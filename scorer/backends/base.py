@@ -19,6 +19,12 @@ Two optional hooks (looked up with ``getattr``; torch and the fake do without th
 * ``plan_memory(need)``: called by :func:`scorer.runs.score.score_items` with
   :func:`scorer.runs.score.memory_need` of the run, so a fixed-size state (llama.cpp's KV cache) is
   sized from the rows.
+
+Grammar-constrained generation (``semif versus``'s constrained lane) adds one call, ``grammar(gbnf)``:
+the backend compiles a GBNF grammar with its own engine (llama.cpp: its grammar sampler; torch:
+llguidance over the tokenizer's vocabulary, see :mod:`scorer.backends.guidance`) and returns a
+:class:`Grammar`; each run starts a fresh :class:`Constraint` from it. The decoding loop itself is
+written once, in :func:`scorer.generate.greedy`.
 """
 
 from __future__ import annotations
@@ -54,6 +60,37 @@ class FanOutTiming:
     chunks: int = 0
     """Number of forward passes the suffixes were split into (memory budget)."""
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Constraint(Protocol):
+    """One generation's grammar state: which tokens may come next, advanced token by token."""
+
+    def pick(self, logits: np.ndarray) -> tuple[int, bool]:
+        """The argmax of ``logits`` over the tokens the grammar allows now (never a refused token), and
+        whether the grammar overruled the model (its full-vocabulary argmax was refused)."""
+        ...
+
+    def advance(self, token_id: int) -> None:
+        """Feed the chosen token to the grammar; a token the grammar refuses is a
+        :class:`~scorer.errors.ValidationError` (it would be a bug in :meth:`pick`)."""
+        ...
+
+    def close(self) -> None:
+        """Free the grammar state (idempotent)."""
+        ...
+
+
+class Grammar(Protocol):
+    """A grammar compiled for one backend's vocabulary; cheap to start, reused across runs."""
+
+    engine: str
+    """Who enforces it, with the version: e.g. ``llguidance 1.9.1``."""
+    compile_s: float
+    """Seconds the compilation took (once, before any run)."""
+
+    def start(self) -> Constraint:
+        """A fresh grammar state at the start of the output."""
+        ...
 
 
 class Backend(Protocol):
@@ -112,6 +149,13 @@ class Backend(Protocol):
 
     def stop_ids(self) -> list[int]:
         """Token ids that end the assistant turn (end-of-turn and end-of-sequence)."""
+        ...
+
+    def grammar(self, gbnf: str) -> Grammar:
+        """Compile a GBNF grammar (root rule ``root``) for this model's vocabulary. Once the grammar is
+        complete, only :meth:`stop_ids` tokens are allowed. A grammar the engine rejects is a
+        :class:`~scorer.errors.ValidationError`; a missing engine library a
+        :class:`~scorer.errors.ModelError`."""
         ...
 
 

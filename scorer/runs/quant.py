@@ -123,7 +123,7 @@ def array_inputs(decisions: list[Decision]) -> list[Any]:
 
 
 def _generate(backend: Backend, inputs: list[Any], max_new: int | None) -> dict[str, Any]:
-    from scorer.runs.versus import default_max_new_tokens, run_generated
+    from scorer.generate import default_max_new_tokens, run_generated
 
     arrays = []
     t0 = time.perf_counter()

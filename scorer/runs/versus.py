@@ -1,17 +1,23 @@
-"""``semif versus``: the same model, state and criteria, answered typed and generated, traced.
+"""``semif versus``: the same model, state and criteria, answered three ways, traced (``semif-trace-v2``).
 
-* Typed path: every criterion becomes a yes/no decision (options A. Yes / B. No); the shared state is
+* Typed lane: every criterion becomes a yes/no decision (options A. Yes / B. No); the shared state is
   prefilled once and all suffixes are scored in packed passes (shared mode); each decision is read
-  from its answer slot's logits. No token is generated.
-* Generated path: one prompt (``semif-array-v1``) holds the state and the numbered criteria and asks
-  for a JSON array of lowercase "yes"/"no"; greedy decoding with the KV cache until end-of-turn or
-  the token limit. The output is judged strictly and never repaired.
+  from its answer slot's logits. No token is generated. With ``--calibration`` each decision also gets
+  calibrated probabilities beside the raw ones (raw are never changed).
+* Free lane: one prompt (``semif-array-v1``) holds the state and the numbered criteria and asks for a
+  JSON array of lowercase "yes"/"no"; greedy decoding with the KV cache until end-of-turn or the token
+  limit. The output is judged strictly and never repaired.
+* Constrained lane: the same prompt, greedy decoding under a grammar that admits exactly one JSON array
+  of one option id per criterion (valid by construction), enforced by the backend's own engine
+  (llama.cpp's grammar sampler; llguidance for torch). Compiling the grammar happens once, before the
+  runs, and is recorded; each run starts a fresh grammar state inside its clock.
 
-Both paths run on the same backend object (same weights, dtype, device), written on the backend
-protocol only, so ``--backend llamacpp`` works wherever the kernel implements it. Each run takes its
-t0 before rendering any prompt; everything after is measured inside the run with a monotonic clock.
-Evidence that a production caller would not compute (top-k lists, token texts) is derived after the
-run's clock stops, from logits kept during the run, so it does not inflate either path's time.
+All lanes run on the same backend object (same weights, dtype, device), written on the backend
+protocol only. Each repeat runs typed, free, constrained in that order (warm-ups first). Each run
+takes its t0 before rendering any prompt; everything after is measured inside the run with a
+monotonic clock. Evidence that a production caller would not compute (top-k lists, token texts,
+which token the grammar overruled) is derived after the run's clock stops, from logits kept during
+the run, so it does not inflate any lane's time.
 """
 
 from __future__ import annotations
@@ -24,17 +30,19 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import orjson
 
 from scorer import readout, trace
-from scorer.backends.base import Backend, pack_chunks
+from scorer.backends.base import Backend, Grammar, pack_chunks
 from scorer.errors import InputError, ValidationError
-from scorer.prompt import Tokenizer, common_prefix, message_spans, sha256_text, sha256_tokens, state_text
+from scorer.generate import ARRAY_PROMPT_VERSION, default_max_new_tokens, render_array, run_generated
+from scorer.grammar import ArrayGrammar
+from scorer.prompt import sha256_text, sha256_tokens
 from scorer.runs.drift import (
     DEFAULT_PROBE_ROWS,
     DEFAULT_SAFETY,
@@ -45,13 +53,8 @@ from scorer.runs.drift import (
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, make_record, memory_need, prepare, score_items
 from scorer.schema import Decision, Option, check_state, nonempty_str
 
-ARRAY_PROMPT_VERSION = "semif-array-v1"
-ARRAY_SYSTEM = (
-    "You are a precise decision function. Read the state, then answer every question with yes or no. "
-    'Reply with a JSON array of lowercase strings, "yes" or "no", one per question, in the order of the '
-    "questions, and nothing else."
-)
 YES_NO = (Option("yes", "Yes"), Option("no", "No"))
+YES_NO_IDS = tuple(o.id for o in YES_NO)
 DEFAULT_INPUT = Path(__file__).resolve().parents[2] / "data" / "versus" / "ticket-21.json"
 DEFAULT_TRACES = Path("data") / "traces"
 DEFAULT_REPEATS, DEFAULT_WARMUP, DEFAULT_TOP_K = 3, 1, 5
@@ -144,133 +147,87 @@ def decisions_for(inp: VersusInput, source: str = "") -> list[Decision]:
                      f"{source}#criteria[{i}]") for i, c in enumerate(inp.criteria)]
 
 
-# --- the generated path's prompt -------------------------------------------------------------------
-def array_messages(inp: VersusInput) -> list[dict[str, str]]:
-    """``semif-array-v1``: the state, then the numbered questions, then the exact answer shape."""
-    n = len(inp.criteria)
-    questions = "\n".join(f"{i}. {c.question.strip()}" for i, c in enumerate(inp.criteria, start=1))
-    user = (f"State:\n{state_text(inp.state)}\n\nQuestions:\n{questions}\n\n"
-            f'Answer with a JSON array of exactly {n} strings, each "yes" or "no", in the order of the questions.')
-    return [{"role": "system", "content": ARRAY_SYSTEM}, {"role": "user", "content": user}]
-
-
-def render_array(tok: Tokenizer, inp: VersusInput) -> tuple[str, list[int]]:
-    msgs = array_messages(inp)
-    text = tok.render_chat(msgs, add_generation_prompt=True)
-    return text, tok.encode(text, message_spans(text, msgs))  # user content tokenized as text
-
-
-def default_max_new_tokens(n: int) -> int:
-    """Enough for ``["yes", …]`` with one or two tokens per value plus slack, never unbounded."""
-    return 4 * n + 16
-
-
-# --- token evidence ----------------------------------------------------------------------------------
-def token_texts(tok: Tokenizer, ids: list[int]) -> list[str]:
-    """Text of token i = decode(ids[:i+1]) minus decode(ids[:i]), multi-byte safe.
-
-    While a character is split across tokens, the partial decode ends in U+FFFD: those tokens get ""
-    and the character is given to the token that completes it.
-    """
-    out: list[str] = []
-    acc = ""
-    for i in range(len(ids)):
-        cur = tok.decode(ids[: i + 1])
-        if i < len(ids) - 1 and cur.endswith("\ufffd"):
-            out.append("")
-            continue
-        keep = len(common_prefix([list(acc), list(cur)])) if not cur.startswith(acc) else len(acc)
-        out.append(cur[keep:])
-        acc = cur
-    return out
-
-
-def string_value_starts(text: str) -> list[int]:
-    """Character offsets where each string value of the top-level array begins (after its quote)."""
-    starts: list[int] = []
-    depth, in_str, esc = 0, False, False
-    for pos, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-            if depth == 1 and pos + 1 < len(text):
-                starts.append(pos + 1)
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-    return starts
-
-
-def _first_token(tok: Tokenizer, text: str) -> int | None:
-    ids = tok.encode(text)
-    bos = getattr(tok, "bos_id_prepended", None)
-    if bos is not None and ids and ids[0] == bos:
-        ids = ids[1:]
-    return ids[0] if ids else None
-
-
-def answer_candidates(tok: Tokenizer, lead: str) -> tuple[int, int] | None:
-    """Token ids that would start ``yes`` / ``no`` after ``lead`` (e.g. "" when the quote was its own
-    token, '"' when the model writes '"yes' as one token). None when no single token decides."""
-    got = []
-    for word in ("yes", "no"):
-        t = _first_token(tok, lead + word)
-        if t is None:
-            return None
-        piece = tok.decode([t])
-        if not piece.startswith(lead) or len(piece) <= len(lead) or not (lead + word).startswith(piece):
-            return None
-        got.append(t)
-    return (got[0], got[1]) if got[0] != got[1] else None
-
-
-@dataclass
-class _Evidence:
-    """Per-token evidence derived after a generated run's clock stopped."""
-
-    texts: list[str]
-    answer_at: dict[int, int] = field(default_factory=dict)
-    """token index -> answer index k."""
-    leads: dict[int, str] = field(default_factory=dict)
-    """token index -> text between the token's start and the value's first character."""
-
-
-def _locate_answers(texts: list[str], stop_last: bool) -> _Evidence:
-    ev = _Evidence(texts)
-    body = texts[:-1] if stop_last else texts
-    text = "".join(body)
-    offsets = []
-    pos = 0
-    for t in body:
-        offsets.append(pos)
-        pos += len(t)
-    for k, v in enumerate(string_value_starts(text)):
-        for i, (start, t) in enumerate(zip(offsets, body, strict=True)):
-            if t and start <= v < start + len(t):
-                ev.answer_at[i] = k
-                ev.leads[i] = text[start:v]
-                break
-    return ev
-
-
 # --- runs --------------------------------------------------------------------------------------------
 def _r(t: float) -> float:
     return round(t, 6)
 
 
+class Calibrator(Protocol):
+    """Calibration applied to typed decisions (the seam ``--calibration`` plugs into).
+
+    ``apply`` gets a record-v1 dict of one typed decision (raw ``option_ids``, ``option_logits``,
+    ``probabilities``…) and returns its calibrated probabilities in ``option_ids`` order, or None when
+    the calibration does not cover the decision's signature. It must not change the record.
+    """
+
+    def provenance(self) -> dict[str, Any]:
+        """The trace's ``calibration`` block: method, file, file_sha256, rows_used, detail."""
+        ...
+
+    def apply(self, record: dict[str, Any]) -> list[float] | None:
+        ...
+
+
+def _check_calibrated(probs: list[float] | None, n: int, cid: str) -> list[float] | None:
+    if probs is None:
+        return None
+    if len(probs) != n or not all(np.isfinite(probs)) or any(p < 0 for p in probs) or abs(sum(probs) - 1) > 1e-6:
+        raise ValidationError(f"the calibration returned {probs!r} for {cid} "
+                              f"(expected {n} finite probabilities summing to 1)")
+    return [float(p) for p in probs]
+
+
+class _ModuleCalibrator:
+    """Adapts ``scorer.calibration`` (``load_calibration(path)`` and the loaded object's ``apply(record)``)
+    to :class:`Calibrator`. ``apply`` may return a record with a ``calibrated`` block, the block itself
+    (``{"probabilities": …}``), or None when the decision is not covered."""
+
+    def __init__(self, path: str):
+        try:
+            from scorer import calibration as cal_mod  # type: ignore[attr-defined]
+        except ImportError:
+            raise InputError(path, None, None, "calibration files need scorer.calibration (label-free priors and "
+                             "fitted biases), which this build does not have",
+                             "a build with semif calibrate prior/bias") from None
+        self.path = path
+        self._cal = cal_mod.load_calibration(path)
+        self._rows = 0
+        self._seen: set[Any] = set()
+        self._method: str | None = getattr(self._cal, "method", None)
+
+    def apply(self, record: dict[str, Any]) -> list[float] | None:
+        out = self._cal.apply(record)
+        block = out.get("calibrated", out) if isinstance(out, dict) else None
+        if not block or block.get("probabilities") is None:
+            return None
+        self._method = self._method or block.get("method")
+        key = block.get("signature", record.get("id"))
+        if key not in self._seen and isinstance(block.get("rows_used"), int):
+            self._seen.add(key)
+            self._rows += block["rows_used"]
+        return list(block["probabilities"])
+
+    def provenance(self) -> dict[str, Any]:
+        import hashlib
+
+        return {"method": str(self._method or "unknown"), "file": self.path,
+                "file_sha256": hashlib.sha256(Path(self.path).read_bytes()).hexdigest(), "rows_used": self._rows,
+                "detail": {"loader": "scorer.calibration.load_calibration"}}
+
+
+def load_calibrator(path: str) -> Calibrator:
+    """``--calibration FILE``: a missing file is an input error before any model loads."""
+    if not Path(path).is_file():
+        raise InputError(path, None, None, "file not found", "a calibration file written by semif calibrate")
+    return _ModuleCalibrator(path)
+
+
 def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: bool, clock0: float,
-              max_batch_tokens: int, top_k: int, info: dict[str, Any], exact: ExactPolicy | None = None
-              ) -> tuple[dict[str, Any], list[Item]]:
-    """One typed run: render+encode, prefill the shared prefix, packed suffix passes, readouts, and (with
-    an exact policy) a fresh re-score of every decision whose margin is under the drift bound."""
+              max_batch_tokens: int, top_k: int, info: dict[str, Any], exact: ExactPolicy | None = None,
+              calibration: Calibrator | None = None) -> tuple[dict[str, Any], list[Item]]:
+    """One typed run: render+encode, prefill the shared prefix, packed suffix passes, readouts, (with an
+    exact policy) a fresh re-score of every decision whose margin is under the drift bound, and (with a
+    calibration) calibrated probabilities beside the raw ones, inside the clock as a caller would pay it."""
     t0 = time.perf_counter()
     items = prepare(backend, decisions, with_prefix=True)
     t_enc = time.perf_counter() - t0
@@ -304,11 +261,15 @@ def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: 
                 records[i] = make_record(it, logits[i], backend, info, "direct", zero, None, run_ident)
                 avail[i] = time.perf_counter() - t0
                 escalated[i] = True
+    calibrated = ([_check_calibrated(calibration.apply(rec), len(rec["option_ids"]), rec["id"]) for rec in records]
+                  if calibration is not None else [None] * len(records))
     t_avail = time.perf_counter() - t0
     backend.release(pre)
     tok = backend.tokenizer
     decisions_out = []
-    for rec, lg, ta, k, esc in zip(records, logits, avail, passes, escalated, strict=True):
+    for rec, lg, ta, k, esc, cal, d in zip(records, logits, avail, passes, escalated, calibrated, decisions,
+                                            strict=True):
+        label = d.extra.get("label")
         decisions_out.append({
             "criterion_id": rec["id"], "t_available": _r(ta), "pass": k, "escalated": esc,
             "option_ids": rec["option_ids"],
@@ -316,7 +277,9 @@ def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: 
             "choice": rec["choice"], "margin": rec["margin"], "tie": rec["tie"],
             "tied_option_ids": rec["tied_option_ids"], "allowed_token_mass": rec["allowed_token_mass"],
             "full_vocab_argmax": rec["full_vocab_argmax"],
-            "top_k": readout.top_k(lg, top_k, tok.decode) if top_k else []})
+            "top_k": readout.top_k(lg, top_k, tok.decode) if top_k else [],
+            "label": label, "correct": None if label is None else rec["choice"] == label,
+            "calibrated": None if cal is None else trace.calibrated_block(cal, rec["option_ids"], label)})
     n_pre = len(items[0].prefix)
     n_suf = sum(len(s) for s in suffixes)
     n_esc = sum(len(it.prompt.ids) for it, esc in zip(items, escalated, strict=True) if esc)
@@ -329,73 +292,6 @@ def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: 
            "escalated": sum(escalated),
            "decisions": decisions_out}
     return run, items
-
-
-def run_generated(backend: Backend, inp: VersusInput, repeat: int, warmup: bool, clock0: float,
-                  max_new_tokens: int, top_k: int, expect_sha256: str | None = None) -> dict[str, Any]:
-    """One generated run: render+encode, greedy decoding with the KV cache, then strict judging."""
-    tok = backend.tokenizer
-    stops = set(backend.stop_ids())
-    t0 = time.perf_counter()
-    text, ids = render_array(tok, inp)
-    t_enc = time.perf_counter() - t0
-    if expect_sha256 is not None and sha256_text(text) != expect_sha256:
-        raise ValidationError("the generated prompt rendered differently between runs")
-    if len(ids) + max_new_tokens > backend.n_ctx:
-        raise ValidationError(f"the generated prompt is {len(ids)} tokens + {max_new_tokens} new tokens but the "
-                              f"model's context holds {backend.n_ctx}; SemIf never truncates")
-    out: list[int] = []
-    ts: list[float] = []
-    kept: list[np.ndarray] = []
-    reason = "max_new_tokens"
-    session, lg = backend.decode_start(ids)
-    try:
-        while True:
-            tid = int(np.argmax(lg))
-            ts.append(time.perf_counter() - t0)
-            out.append(tid)
-            # A copy: a kernel may reuse its logits buffer on the next step.
-            kept.append(np.array(lg, dtype=np.float32, copy=True))
-            if tid in stops:
-                reason = "end_of_turn"
-                break
-            if len(out) >= max_new_tokens:
-                break
-            lg = backend.decode_next(session, tid)
-    finally:
-        backend.decode_end(session)
-    t_done = time.perf_counter() - t0
-    # --- clock stopped: evidence and judging ---
-    stop_last = reason == "end_of_turn"
-    body_ids = out[:-1] if stop_last else out
-    texts = token_texts(tok, body_ids)
-    if stop_last:
-        texts.append(tok.decode([out[-1]]))
-    ev = _locate_answers(texts, stop_last)
-    tokens = []
-    for i, (tid, t, logit) in enumerate(zip(out, ts, kept, strict=True)):
-        lse = readout.logsumexp(logit)
-        yes_no = None
-        k = ev.answer_at.get(i)
-        if k is not None:
-            cand = answer_candidates(tok, ev.leads[i])
-            if cand is not None:
-                ly, ln = float(logit[cand[0]]), float(logit[cand[1]])
-                two = readout.softmax(np.array([ly, ln]))
-                mass = float(np.exp(ly - lse) + np.exp(ln - lse))
-                yes_no = {"yes": float(two[0]), "no": float(two[1]), "yes_id": cand[0], "no_id": cand[1],
-                          "mass": min(mass, 1.0)}
-        tokens.append({"i": i, "t": _r(t), "id": tid, "text": texts[i], "p": min(float(np.exp(logit[tid] - lse)), 1.0),
-                       "top_k": readout.top_k(logit, top_k, tok.decode) if top_k else [],
-                       "stop": stop_last and i == len(out) - 1, "answer_index": k, "yes_no": yes_no})
-    body = "".join(texts[:-1] if stop_last else texts)
-    valid, complete, parsed, error = trace.parse_array(body, len(inp.criteria))
-    return {"path": "generated", "repeat": repeat, "warmup": warmup, "start_s": _r(t0 - clock0),
-            "events": [{"name": "encoded", "t": _r(t_enc)}, {"name": "first_token", "t": _r(ts[0])},
-                       {"name": "done", "t": _r(t_done)}],
-            "ttft_s": _r(ts[0]), "total_s": _r(t_done), "tokens": tokens, "output_tokens": len(out),
-            "decode_steps": len(out) - 1, "stop_reason": reason, "text": body, "valid": valid,
-            "complete": complete, "error": error, "parsed": parsed, "agreement": []}
 
 
 # --- the experiment ----------------------------------------------------------------------------------
@@ -428,7 +324,8 @@ class VersusConfig:
     """The command line, recorded in the trace."""
 
 
-def _prompts_block(backend: Backend, inp: VersusInput, items: list[Item], max_new: int) -> dict[str, Any]:
+def _prompts_block(backend: Backend, inp: VersusInput, items: list[Item], max_new: int,
+                   grammar: ArrayGrammar, compiled: Grammar) -> dict[str, Any]:
     tok = backend.tokenizer
     pre = items[0].prefix
     text, ids = render_array(tok, inp)
@@ -445,62 +342,69 @@ def _prompts_block(backend: Backend, inp: VersusInput, items: list[Item], max_ne
                       "prompt_sha256": sha256_text(text), "tokens_sha256": sha256_tokens(ids),
                       "input_tokens": len(ids), "max_new_tokens": max_new,
                       "stop_token_ids": sorted(backend.stop_ids())},
+        "constrained": {"engine": compiled.engine, "grammar_format": "gbnf", "grammar": grammar.gbnf(),
+                        "grammar_sha256": grammar.sha256(), "values": [list(v) for v in grammar.values],
+                        "max_new_tokens": grammar.max_new_tokens(), "compile_s": round(compiled.compile_s, 6),
+                        "rule": grammar.rule()},
     }
 
 
 def _differences(prompts: dict[str, Any], n: int) -> list[str]:
-    ty, ge = prompts["typed"], prompts["generated"]
+    ty, ge, co = prompts["typed"], prompts["generated"], prompts["constrained"]
     return [
         f"Instructions: the typed prompts ({ty['version']}) ask for one option letter; the generated prompt "
         f"({ge['version']}) asks for a JSON array of \"yes\"/\"no\". Both use the model's {ge['template']} template "
         "with the system message first and the state first in the user message.",
         f"Typed: {n} prompts, one criterion each, offered as options A. Yes / B. No; they share a "
         f"{ty['prefix_tokens']}-token prefix (system + state) and differ in a {min(ty['suffix_tokens'])}–"
-        f"{max(ty['suffix_tokens'])}-token suffix. Generated: one {ge['input_tokens']}-token prompt with all "
-        f"{n} criteria numbered.",
-        "Typed reads each answer from the letter slots' logits at one position (no token is emitted); generated "
-        "decodes greedily, so its answer to criterion k is conditioned on its own answers to criteria 1..k-1 "
-        "and on the criteria after k, which the typed prompts never see.",
-        "Typed output is always one decision per criterion with probabilities; generated output is accepted "
-        "only if it is a valid JSON array of exactly the right length (never repaired).",
+        f"{max(ty['suffix_tokens'])}-token suffix. Generated (free and constrained alike): one "
+        f"{ge['input_tokens']}-token prompt with all {n} criteria numbered.",
+        "Typed reads each answer from the letter slots' logits at one position (no token is emitted); the "
+        "generated lanes decode greedily, so their answer to criterion k is conditioned on their own answers to "
+        "criteria 1..k-1 and on the criteria after k, which the typed prompts never see.",
+        f"Free: the model writes what it wants, up to {ge['max_new_tokens']} tokens; its output is accepted only "
+        "if it is a valid JSON array of exactly the right length (never repaired). Constrained: the same prompt "
+        f"and the same greedy decoding, but at every step only tokens the grammar allows may be chosen "
+        f"({co['rule']}; enforced by {co['engine']}), so its output is valid by construction; where the model's "
+        "own first choice was refused, the token records it.",
     ]
 
 
 def _notes(trace_doc: dict[str, Any], exact_note: str) -> list[str]:
     s, model = trace_doc["summary"], trace_doc["model"]
-    ph, tt, gt = s["phases"], s["typed_tokens"], s["generated_tokens"]
-    notes = [exact_note]
-    pre_rate = ph["typed_prefill_tokens_per_s"]
-    step = ph["generated_s_per_decode_step"]
-    if pre_rate and step:
-        notes.append(
-            f"Where the time goes (medians, {model.get('backend')} {model.get('dtype')} on {model.get('device')}): "
-            f"typed prefilled {tt['prefix']} tokens at {pre_rate:.0f} tok/s and ran {tt['suffix']} suffix tokens in "
-            f"{tt['passes']} packed pass(es); generated prefilled {gt['input']} tokens "
-            f"({ph['generated_prefill_s']:.2f} s) then took {gt['decode_steps_median']:g} decode steps at "
-            f"{1000 * step:.0f} ms each, so one decode step costs about {step * pre_rate:.1f} prefill tokens here. "
-            "The wall ratio is the ratio of those two token bills at these rates.")
+    notes = [exact_note, "Token account: " + s["token_account"]["line"]]
     if model.get("device") == "cpu":
         notes.append(
-            "Measured on a CPU, where prefill is compute-bound: both paths pay for reading the shared state, so the "
-            "ratio depends on how many prefill tokens one decode step is worth here (above). On a GPU, prefill "
+            "Measured on a CPU, where prefill is compute-bound: every lane pays for reading the shared state, so "
+            "the ratio depends on how many prefill tokens one decode step is worth here (above). On a GPU, prefill "
             "tokens are processed in parallel and cost little next to sequential decode steps, so the same token "
-            "counts give a larger ratio. Either way the typed path yields one decision per criterion, with "
+            "counts give a larger ratio. Either way the typed lane yields one decision per criterion, with "
             "probabilities, each available when its pass ends.")
     n = len(trace_doc["inputs"]["criteria"])
-    if s["generated_limit_runs"]:
-        limit = trace_doc["protocol"]["max_new_tokens"]
-        tail = (f"; the token that starts value {n} (the last criterion's) came at "
-                f"{s['generated_all_answers_median_s']:.2f} s (median), "
-                "so a run that closed the array and stopped there would have taken about that long"
-                if s["generated_all_answers_median_s"] is not None else f"; it never reached value {n}")
-        notes.append(
-            f"In {s['generated_limit_runs']} of {s['runs']} measured generated runs the model did not end its turn "
-            f"and was stopped at max_new_tokens = {limit}: those runs' time is set by the limit{tail}. They are "
-            "recorded as failures, not repaired.")
-    if not s["generated_outputs_identical"]:
-        notes.append("The generated outputs differ between repeats although decoding is greedy: the kernel's "
-                     "numerics are not bit-reproducible run to run.")
+    for lane in ("free", "constrained"):
+        ls = s[lane]
+        if ls["capped_runs"]:
+            limit = trace_doc["prompts"]["generated" if lane == "free" else "constrained"]["max_new_tokens"]
+            tail = (f"; the token that starts value {n} (the last criterion's) came at "
+                    f"{ls['all_answers_median_s']:.2f} s (median), "
+                    "so a run that closed the array and stopped there would have taken about that long"
+                    if ls["all_answers_median_s"] is not None else f"; it never reached value {n}")
+            notes.append(
+                f"In {ls['capped_runs']} of {s['runs']} measured {lane} runs the model did not end its turn and was "
+                f"stopped at the {limit}-token limit: those runs' time is set by the limit{tail}. They are "
+                "recorded as failures, not repaired.")
+        if not ls["outputs_identical"]:
+            notes.append(f"The {lane} outputs differ between repeats although decoding is greedy: the kernel's "
+                         "numerics are not bit-reproducible run to run.")
+    co = s["constrained"]
+    if co["masked_tokens_median"]:
+        notes.append(f"The grammar overruled the model's own first choice on {co['masked_tokens_median']:g} token(s) "
+                     "per constrained run (median); each such token records what the model wanted (free_argmax).")
+    cal = trace_doc.get("calibration")
+    if cal:
+        notes.append(f"Typed decisions also carry calibrated probabilities ({cal['method']}, from "
+                     f"{cal['file'] or 'an in-run fit'}, {cal['rows_used']} rows); the raw probabilities and "
+                     "choices are unchanged, and agreement between lanes compares raw choices.")
     return notes
 
 
@@ -561,8 +465,8 @@ def _load_average() -> list[float] | None:
 
 
 def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: str = "",
-               on_run: RunFn | None = None) -> dict[str, Any]:
-    """Run the whole protocol and return the finalized trace (not yet written)."""
+               on_run: RunFn | None = None, calibration: Calibrator | None = None) -> dict[str, Any]:
+    """Run the whole protocol and return the finalized ``semif-trace-v2`` trace (not yet written)."""
     if cfg.repeats < 1 or cfg.warmup < 0:
         raise ValidationError(f"--repeats must be ≥ 1 and --warmup ≥ 0 (got {cfg.repeats}, {cfg.warmup})")
     n = len(inp.criteria)
@@ -571,11 +475,17 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     decisions = decisions_for(inp, source)
     # Rendered once up front (untimed) for the prompts block; every run renders again inside its clock.
     base_items = prepare(backend, decisions, with_prefix=True)
-    prompts = _prompts_block(backend, inp, base_items, max_new)
+    grammar = ArrayGrammar(tuple(YES_NO_IDS for _ in inp.criteria))
+    compiled = backend.grammar(grammar.gbnf())  # compiled once, untimed (a server caches compiled grammars)
+    prompts = _prompts_block(backend, inp, base_items, max_new, grammar, compiled)
+    max_con = prompts["constrained"]["max_new_tokens"]
     want_gen = prompts["generated"]["prompt_sha256"]
     plan = getattr(backend, "plan_memory", None)
     if plan is not None:  # a fixed-size state (llama.cpp's KV cache) is sized once, outside every run's clock
         plan(memory_need(base_items, "shared", cfg.max_batch_tokens))
+    if len(render_array(backend.tokenizer, inp)[1]) + max_con > backend.n_ctx:
+        raise ValidationError(f"the generated prompt plus the constrained lane's {max_con} new tokens exceed the "
+                              f"model's context ({backend.n_ctx}); SemIf never truncates")
     policy, exact_block = _calibrate(backend, base_items, cfg)
     runs: list[dict[str, Any]] = []
     created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
@@ -584,17 +494,19 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     schedule = [(True, i) for i in range(cfg.warmup)] + [(False, i) for i in range(cfg.repeats)]
     for warm, rep in schedule:
         typed, items = run_typed(backend, decisions, rep, warm, clock0, cfg.max_batch_tokens, cfg.top_k, info,
-                                 policy)
+                                 policy, calibration)
         if [it.prompt.sha256 for it in items] != prompts["typed"]["prompt_sha256"]:
             raise ValidationError("the typed prompts rendered differently between runs")
         runs.append(typed)
         if on_run:
             on_run(typed)
-        gen = run_generated(backend, inp, rep, warm, clock0, max_new, cfg.top_k, want_gen)
-        gen["agreement"] = trace.agreement(gen["parsed"], gen["complete"], [d["choice"] for d in typed["decisions"]])
-        runs.append(gen)
-        if on_run:
-            on_run(gen)
+        choices = [d["choice"] for d in typed["decisions"]]
+        for lane_grammar, limit in ((None, max_new), (compiled, max_con)):
+            gen = run_generated(backend, inp, rep, warm, clock0, limit, cfg.top_k, want_gen, lane_grammar)
+            gen["agreement"] = trace.agreement(gen["parsed"], gen["complete"], choices)
+            runs.append(gen)
+            if on_run:
+                on_run(gen)
     wall = time.perf_counter() - clock0
     first_measured = next(r for r in runs if r["path"] == "typed" and not r["warmup"])
     check = _check_direct(backend, decisions, first_measured) if cfg.check_direct else None
@@ -621,22 +533,30 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
                      "forward per criterion, untimed), see checks.typed_vs_direct."
                      if check else "No direct-mode check was run (--no-check-direct)."))
     doc: dict[str, Any] = {
-        "format": trace.TRACE_FORMAT,
+        "format": trace.TRACE_FORMAT_V2,
         "experiment": {"id": exp_id, "kind": "versus", "created_utc": created.isoformat().replace("+00:00", "Z"),
-                       "title": f"Typed vs generated: {n} yes/no criteria about {inp.id} on {info.get('key')}",
+                       "title": f"Typed vs free vs constrained generation: {n} yes/no criteria about {inp.id} "
+                                f"on {info.get('key')}",
                        "command": cfg.command, "wall_s": _r(wall)},
         "machine": mach,
         "versions": {**library_versions(), **{k: str(v) for k, v in (info.get("versions") or {}).items()}},
         "model": info,
         "inputs": {**inp.as_json(), "sha256": ""},
         "prompts": prompts,
+        "calibration": None if calibration is None else {
+            **calibration.provenance(),
+            "calibrated_decisions": sum(1 for d in first_measured["decisions"] if d["calibrated"] is not None)},
         "differences": _differences(prompts, n),
         "notes": [],
         "protocol": {"warmup": cfg.warmup, "repeats": cfg.repeats,
-                     "order": "alternating: typed then generated, per repeat, warm-ups first",
+                     "order": "alternating: typed, free, constrained per repeat, warm-ups first",
+                     "lanes": ["typed", "free", "constrained"],
                      "typed_mode": "shared", "exact": exact_block,
                      "decoding": "greedy (argmax), KV cache, thinking disabled, stop at end-of-turn",
-                     "max_new_tokens": max_new, "top_k": cfg.top_k, "max_batch_tokens": cfg.max_batch_tokens},
+                     "grammar_masking": ("constrained: every step picks the argmax over the tokens the grammar "
+                                         "allows; masked marks a step where the model's own argmax was refused"),
+                     "max_new_tokens": max_new, "constrained_max_new_tokens": max_con, "top_k": cfg.top_k,
+                     "max_batch_tokens": cfg.max_batch_tokens},
         "checks": {"typed_vs_direct": check},
         "runs": runs,
         "summary": {},
@@ -655,6 +575,7 @@ def _cmd_versus(args: argparse.Namespace) -> int:
     from scorer.errors import OutputExistsError
 
     inp = load_input(args.input)  # validated before any model loads
+    calibration = load_calibrator(args.calibration) if args.calibration else None
     if args.drift_report:
         from scorer.runs.drift import load_report
 
@@ -669,10 +590,9 @@ def _cmd_versus(args: argparse.Namespace) -> int:
     def progress(run: dict[str, Any]) -> None:
         kind = "warm-up" if run["warmup"] else f"repeat {run['repeat'] + 1}/{args.repeats}"
         extra = ""
-        if run["path"] == "generated":
-            extra = (f", TTFT {run['ttft_s']:.2f} s, {run['output_tokens']} tokens, "
-                     f"{'valid' if run['complete'] else 'FAILED: ' + str(run['error'])}")
-        print(f"[semif] versus {run['path']:<9} {kind}: {run['total_s']:.2f} s{extra}", file=sys.stderr)
+        if run["path"] != "typed":
+            extra = f", TTFT {run['ttft_s']:.2f} s, {run['output_tokens']} tokens, {run['verdict']}"
+        print(f"[semif] versus {run['path']:<11} {kind}: {run['total_s']:.2f} s{extra}", file=sys.stderr)
 
     cfg = VersusConfig(repeats=args.repeats, warmup=args.warmup, max_new_tokens=args.max_new_tokens,
                        top_k=args.top_k, max_batch_tokens=args.max_batch_tokens,
@@ -680,7 +600,7 @@ def _cmd_versus(args: argparse.Namespace) -> int:
                        exact_safety=args.exact_safety, exact_probe=args.exact_probe,
                        drift_report=Path(args.drift_report) if args.drift_report else None,
                        command="semif " + shlex.join(sys.argv[1:]))
-    doc = run_versus(backend, inp, cfg, source=str(args.input), on_run=progress)
+    doc = run_versus(backend, inp, cfg, source=str(args.input), on_run=progress, calibration=calibration)
     problems = trace.verify(doc)
     if problems:  # a trace this code wrote must verify; refuse to save one that does not
         raise ValidationError("the trace failed its own verification:\n  " + "\n  ".join(problems))
@@ -694,14 +614,19 @@ def register(sub: Any) -> None:
     """Add ``semif versus``."""
     from scorer.cli import _add_model_args
 
-    p = sub.add_parser("versus", help="typed readout vs generated JSON array on one state and its criteria (traced)")
+    p = sub.add_parser("versus", help="typed readout vs free and grammar-constrained generated JSON arrays on one "
+                                      "state and its criteria (traced)")
     p.add_argument("--input", default=str(DEFAULT_INPUT),
                    help='{"id", "state", "criteria": [{"id", "question", "label"?}]} (default: the shipped ticket-21)')
     p.add_argument("--output", help="trace file (default data/traces/versus-<input>-<model>-<backend>-<device>.json)")
     p.add_argument("--force", action="store_true", help="overwrite an existing trace file")
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="measured runs per path (default 3)")
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up runs per path (default 1)")
-    p.add_argument("--max-new-tokens", type=int, help="generation limit (default 4 x criteria + 16)")
+    p.add_argument("--max-new-tokens", type=int, help="free lane's generation limit (default 4 x criteria + 16; "
+                                                       "the constrained lane's limit is set by its grammar)")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="typed lane: also record calibrated probabilities from this calibration file "
+                        "(semif calibrate prior/bias); raw probabilities are kept unchanged")
     p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="alternatives recorded per position (default 5)")
     p.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS,
                    help="typed path: suffix tokens per packed pass")

@@ -1,0 +1,182 @@
+"""What the replay says in words (issue 12, item 5), written by build.py from the trace: the verdict sentence,
+the numbers with their caveats, the picker's names, and the demo page as it reads without JavaScript.
+
+No browser: these check the build's output; test_site_replay.py checks the page in Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_site_build import FAKE, FAKE_INVALID, FIXTURES, ROOT, build, capped_trace, make_data_dir, trace_mod
+
+V2 = FIXTURES / "trace-v2-fake.json"
+V2_FREE_VALID = FIXTURES / "trace-v2-fake-free-valid.json"
+
+
+def trace_file(doc: dict[str, Any], rel: str = "traces/x.json") -> build.TraceFile:
+    return build.TraceFile(rel, "x", b"", "", doc, build._trace_label(doc), build.trace_lanes(doc),
+                           build._is_control(doc))
+
+
+def sentences(doc: dict[str, Any]) -> dict[str, str]:
+    return {v["lane"]: f"{v['name']} {v['text']}" for v in build.verdict_sentences(trace_file(doc))}
+
+
+def numbers(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {r["label"]: r["cells"] for r in build.numbers_table(trace_file(doc))["rows"]}
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_bytes())
+
+
+def test_verdict_of_a_v1_trace_with_a_valid_array() -> None:
+    doc = load(FAKE)
+    s, typed = sentences(doc), [d for r in doc["runs"] if r["path"] == "typed" and not r["warmup"]
+                                for d in r["decisions"]][:21]
+    yes = sum(d["choice"] == "yes" for d in typed)
+    assert s["typed"] == (f"Typed decisions answered no to {21 - yes} and yes to {yes} in "
+                          f"{build._fmt_s(doc['summary']['typed_median_s'])}, with no output tokens; "
+                          f"{doc['summary']['labels']['typed_correct']} of 21 match the labels.")
+    assert s["free"].startswith("Free generation wrote a valid array (")
+    assert f"{doc['summary']['wall_ratio']:.2f}× the typed time" in s["free"]
+    assert f"{doc['summary']['labels']['generated_correct']} of 21 match the labels" in s["free"]
+    assert f"agrees with the typed decisions on {doc['summary']['agreement']['agree']} of 21" in s["free"]
+    assert s["basis"].strip() == "(Times are medians of 3 runs per lane; answers and matches are the first run's.)"
+
+
+def test_verdict_names_an_incomplete_array_and_counts_none_of_it() -> None:
+    s = sentences(load(FAKE_INVALID))
+    assert "wrote no usable array (20 values for 21 criteria) in all 3 runs, so none of its values count" in s["free"]
+    cells = numbers(load(FAKE_INVALID))
+    assert cells["match the labels (first run)"][1] == {"text": "—", "note": "no usable array", "warn": True}
+
+
+def test_verdict_of_a_capped_run_says_its_time_is_a_failed_runs() -> None:
+    doc = capped_trace()
+    s = sentences(doc)
+    ratio = doc["summary"]["wall_ratio"]
+    assert s["free"] == ("Free generation never finished its array: the model did not end its turn and was stopped at "
+                         "the 12-token limit in all 3 runs, so none of its values count, and its "
+                         f"{build._fmt_s(doc['summary']['generated_median_s'])} ({ratio:.2f}× the typed time) is the "
+                         "time of a failed, capped run.")
+    cells = numbers(doc)
+    # the caveat sits next to every number the capped run distorts
+    assert cells["÷ typed time"][1] == {"text": f"{ratio:.2f}×", "note": "vs a capped run", "warn": True}
+    assert cells["wall time (median of 3)"][1]["note"] == "capped at 12 tokens, no answer"
+    assert cells["output tokens (median)"][1] == {"text": "12", "note": "the limit", "warn": True}
+    assert cells["valid arrays"][1] == {"text": "0 of 3", "note": "3 capped", "warn": True}
+
+
+def test_verdict_of_a_v2_trace_has_three_lanes_and_the_calibration() -> None:
+    doc = load(V2)
+    s, lab = sentences(doc), doc["summary"]["labels"]
+    run0 = next(r for r in doc["runs"] if r["path"] == "typed" and not r["warmup"])
+    cal_yes = sum(d["calibrated"]["choice"] == "yes" for d in run0["decisions"])
+    raw_yes = sum(d["choice"] == "yes" for d in run0["decisions"])
+    assert s["typed"] == (f"Typed decisions answered no to {21 - cal_yes} and yes to {cal_yes} after calibration "
+                          f"(raw: no to {21 - raw_yes} and yes to {raw_yes}) in "
+                          f"{build._fmt_s(doc['summary']['typed']['median_s'])}, with no output tokens; "
+                          f"{lab['typed_calibrated_correct']} of 21 match the labels ({lab['typed_correct']} before "
+                          "calibration).")
+    assert "never finished its array" in s["free"] and "100-token limit in all 3 runs" in s["free"]
+    con = doc["summary"]["constrained"]
+    assert s["constrained"] == (
+        f"Constrained generation wrote a valid array (no to all 21) in {build._fmt_s(con['median_s'])}, "
+        f"{con['wall_ratio']:.2f}× the typed time; {lab['constrained_correct']} of 21 match the labels, and it "
+        f"agrees with the typed decisions on {con['agreement']['agree']} of 21; the grammar overruled the model on "
+        f"{int(con['masked_tokens_median'])} tokens.")
+    cells = numbers(doc)
+    assert cells["match the labels (first run)"][0]["note"] == f"calibrated; {lab['typed_correct']} raw"
+    assert [c["text"] for c in cells["tokens the grammar overruled"]] == ["—", "—", "2"]
+    view = build.numbers_table(trace_file(doc))
+    assert view["columns"] == ["Typed decisions", "Free generation", "Constrained generation"]
+    assert view["account"] == doc["summary"]["token_account"]["line"]
+
+
+def test_verdict_says_a_timing_control_is_one() -> None:
+    gpu = ROOT / "data" / "results" / "gpu-h200" / "versus-random-qwen2.5-0.5b-arch-torch-cuda-bf16.json"
+    if not gpu.is_file():
+        pytest.skip("the committed GPU timing trace is not in this checkout")
+    t = trace_file(load(gpu), "results/gpu-h200/x.json")
+    assert t.control and t.label == "qwen2.5-0.5b, random weights · torch bf16 · H200"
+    assert build.verdict_sentences(t)[0]["name"] == "Timing control:"
+
+
+@pytest.mark.parametrize(("values", "words"), [
+    (["yes"] * 21, "yes to all 21"), (["no"] * 12 + ["yes"] * 9, "no to 12 and yes to 9"),
+    (["yes", "no", None, None], "no to 1, yes to 1 and a tie on 2"), (["no"], "no to the one criterion")])
+def test_answers_in_words(values: list[str | None], words: str) -> None:
+    assert build._answers(values) == words
+
+
+def test_picker_names_are_short_and_distinct(tmp_path: Path) -> None:
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    for src in (V2, V2_FREE_VALID):
+        (data / "traces" / src.name).write_bytes(src.read_bytes())
+    real = sorted((ROOT / "data").rglob("*.json"))
+    for p in real:
+        doc = json.loads(p.read_bytes())
+        if isinstance(doc, dict) and doc.get("format") in trace_mod.FORMATS:
+            (data / "traces" / f"real-{p.name}").write_bytes(p.read_bytes())
+    traces, _ = build.discover(data)
+    labels = [t.label for t in traces]
+    assert len(set(labels)) == len(labels), labels
+    assert all(len(x) <= 64 for x in labels), labels
+    assert any(x.startswith("fake · fake fp32 · CPU") for x in labels)
+
+
+class _Count(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.n += 1
+
+
+def elements(html: str) -> int:
+    c = _Count()
+    c.feed(html)
+    return c.n
+
+
+def test_index_page_dom_stays_small(tmp_path: Path) -> None:
+    """The index listed every report's tables: 24,123 elements for the committed data. Tables now live on
+    each report's page; the index keeps the charts."""
+    build.build(ROOT / "data", tmp_path / "site")
+    n = elements((tmp_path / "site" / "index.html").read_text())
+    assert n < 3500, n
+    for page in ("demo/index.html", "traces/index.html"):
+        assert elements((tmp_path / "site" / page).read_text()) < 800, page
+
+
+def test_demo_page_reads_without_javascript(tmp_path: Path) -> None:
+    """Verdict, numbers, lanes and every criterion with its label are in the HTML for the first trace."""
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "traces" / "trace-fake.json").unlink()
+    (data / "traces" / "a-v2.json").write_bytes(V2.read_bytes())
+    (data / "traces" / "trace-fake.json").write_bytes(FAKE.read_bytes())
+    traces, _ = build.build(data, tmp_path / "site")
+    html = (tmp_path / "site" / "demo" / "index.html").read_text()
+    body = re.sub(r"<(style|script)\b.*?</\1>", " ", html, flags=re.S)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)).replace("&#39;", "'")
+    first = traces[0]
+    assert first.slug == "a-v2"
+    for v in build.verdict_sentences(first):
+        assert v["text"] in text
+    for row in build.numbers_table(first)["rows"]:
+        assert row["label"] in text
+    for lane in ("Typed decisions", "Free generation", "Constrained generation"):
+        assert f">{lane}</h2>" in html
+    doc = load(V2)
+    for c in doc["inputs"]["criteria"]:
+        assert f'data-id="{c["id"]}"' in html and c["question"] in text and f"label: {c['label']}" in text
+    assert not re.search(r"\b(on the (left|right)|left:|right:)", text, flags=re.IGNORECASE)
+    assert json.loads(re.search(r'id="semif-index">(.*?)</script>', html).group(1))[0]["js"] == "a-v2.js"
