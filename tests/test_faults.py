@@ -292,7 +292,8 @@ def test_read_only_output_folder(tmp_path, capsys, monkeypatch):
         ro.chmod(0o755)
 
 
-def test_a_directory_in_place_of_the_cached_gguf_exits_1(tmp_path, capsys, monkeypatch):
+def test_a_directory_in_place_of_the_cached_gguf_is_refused(tmp_path, capsys, monkeypatch):
+    """A refused model file is exit 2 (the CLI's contract), with one line that says what to do."""
     from scorer import backends, store
 
     monkeypatch.setattr(cli, "load_backend", backends.load_backend)  # the real loader, up to the cache
@@ -300,9 +301,9 @@ def test_a_directory_in_place_of_the_cached_gguf_exits_1(tmp_path, capsys, monke
     entry = store.get_entry("smollm2-135m")
     store.gguf_path(entry).mkdir(parents=True)
     out = tmp_path / "o.jsonl"
-    assert _score(out, "--model", "smollm2-135m") == 1
+    assert _score(out, "--model", "smollm2-135m") == 2
     msg = _one_line_error(capsys.readouterr().err)
-    assert "Is a directory" in msg and entry.filename in msg
+    assert "is not a regular file" in msg and entry.filename in msg and "semif models fetch" in msg
     assert not out.exists()
 
 
