@@ -115,6 +115,12 @@ def _cmd_score(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if calibration is not None:
+        from scorer.calibration.batch import mix_warnings
+        from scorer.schema import read_records
+
+        for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
+            print(f"[semif] warning: {w}", file=sys.stderr)
     if exact is not None:
         print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "
               f"{exact.block.get('max_abs_dp'):.3g}, safety {exact.safety:g}); {exact.escalated} decisions re-scored "

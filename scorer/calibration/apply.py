@@ -1,14 +1,14 @@
 """Applying a calibration to records as they are produced, and reading calibrated records back.
 
-``semif score --calibration FILE`` passes its records through :func:`calibrated_records`: every row's
-signature is computed and looked up *before* the first record is scored, so a file for another model
-or for other questions fails at once (exit 2, naming the file and the signature) rather than after
-an hour of scoring.
+``semif score --calibration FILE`` checks every row with :func:`check_decisions` *before* the first
+record is scored, so a file for another model or for other questions fails at once (exit 2, naming
+the file and the signature) rather than after an hour of scoring; then each record passes through
+:meth:`scorer.calibration.core.Calibration.apply`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from scorer.calibration.core import Calibration
@@ -29,13 +29,6 @@ def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict
         fam = d.extra.get("family")
         cal.lookup(signature_of(d, PROMPT_VERSION, model, readout), msha, readout,
                    None if fam is None else str(fam), d.option_ids)
-
-
-def calibrated_records(cal: Calibration, records: Iterable[dict[str, Any]], decisions: Sequence[Decision],
-                       model: dict[str, Any], permute: int = 1) -> Iterator[dict[str, Any]]:
-    """Check every decision now (:func:`check_decisions`), then yield each record with its calibrated block."""
-    check_decisions(cal, decisions, model, permute)
-    return cal.apply_all(records)
 
 
 def calibrated_view(record: dict[str, Any]) -> dict[str, Any]:

@@ -96,8 +96,7 @@ def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tu
     """Phase 2 on the raw file: the calibrated record lines, the calibration and the warnings."""
     records = read_records(raw)
     sigs = [str(r.get("signature")) for r in records]
-    source = {"kind": "in-run", "estimator": estimator, "min_rows": min_rows, "fallback": fallback,
-              "raw_records": raw.name}
+    source = {"kind": "in-run", "estimator": estimator, "min_rows": min_rows, "fallback": fallback}
     cal = fit_prior(records, sigs, estimator, min_rows, fallback, source)
     out = list(cal.apply_all(records))
     warnings = mix_warnings(out)

@@ -315,7 +315,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
     each decision out over that many cyclic option orderings (:func:`scorer.runs.eval.score_permuted`);
     ``temperature`` rescales the option logits (:func:`scorer.calibrate.apply_temperature`); ``exact``
     re-scores fresh the fast-path decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`);
-    ``calibration`` adds a ``calibrated`` block to every record (:func:`scorer.calibration.apply.calibrated_records`;
+    ``calibration`` adds a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`;
     every row's signature is checked against it before anything is scored).
     """
     info = backend.model_info()
@@ -326,7 +326,10 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
         parts["permute"] = permute
     if temperature is not None:
         parts["temperature"] = temperature
-    if calibration is not None:
+    if calibration is not None:  # every row's signature is checked before anything is scored
+        from scorer.calibration.apply import check_decisions
+
+        check_decisions(calibration, decisions, info, permute)
         parts["calibration"] = calibration.source
     if exact is not None:
         if permute > 1:
@@ -361,9 +364,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
 
         records = (apply_temperature(r, temperature) for r in records)
     if calibration is not None:
-        from scorer.calibration.apply import calibrated_records
-
-        records = calibrated_records(calibration, records, decisions, info, permute)
+        records = calibration.apply_all(records)
     written = 0
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("ab") as f:
