@@ -22,8 +22,9 @@ One report per scored set (``--run`` records, ``--labels`` rows), written create
   binary signature with enough rows of each class; in-run prior vs a stored prior and a stored
   labelled fit from the signature's other rows, and how often the extreme-mix warning fires.
 * **routing** (``--route-fast FAST.jsonl``): the two-path margin policy with raw and with calibrated
-  margins (fast path = that run, reference = ``--run``), and routing by decision family (each fold's
-  families sent to the path that was better on the other folds).
+  margins (fast path = that run, reference = ``--run``) at equal escalation shares (the lowest-margin
+  10 %, 25 %, …), and routing by decision family (each fold's families sent to the path that was
+  better on the other folds).
 """
 
 from __future__ import annotations
@@ -409,7 +410,7 @@ def _skew_draw(view: View, pick: list[int], idx: list[int], lab: dict[str, metri
 
 # --- routing --------------------------------------------------------------------------------------------------------
 def routing(labels: list[metrics.Label], fast: dict[str, View], ref: dict[str, View], fold: dict[str, int],
-            thresholds: Sequence[float], reps: int, seed: int) -> dict[str, Any]:
+            shares: Sequence[float], reps: int, seed: int) -> dict[str, Any]:
     """Margin routing with raw and calibrated margins, and routing by family (module docstring)."""
     lab = {lb.id: lb for lb in labels}
     rows: list[dict[str, Any]] = []
@@ -431,10 +432,14 @@ def routing(labels: list[metrics.Label], fast: dict[str, View], ref: dict[str, V
         pf, pr = paths[(kind, "fast")], paths[(kind, "reference")]
         for name, probs, esc in (("fast only", pf, set()), ("reference only", pr, set(lab))):
             rows.append(_route_row(labels, probs, esc, secs, kind, name, None, ref_time, reps, seed))
-        for th in thresholds:
-            esc = {i for i in lab if i not in pf or margin(pf[i]) < th}
+        # Equal escalation shares, not equal thresholds: calibrated margins live on another scale.
+        order = sorted(lab, key=lambda i: (margin(pf[i]) if i in pf else -1.0, i))
+        for share in shares:
+            esc = set(order[: round(share * len(order))])
+            th = max((margin(pf[i]) for i in esc if i in pf), default=None)
             probs = {i: (pr[i] if i in esc else pf[i]) for i in lab if i in pr or i in pf}
-            rows.append(_route_row(labels, probs, esc, secs, kind, f"margin<{th:g}", th, ref_time, reps, seed))
+            rows.append(_route_row(labels, probs, esc, secs, kind, f"lowest {100 * share:g}% margins", th,
+                                   ref_time, reps, seed))
         # by family: a held-out fold's family goes to the path with the higher balanced accuracy on the other folds
         esc = set()
         choice: dict[int, dict[str, str]] = {}
@@ -451,9 +456,9 @@ def routing(labels: list[metrics.Label], fast: dict[str, View], ref: dict[str, V
         row = _route_row(labels, probs, esc, secs, kind, "by family (out of fold)", None, ref_time, reps, seed)
         row["family_paths_per_fold"] = {str(k): v for k, v in choice.items()}
         rows.append(row)
-    return {"policy": "escalate to the reference path when the fast path's margin (top minus second probability) "
-                      "is below the threshold; calibrated: both paths calibrated by the in-batch prior (mean, every "
-                      "signature), margins taken after calibration",
+    return {"policy": "escalate to the reference path the given share of decisions with the lowest fast-path margin "
+                      "(top minus second probability; threshold = the largest escalated margin); calibrated: both "
+                      "paths calibrated by the in-batch prior (mean, every signature), margins taken after calibration",
             "time_accounting": "fast time for every row + reference time for escalated rows (timing.total_s)",
             "table": rows}
 
@@ -476,8 +481,8 @@ def _route_row(labels: list[metrics.Label], probs: Probs, esc: set[str], secs: d
 def report(run: str, labels_path: str, permuted: str | None = None, permuted_reversed: str | None = None,
            family_field: str = "family", group_field: str = "group", folds: int | None = 5,
            with_labels: bool = True, do_skew: bool = False, route_fast: str | None = None,
-           thresholds: Sequence[float] = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5), reps: int = metrics.BOOTSTRAP_REPS,
-           seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
+           shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
+           seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
     from scorer.runs.eval import _run_info, file_sha256, machine
     from scorer.schema import load_decisions, read_records
@@ -523,11 +528,11 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
         rep["best_with_labels_or_folds"] = {"method": b2["method"], "balanced_accuracy": b2["balanced_accuracy"],
                                             "accuracy": b2["accuracy"]}
     if do_skew:
-        rep["skew"] = skew(labels, views["plain"])
+        rep["skew"] = skew(labels, views["plain"], draws=skew_draws, seed=seed)
     if route_fast:
         fast_views = load_views(labels, rows, route_fast, None, None)
         rep["routing"] = {"fast": _run_info(route_fast, read_records(route_fast)),
-                          **routing(labels, fast_views, views, fold, thresholds, reps, seed)}
+                          **routing(labels, fast_views, views, fold, shares, reps, seed)}
     return rep
 
 
@@ -558,7 +563,7 @@ def print_report(rep: dict[str, Any]) -> None:
     if "routing" in rep:
         print("routing:")
         for x in rep["routing"]["table"]:
-            print(f"  {x['margins']:<10} {x['policy']:<26} bal.acc {x['balanced_accuracy']['value']:.3f} "
+            print(f"  {x['margins']:<10} {x['policy']:<24} bal.acc {x['balanced_accuracy']['value']:.3f} "
                   f"acc {x['accuracy']['value']:.3f} escalated {100 * x['escalated_share']:5.1f}% "
                   f"time x{x['time_vs_reference'] or 0:.2f}")
 
@@ -571,11 +576,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise OutputExistsError(f"{out} exists; refusing to overwrite it (reports are create-only)")
     folds = None if args.folds == "groups" else int(args.folds)
     try:
-        ths = tuple(float(x) for x in args.thresholds.split(","))
+        shares = tuple(float(x) for x in args.escalate.split(","))
     except ValueError:
-        raise InputError("--thresholds", None, None, f"{args.thresholds!r}", "a comma list of numbers") from None
+        raise InputError("--escalate", None, None, f"{args.escalate!r}", "a comma list of shares in [0, 1]") from None
+    if any(not 0 <= x <= 1 for x in shares):
+        raise InputError("--escalate", None, None, f"{args.escalate!r}", "shares in [0, 1]")
     rep = report(args.run, args.labels, args.permuted, args.permuted_reversed, args.family_field, args.group_field,
-                 folds, not args.label_free, args.skew, args.route_fast, ths, args.reps, args.seed)
+                 folds, not args.label_free, args.skew, args.route_fast, shares, args.reps, args.seed)
     print_report(rep)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
@@ -598,7 +605,8 @@ def register_report(csub: Any) -> None:
     p.add_argument("--label-free", action="store_true", help="skip the labelled (out-of-fold) bias fits")
     p.add_argument("--skew", action="store_true", help="class-skewed subsamples of the binary signatures")
     p.add_argument("--route-fast", help="records of a fast path on the same rows: routing tables")
-    p.add_argument("--thresholds", default="0,0.05,0.1,0.2,0.3,0.5", help="routing margins (comma list)")
+    p.add_argument("--escalate", default="0.1,0.25,0.5,0.75",
+                   help="routing: shares of lowest-margin decisions sent to the reference (comma list)")
     p.add_argument("--output", required=True, help="JSON report (never overwritten)")
     p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS)
     p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED)
