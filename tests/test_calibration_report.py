@@ -46,7 +46,8 @@ def test_skew_section(rep):
     assert set(ratios) == {"0.5", "0.75", "0.9", "single"}
     assert ratios["single"]["in-run prior"] == 0.0  # one row divided by itself: a tie, never a choice
     assert ratios["single"]["in-run prior, min rows 8"] == ratios["single"]["raw"]
-    assert ratios["0.9"]["true majority share"] == pytest.approx(0.9)
+    assert ratios["0.9"]["true majority share"] == pytest.approx(11 / 12)  # 12 rows: 6/6, 9/3, 11/1
+    assert "warning fired, stored prior (share of draws)" not in ratios["single"]
     assert len(rep["skew"]["signatures"]) == 1
 
 

@@ -294,3 +294,22 @@ def test_content_free_and_batch_prior_on_smollm2(smol_torch, tmp_path):
         done = list(cal.apply_all(recs))
         validate_records(done)
         assert all(r["calibrated"]["applied"] for r in done)
+
+
+def test_calibrate_prior_content_free_cli(tmp_path, fake, monkeypatch, capsys):
+    import scorer.backends
+
+    run = tmp_path / "r.jsonl"
+    assert cli.main(["score", "--input", str(BOUNDARY), "--output", str(run)]) == 0
+    monkeypatch.setattr(scorer.backends, "load_backend", lambda cfg: fake["backend"])
+    out = tmp_path / "cf.json"
+    assert cli.main(["calibrate", "prior", str(run), "--estimator", "content-free", "--output", str(out)]) == 2
+    assert "--input" in capsys.readouterr().err  # content-free rebuilds the questions from the rows
+    assert cli.main(["calibrate", "prior", str(run), "--estimator", "content-free", "--input", str(BOUNDARY),
+                     "--output", str(out)]) == 0
+    cal = load_calibration(out)
+    assert cal.estimator == "content-free" and cal.meta["forward_passes"] == 3 and cal.entries[0].question
+    monkeypatch.setattr(scorer.backends, "load_backend", lambda cfg: OtherModel())
+    assert cli.main(["calibrate", "prior", str(run), "--estimator", "content-free", "--input", str(BOUNDARY),
+                     "--output", str(tmp_path / "cf2.json")]) == 2
+    assert "the very model" in capsys.readouterr().err

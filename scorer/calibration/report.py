@@ -42,6 +42,7 @@ import numpy as np
 
 from scorer import __version__, metrics
 from scorer.calibrate import group_folds
+from scorer.calibration.batch import MIX_MIN_ROWS, mix_warnings
 from scorer.calibration.bias import fit_bias
 from scorer.calibration.core import Calibration
 from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_MIN_ROWS, fit_prior, log_softmax
@@ -51,7 +52,7 @@ from scorer.schema import Decision
 
 REPORT_SCHEMA = "semif-eval-v1"
 SKEW_RATIOS = (0.5, 0.75, 0.9)
-SKEW_SIZE = 10
+SKEW_SIZE = 12
 SKEW_DRAWS = 100
 _TIE = 1e-12
 
@@ -333,8 +334,6 @@ def methods(labels: list[metrics.Label], views: dict[str, View], fold: dict[str,
 def skew(labels: list[metrics.Label], view: View, size: int = SKEW_SIZE, draws: int = SKEW_DRAWS,
          seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
     """Class-skewed subsamples of every binary signature (module docstring)."""
-    from scorer.calibration.batch import mix_warnings
-
     lab = {lb.id: lb for lb in labels}
     gold = {lb.id: lb.label for lb in labels}
     by_sig: dict[str, list[int]] = defaultdict(list)
@@ -361,7 +360,7 @@ def skew(labels: list[metrics.Label], view: View, size: int = SKEW_SIZE, draws: 
                         n_maj = round(float(ratio) * size)
                         pick = list(rng.choice(by_cls[major], n_maj, replace=False)) + \
                             list(rng.choice(by_cls[minor], size - n_maj, replace=False))
-                    _skew_draw(view, pick, idx, lab, gold, results[str(ratio)], mix_warnings)
+                    _skew_draw(view, pick, idx, lab, gold, results[str(ratio)])
     return {"subsample_size": size, "draws_per_ratio_and_majority_class": draws, "signatures": used,
             "methods": {"raw": "the model's own choice",
                         "in-run prior": "prior (mean) over the subsample itself (--batch-calibrate, "
@@ -373,7 +372,7 @@ def skew(labels: list[metrics.Label], view: View, size: int = SKEW_SIZE, draws: 
 
 
 def _skew_draw(view: View, pick: list[int], idx: list[int], lab: dict[str, metrics.Label], gold: dict[str, str],
-               acc: dict[str, list[float]], mix_warnings: Callable[..., list[str]]) -> None:
+               acc: dict[str, list[float]]) -> None:
     sub = View("sub", [view.records[i] for i in pick], [view.signatures[i] for i in pick])
     rest_i = [i for i in idx if i not in set(pick)]
     rest = ([view.records[i] for i in rest_i], [view.signatures[i] for i in rest_i])
@@ -397,11 +396,11 @@ def _skew_draw(view: View, pick: list[int], idx: list[int], lab: dict[str, metri
     score(applied_probs(stored, sub, lab), "stored prior")
     score(applied_probs(fit_bias(rest[0], rest[1], gold, 1, False, 0.01, True, ("signature",)), sub, lab),
           "stored bias")
-    least = min(len(pick), 8)
-    warned = mix_warnings(list(inrun.apply_all(sub.records, sub.signatures)), min_rows=least)
-    acc["warning fired, in-run prior (share of draws)"].append(1.0 if warned else 0.0)
-    warned = mix_warnings(list(stored.apply_all(sub.records, sub.signatures)), min_rows=least)
-    acc["warning fired, stored prior (share of draws)"].append(1.0 if warned else 0.0)
+    if len(pick) >= MIX_MIN_ROWS:  # the warning needs a batch (a single decision has no class mix)
+        warned = mix_warnings(list(inrun.apply_all(sub.records, sub.signatures)))
+        acc["warning fired, in-run prior (share of draws)"].append(1.0 if warned else 0.0)
+        warned = mix_warnings(list(stored.apply_all(sub.records, sub.signatures)))
+        acc["warning fired, stored prior (share of draws)"].append(1.0 if warned else 0.0)
     calib = applied_probs(inrun, sub, lab)
     chosen = Counter(lab[r["id"]].option_ids[int(np.argmax(calib[r["id"]]))] for r in sub.records)
     acc["calibrated majority share"].append(max(chosen.values()) / len(sub.records))
