@@ -230,7 +230,7 @@ def evaluate(labels: list[metrics.Label], probs: Probs, raw: metrics.Table | Non
            "per_family": {f["family"]: round(f["balanced_accuracy"], 6) for f in metrics.per_family(t)},
            "per_family_accuracy": {f["family"]: round(f["accuracy"], 6) for f in metrics.per_family(t)},
            "auc_per_family": {a["family"]: a["auc"] for a in auc}, "mean_auc": metrics.mean_auc(auc),
-           "counts": t.counts()}
+           "reliability": metrics.reliability(t), "counts": t.counts()}
     if raw is not None:
         out["changed_choices"] = int(sum(a != b for a, b in zip(raw.choice, t.choice, strict=True)))
     return out
