@@ -29,6 +29,7 @@ from typing import Any
 
 from scorer.calibration.core import Calibration
 from scorer.calibration.prior import fit_prior
+from scorer.calibration.signature import record_signatures
 from scorer.errors import OutputExistsError
 from scorer.schema import Decision, dumps_record, read_records
 
@@ -95,7 +96,7 @@ def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tu
                                                                                    list[str]]:
     """Phase 2 on the raw file: the calibrated record lines, the calibration and the warnings."""
     records = read_records(raw)
-    sigs = [str(r.get("signature")) for r in records]
+    sigs = record_signatures(records, None, str(raw))  # raw records of this version always carry one
     source = {"kind": "in-run", "estimator": estimator, "min_rows": min_rows, "fallback": fallback}
     cal = fit_prior(records, sigs, estimator, min_rows, fallback, source)
     out = list(cal.apply_all(records))
