@@ -211,6 +211,7 @@ def test_calibrate_prior_on_committed_v1_records_and_apply(tmp_path, capsys):
     assert "31 signatures: 1 calibrated" in text and text.count("uncalibrated: signature") == 30
     cal = load_calibration(out)
     assert cal.meta["runs"][0]["path"] == str(run) and cal.meta["min_rows"] == 8
+    assert cal.entries[0].question == "Does the evidence support the claim?"
     applied = tmp_path / "applied.jsonl"
     assert cli.main(["calibrate", "apply", str(run), "--calibration", str(out), "--input", str(rows),
                      "--output", str(applied)]) == 0

@@ -92,7 +92,9 @@ def _cmd_prior(args: argparse.Namespace) -> int:
         backend = load_backend(backend_config(args))
         cal = content_free_prior(backend, _rows(args.input) or [], recs, sigs, meta=meta)
     else:
-        cal = fit_prior(recs, sigs, args.estimator, args.min_rows, args.fallback, meta=meta)
+        rows = {d.id: d.question for d in _rows(args.input) or []}
+        questions = {s: rows[r["id"]] for r, s in zip(recs, sigs, strict=True) if r.get("id") in rows}
+        cal = fit_prior(recs, sigs, args.estimator, args.min_rows, args.fallback, meta=meta, questions=questions)
     sha = write_calibration(cal, out, args.force)
     n_sig = len(set(sigs))
     print(f"{len(recs)} records, {n_sig} signatures: {sum(e.level == 'signature' for e in cal.entries)} calibrated "

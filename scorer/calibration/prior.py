@@ -105,10 +105,10 @@ def _entry(level: str, g: _Group, offsets: np.ndarray, question: str | None = No
 
 def fit_prior(records: Sequence[dict[str, Any]], signatures: Sequence[str], estimator: str = "mean",
               min_rows: int = DEFAULT_MIN_ROWS, fallback: str = "none", source: dict[str, Any] | None = None,
-              meta: dict[str, Any] | None = None) -> Calibration:
+              meta: dict[str, Any] | None = None, questions: dict[str, str] | None = None) -> Calibration:
     """A prior calibration from scored records (label-free): one entry per signature with at least
     ``min_rows`` usable rows; the others are listed as uncalibrated (or covered by a family entry when
-    ``fallback="family"``)."""
+    ``fallback="family"``). ``questions`` (signature → question text) only annotates the entries."""
     if estimator not in BATCH_ESTIMATORS:
         raise ValueError(f"estimator {estimator!r} does not estimate from records (expected one of "
                          f"{', '.join(BATCH_ESTIMATORS)})")
@@ -136,7 +136,8 @@ def fit_prior(records: Sequence[dict[str, Any]], signatures: Sequence[str], esti
     skipped: list[Skipped] = []
     for sig, g in sigs.items():
         if len(g.logits) >= min_rows:
-            entries.append(_entry("signature", g, estimate(np.stack(g.logits), estimator)))
+            entries.append(_entry("signature", g, estimate(np.stack(g.logits), estimator),
+                                  (questions or {}).get(sig)))
         else:
             skipped.append(Skipped(sig, g.model, len(g.logits), f"{len(g.logits)} rows < --min-rows {min_rows}"))
     if fallback == "family" and skipped:
