@@ -117,4 +117,12 @@ calib q05-torch-shared-shape-full --run $RUNS/q05-torch-shared-shape-full.jsonl 
 [[ -f $RES/bias-q15-torch-authored.json ]] ||
   $SEMIF calibrate bias $RUNS/q15-torch-authored.jsonl --labels data/eval/authored.jsonl --balanced --temperature \
     --output $RES/bias-q15-torch-authored.json
+# The content-free prior (Zhao et al. 2021: the question scored with the states N/A, [MASK], None;
+# 3 forward passes of qwen2.5-1.5b) next to the batch prior on the boundary set.
+cf=$RES/prior-content-free-q15-torch-boundary.json
+[[ -f $cf ]] || $SEMIF calibrate prior $RUNS/q15-torch-boundary.jsonl --input data/eval/boundary.jsonl \
+  --estimator content-free --model qwen2.5-1.5b --threads 1 --output $cf
+[[ -f $RUNS/q15-torch-content-free-boundary.jsonl ]] || $SEMIF calibrate apply $RUNS/q15-torch-boundary.jsonl \
+  --calibration $cf --input data/eval/boundary.jsonl --output $RUNS/q15-torch-content-free-boundary.jsonl
+report eval q15-torch-content-free-boundary $RUNS/q15-torch-content-free-boundary.jsonl --labels data/eval/boundary.jsonl
 echo "quality reports in $RES/ (runs in $RUNS/)" >&2
