@@ -155,8 +155,11 @@ class _Rows:
     """Labelled rows of one fit key."""
 
     logits: list[np.ndarray]
+    """Raw option logits of each row."""
     labels: list[int]
+    """Index of each row's gold option among its options."""
     option_ids: list[list[str]]
+    """Each row's option ids, in its own order."""
 
     def add(self, z: np.ndarray, y: int, ids: list[str]) -> None:
         self.logits.append(z)

@@ -83,11 +83,17 @@ class _Group:
     """Rows sharing one lookup key (a signature, or a family with its option ids)."""
 
     model: str
+    """sha256 of the rows' model identity."""
     readout: str
+    """``plain`` or ``permute-K``."""
     option_ids: tuple[str, ...]
+    """The ordered option ids every row of the group has."""
     family: str | None
+    """The rows' ``extra.family`` (``None`` when the input gave none)."""
     logits: list[np.ndarray]
+    """Raw option logits of each usable row."""
     signature: str | None = None
+    """The decision signature (signature groups only)."""
 
 
 def _usable(rec: dict[str, Any]) -> np.ndarray | None:
