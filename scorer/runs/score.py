@@ -330,7 +330,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
         from scorer.calibration.apply import check_decisions
 
         check_decisions(calibration, decisions, info, permute)
-        parts["calibration"] = calibration.source
+        parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
     if exact is not None:
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
