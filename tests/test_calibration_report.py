@@ -35,6 +35,7 @@ def test_published_numbers(rep):
     assert m["labels"] == "none"
     assert rep["raw"]["auc_per_family"]["boundary"] > 0.9
     assert rep["bound"]["per_family"]["boundary"]["bound"] >= m["balanced_accuracy"]["value"]
+    assert rep["bound"]["accuracy"] >= m["accuracy"]["value"]
     assert rep["best_label_free"]["balanced_accuracy"]["value"] >= 0.875
     names = {m["method"] for m in rep["methods"]}
     assert {"raw · fwd-permute-2 readout", "raw · 2 orderings", "raw · 4 orderings"} <= names
