@@ -121,6 +121,9 @@ def test_batch_calibrate_two_phases(tmp_path, fake, capsys):
     assert cli.main(["score", "--input", str(rows), "--output", str(small), "--batch-calibrate", "geometric"]) == 0
     assert not any(r["calibrated"]["applied"] for r in read_records(small))
     assert "left uncalibrated: 5 rows < --min-rows 8" in capsys.readouterr().err
+    assert cli.main(["score", "--input", str(rows), "--output", str(tmp_path / "x.jsonl"),
+                     "--calibration-min-rows", "3"]) == 2  # an option that would do nothing is an error
+    assert "without --batch-calibrate" in capsys.readouterr().err
 
 
 def _kill_after(monkeypatch, n: int) -> None:
@@ -155,7 +158,9 @@ def test_batch_calibrate_resume_after_a_kill_gives_identical_records(tmp_path, f
     assert not part.exists() and len(read_records(batch_mod.raw_path(part))) == 17
     with batch_mod.raw_path(part).open("ab") as f:  # torn line, as if killed mid-write
         f.write(b'{"schema":"semif-record-v2","id":"s01-c1')
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("refused before the model loads"))
     assert cli.main([*args, "--output", str(part)]) == 2  # not without --resume
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: fake["backend"])
     assert cli.main([*args, "--output", str(part), "--resume"]) == 0
     a, b = read_records(full), read_records(part)
     assert [_stable(r) for r in a] == [_stable(r) for r in b]

@@ -199,14 +199,26 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
                    help="fit the option prior per signature over this run's own rows, then apply it "
                         f"(estimator {', '.join(BATCH_ESTIMATORS)}; default mean). Raw records go to OUT.raw.jsonl "
                         "first, the calibrated ones to OUT when every row is scored")
-    g.add_argument("--calibration-min-rows", type=int, default=DEFAULT_MIN_ROWS, metavar="N",
+    g.add_argument("--calibration-min-rows", type=int, metavar="N",
                    help=f"--batch-calibrate: signatures with fewer rows stay uncalibrated (default {DEFAULT_MIN_ROWS})")
 
 
 def check_score_args(args: argparse.Namespace) -> Calibration | None:
-    """Validate the calibration options before any model loads; the loaded file, if any."""
-    if getattr(args, "calibration_min_rows", 1) < 1:
+    """Validate the calibration options before any model loads (and settle ``calibration_min_rows``);
+    the loaded calibration file, if any."""
+    from scorer.calibration.batch import raw_path
+    from scorer.calibration.prior import DEFAULT_MIN_ROWS
+
+    if args.calibration_min_rows is not None and not args.batch_calibrate:
+        raise InputError("--calibration-min-rows", None, None, "given without --batch-calibrate",
+                         "--batch-calibrate [ESTIMATOR] --calibration-min-rows N")
+    if args.calibration_min_rows is None:
+        args.calibration_min_rows = DEFAULT_MIN_ROWS
+    if args.calibration_min_rows < 1:
         raise InputError("--calibration-min-rows", None, None, f"{args.calibration_min_rows}", "an integer >= 1")
+    if args.batch_calibrate and raw_path(Path(args.output)).exists() and not args.resume:
+        raise OutputExistsError(f"{raw_path(Path(args.output))} (the raw phase of a batch-calibrated run) exists; "
+                                "pass --resume to continue that run, or choose another --output")
     return load_calibration(args.calibration) if getattr(args, "calibration", None) else None
 
 
