@@ -105,11 +105,13 @@ done
 shape=data/workloads/shape-full.jsonl
 score q15-torch-shared-shape-full $shape --model qwen2.5-1.5b --mode shared
 score q05-torch-shared-shape-full $shape --model qwen2.5-0.5b --mode shared
-calib q15-torch-shared-shape-full --run $RUNS/q15-torch-shared-shape-full.jsonl --labels $shape \
-  --family-field criterion_id --group-field state_id --folds groups --skew \
+for m in q15 q05; do
+  calib $m-torch-shared-shape-full --run $RUNS/$m-torch-shared-shape-full.jsonl --labels $shape \
+    --family-field criterion_id --group-field state_id --folds groups --skew
+done
+calib route-q05-to-q15-torch-shared-shape-full --run $RUNS/q15-torch-shared-shape-full.jsonl --labels $shape \
+  --family-field criterion_id --group-field state_id --folds groups --label-free \
   --route-fast $RUNS/q05-torch-shared-shape-full.jsonl
-calib q05-torch-shared-shape-full --run $RUNS/q05-torch-shared-shape-full.jsonl --labels $shape \
-  --family-field criterion_id --group-field state_id --folds groups --skew
 # Calibration files as `semif score --calibration` reads them: a stored label-free prior and a labelled fit.
 [[ -f $RES/prior-q15-torch-boundary.json ]] ||
   $SEMIF calibrate prior $RUNS/q15-torch-boundary.jsonl --input data/eval/boundary.jsonl \
