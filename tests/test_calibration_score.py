@@ -319,3 +319,11 @@ def test_calibrate_prior_content_free_cli(tmp_path, fake, monkeypatch, capsys):
     assert cli.main(["calibrate", "prior", str(run), "--estimator", "content-free", "--input", str(BOUNDARY),
                      "--output", str(tmp_path / "cf2.json")]) == 2
     assert "the very model" in capsys.readouterr().err
+
+
+def test_phase_two_refuses_raw_records_without_a_signature(tmp_path):
+    # v1 records have no signature: pooling them all under one key would calibrate unlike questions together
+    raw = tmp_path / "old.raw.jsonl"
+    raw.write_bytes((RUNS / "q15-torch-boundary.jsonl").read_bytes())
+    with pytest.raises(InputError, match=r"old\.raw\.jsonl:1: field 'signature'"):
+        batch_mod.calibrate_raw(raw, "mean", 8, "none")
