@@ -23,7 +23,7 @@ import orjson
 from scorer import __version__, store
 from scorer.backends import BACKENDS, BackendConfig, load_backend
 from scorer.errors import SemifError, Terminated
-from scorer.io import RecordsOutput, os_error_text
+from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
 
 
 def _err(msg: str) -> None:
@@ -81,6 +81,7 @@ def file_sha256(path: Path) -> str:
 
 # --- score -------------------------------------------------------------------------------------------
 def _cmd_score(args: argparse.Namespace) -> int:
+    from scorer.calibration.cli import check_score_args as check_calibration_args
     from scorer.runs.drift import load_report, policy_from_args
     from scorer.runs.score import resume_point, run_score
     from scorer.schema import load_decisions
@@ -90,6 +91,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     exact = policy_from_args(args)
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads
+    calibration = check_calibration_args(args)  # a bad calibration file too
     total = len(decisions)
     parts = {"input_sha256": file_sha256(inp), "semif": __version__}
     bar: Any = None
@@ -102,16 +104,35 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     # The output is created (or, with --resume, opened) and locked before the model loads: a second run on
     # the same --output is refused here, and nothing is written or cut until the configuration is checked.
-    sink = RecordsOutput.resume(out) if args.resume else RecordsOutput.create(out)
+    # A batch-calibrated run streams its raw phase into OUT.raw.jsonl (that is the locked records file);
+    # OUT itself appears whole, atomically, once the in-run prior is fitted.
+    if args.batch_calibrate:
+        from scorer.calibration.batch import raw_path
+
+        if out.exists() and not args.resume:
+            raise refuse_overwrite(out, "pass --resume to continue that run, or choose another --output")
+        records_path = raw_path(out)
+    else:
+        records_path = out
+    sink = RecordsOutput.resume(records_path) if args.resume else RecordsOutput.create(records_path)
+    kw = {"on_record": lambda _r: bar.update(1), "on_start": start, "permute": args.permute,
+          "temperature": args.temperature, "exact": exact}
     try:
         with sink:
             try:
                 if args.resume:  # a file that is not this input's records is refused before the model loads
-                    resume_point(sink.read(), out, None, decisions)
+                    resume_point(sink.read(), records_path, None, decisions)
                 backend = load_backend(backend_config(args))
-                run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
-                          on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,
-                          temperature=args.temperature, exact=exact)
+                if args.batch_calibrate:
+                    from scorer.calibration.batch import run_batch_calibrated
+                    from scorer.calibration.cli import report_batch
+
+                    report_batch(run_batch_calibrated(decisions, backend, out, args.mode, parts, args.resume,
+                                                      args.batch_calibrate, args.calibration_min_rows,
+                                                      max_batch_tokens=args.max_batch_tokens, raw_sink=sink, **kw))
+                else:
+                    run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
+                              calibration=calibration, **kw)
             finally:
                 if bar is not None:
                     bar.close()
@@ -122,6 +143,12 @@ def _cmd_score(args: argparse.Namespace) -> int:
     except OSError as exc:
         _err(f"{os_error_text(exc)}; {sink.kept_note(total)}")
         return 1
+    if calibration is not None:
+        from scorer.calibration.batch import mix_warnings
+        from scorer.schema import read_records
+
+        for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
+            print(f"[semif] warning: {w}", file=sys.stderr)
     if exact is not None:
         print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "
               f"{exact.block.get('max_abs_dp'):.3g}, safety {exact.safety:g}); {exact.escalated} decisions re-scored "
@@ -194,6 +221,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from scorer.calibration.cli import add_score_args as add_calibration_args
     from scorer.runs.drift import add_exact_args
 
     ap = argparse.ArgumentParser(prog="semif", description="Typed decisions from option-letter logits.")
@@ -216,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
     _add_model_args(p)
     add_exact_args(p)
+    add_calibration_args(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="print a readable table of a records file")
@@ -275,7 +304,9 @@ def _handle_sigterm() -> Callable[[], None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from scorer.calibration.cli import legacy_argv
+
+    args = build_parser().parse_args(legacy_argv(sys.argv[1:] if argv is None else argv))
     restore = _handle_sigterm()
     try:
         return int(args.func(args) or 0)

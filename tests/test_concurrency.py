@@ -81,8 +81,8 @@ def test_a_second_writer_and_a_resume_during_a_live_run_are_refused(tmp_path, re
 def test_resume_while_the_lock_is_held_changes_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("the model loaded"))
     out = tmp_path / "o.jsonl"
-    out.write_bytes(b'{"schema":"semif-record-v1","id":"torn')
+    out.write_bytes(b'{"schema":"semif-record-v2","id":"torn')
     with RecordsOutput.resume(out):  # another run holds the output
         assert cli.main(["score", "--input", str(ROWS), "--output", str(out), "--resume"]) == 2
         assert "being written by another semif run" in capsys.readouterr().err
-    assert out.read_bytes() == b'{"schema":"semif-record-v1","id":"torn'
+    assert out.read_bytes() == b'{"schema":"semif-record-v2","id":"torn'

@@ -12,7 +12,7 @@ import pytest
 from scorer import io as sio
 from scorer.errors import InputError, OutputError, OutputExistsError, OutputLockedError, brief
 
-PREFIX = b'{"schema":"semif-record-v1"'
+PREFIX = b'{"schema":"semif-record-v2"'
 
 
 # --- RecordsOutput -------------------------------------------------------------------------------------------

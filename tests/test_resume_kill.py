@@ -90,7 +90,7 @@ def test_record_lines_start_with_the_prefix_resume_checks(full_runs):
     for path in full_runs.values():
         for line in path.read_bytes().splitlines():
             assert line.startswith(RECORD_LINE_PREFIX)
-    assert dumps_record({"schema": "semif-record-v1", "id": "x"}).startswith(RECORD_LINE_PREFIX)
+    assert dumps_record({"schema": "semif-record-v2", "id": "x"}).startswith(RECORD_LINE_PREFIX)
 
 
 # --- torn files, cut anywhere (in process) -------------------------------------------------------------------

@@ -78,7 +78,7 @@ def test_resume_after_kill_equals_uninterrupted(tmp_path, monkeypatch, mode):
     monkeypatch.setattr(score_run, "run_score", real_run)
     assert len(read_records(part)) == 17
     with part.open("ab") as f:  # a torn line, as if killed mid-write
-        f.write(b'{"schema":"semif-record-v1","id":"s01-c1')
+        f.write(b'{"schema":"semif-record-v2","id":"s01-c1')
     assert cli.main(["score", "--input", str(ROWS), "--output", str(part), "--mode", mode,
                      "--max-batch-tokens", "300", "--resume"]) == 0
     a, b = read_records(full), read_records(part)
