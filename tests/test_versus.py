@@ -313,25 +313,6 @@ def test_context_overflow_is_refused(small):
         run_versus(be, small, VersusConfig(repeats=1, warmup=0))
 
 
-# --- a real short run --------------------------------------------------------------------------------
-@pytest.mark.slow
-def test_real_short_run_smollm2(smol_torch, tmp_path: Path):
-    inp = load_input(_write(tmp_path, SMALL))
-    doc = run_versus(smol_torch, inp, VersusConfig(repeats=1, warmup=0, max_new_tokens=12, top_k=3))
-    assert trace.verify(doc) == []
-    assert doc["model"]["key"] == "smollm2-135m" and doc["model"]["backend"] == "torch"
-    assert doc["checks"]["typed_vs_direct"]["choices_equal"]
-    con = trace.measured(doc, "constrained")[0]
-    assert con["complete"] and doc["prompts"]["constrained"]["engine"].startswith("llguidance")
-    gen = trace.measured(doc, "free")[0]
-    assert 1 <= gen["output_tokens"] <= 12 and 0 < gen["ttft_s"] <= gen["total_s"]
-    typed = trace.measured(doc, "typed")[0]
-    assert len(typed["decisions"]) == 3 and all(len(d["top_k"]) == 3 for d in typed["decisions"])
-    out = tmp_path / "t.json"
-    trace.write(out, doc)
-    assert trace.verify(trace.load(out)) == []
-
-
 # --- command line (refusals happen before any model loads) -------------------------------------------
 def test_cli_refuses_existing_output_and_bad_input(tmp_path: Path, capsys):
     from scorer.cli import main
