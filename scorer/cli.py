@@ -73,6 +73,7 @@ def file_sha256(path: Path) -> str:
 
 # --- score -------------------------------------------------------------------------------------------
 def _cmd_score(args: argparse.Namespace) -> int:
+    from scorer.calibration.cli import check_score_args as check_calibration_args
     from scorer.runs.drift import load_report, policy_from_args
     from scorer.runs.score import run_score
     from scorer.schema import load_decisions
@@ -82,6 +83,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     exact = policy_from_args(args)
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads
+    calibration = check_calibration_args(args)  # a bad calibration file too
     if out.exists() and not args.resume:
         from scorer.errors import OutputExistsError
 
@@ -97,13 +99,28 @@ def _cmd_score(args: argparse.Namespace) -> int:
         bar = _progress(total, f"score {args.mode}", skip)
 
     parts = {"input_sha256": file_sha256(inp), "semif": __version__}
+    kw = {"on_record": lambda _r: bar.update(1), "on_start": start, "permute": args.permute,
+          "temperature": args.temperature, "exact": exact}
     try:
-        run_score(decisions, backend, out, args.mode, parts, args.resume, args.max_batch_tokens,
-                  on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,
-                  temperature=args.temperature, exact=exact)
+        if args.batch_calibrate:
+            from scorer.calibration.batch import run_batch_calibrated
+            from scorer.calibration.cli import report_batch
+
+            report_batch(run_batch_calibrated(decisions, backend, out, args.mode, parts, args.resume,
+                                              args.batch_calibrate, args.calibration_min_rows,
+                                              max_batch_tokens=args.max_batch_tokens, **kw))
+        else:
+            run_score(decisions, backend, out, args.mode, parts, args.resume, args.max_batch_tokens,
+                      calibration=calibration, **kw)
     finally:
         if bar is not None:
             bar.close()
+    if calibration is not None:
+        from scorer.calibration.batch import mix_warnings
+        from scorer.schema import read_records
+
+        for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
+            print(f"[semif] warning: {w}", file=sys.stderr)
     if exact is not None:
         print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "
               f"{exact.block.get('max_abs_dp'):.3g}, safety {exact.safety:g}); {exact.escalated} decisions re-scored "
@@ -174,6 +191,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from scorer.calibration.cli import add_score_args as add_calibration_args
     from scorer.runs.drift import add_exact_args
 
     ap = argparse.ArgumentParser(prog="semif", description="Typed decisions from option-letter logits.")
@@ -193,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
     _add_model_args(p)
     add_exact_args(p)
+    add_calibration_args(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="print a readable table of a records file")
@@ -230,7 +249,9 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from scorer.calibration.cli import legacy_argv
+
+    args = build_parser().parse_args(legacy_argv(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.func(args) or 0)
     except SemifError as exc:

@@ -26,6 +26,13 @@ Definitions (the tests hold each one to hand-computed examples):
   confidences) and report their accuracy and risk (1 - accuracy) at each coverage ``c``.
 * group bootstrap: resample the *groups* (variants of one source stay together) with replacement,
   :data:`BOOTSTRAP_REPS` times with the fixed seed :data:`BOOTSTRAP_SEED`; 95 % percentile intervals.
+* ROC AUC per family (ranking quality, blind to any threshold or prior): for each class ``c`` present
+  as a label in the family, the rows that offer option ``c`` are ranked by ``p(c)`` against the
+  indicator ``label == c`` (Mann–Whitney, ties count one half); the family's AUC is the mean over
+  classes with both positives and negatives (for a binary family with one pair of option ids both
+  classes give the same number, so it is the plain binary AUC). Rows without probabilities are left
+  out and counted. Intervals: the same group bootstrap; a replicate where no class has both
+  positives and negatives is dropped and the number of valid replicates reported.
 """
 
 from __future__ import annotations
@@ -433,6 +440,82 @@ def per_family(t: Table) -> list[dict[str, Any]]:
     return out
 
 
+# --- ranking: ROC AUC per family ----------------------------------------------------------------------------------
+def roc_auc(scores: np.ndarray, positive: np.ndarray) -> float | None:
+    """Mann–Whitney ROC AUC (ties count 1/2); ``None`` without both positives and negatives."""
+    s = np.asarray(scores, dtype=np.float64)
+    pos = np.asarray(positive, dtype=bool)
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    sorted_s = s[order]
+    # average ranks over runs of equal scores
+    starts = np.flatnonzero(np.r_[True, sorted_s[1:] != sorted_s[:-1]])
+    ends = np.r_[starts[1:], len(s)]
+    avg = (starts + ends + 1) / 2.0
+    ranks[order] = np.repeat(avg, ends - starts)
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _family_auc_parts(t: Table, family: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per class of ``family``: (row indices, p(class), label == class) over rows that offer the class."""
+    rows = [i for i, lb in enumerate(t.labels) if lb.family == family and t.probs[i] is not None]
+    classes = sorted({t.labels[i].label for i in rows})
+    parts = []
+    for c in classes:
+        idx = np.array([i for i in rows if c in t.labels[i].option_ids], dtype=np.int64)
+        score = np.array([t.probs[i][t.labels[i].option_ids.index(c)] for i in idx])  # type: ignore[index]
+        parts.append((idx, score, np.array([t.labels[i].label == c for i in idx], dtype=bool)))
+    return parts
+
+
+def _macro_auc(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], draw: np.ndarray | None) -> float | None:
+    vals = []
+    for idx, score, pos in parts:
+        if draw is None:
+            a = roc_auc(score, pos)
+        else:
+            # multiplicity of each row in the bootstrap draw
+            mult = draw[idx]
+            keep = mult > 0
+            a = roc_auc(np.repeat(score[keep], mult[keep]), np.repeat(pos[keep], mult[keep]))
+        if a is not None:
+            vals.append(a)
+    return float(np.mean(vals)) if vals else None
+
+
+def auc_per_family(t: Table, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED) -> list[dict[str, Any]]:
+    """ROC AUC of each family (module docstring) with a group-bootstrap 95 % interval."""
+    fams = sorted({lb.family for lb in t.labels})
+    parts = {f: _family_auc_parts(t, f) for f in fams}
+    samples: dict[str, list[float]] = {f: [] for f in fams}
+    for idx in bootstrap_draws(t.labels, reps, seed):
+        draw = np.bincount(idx, minlength=t.n)
+        for f in fams:
+            a = _macro_auc(parts[f], draw)
+            if a is not None:
+                samples[f].append(a)
+    out = []
+    for f in fams:
+        fam_rows = [i for i, lb in enumerate(t.labels) if lb.family == f]
+        binary = all(len(t.labels[i].option_ids) == 2 for i in fam_rows)
+        point = _macro_auc(parts[f], None)
+        lo, hi = _interval(np.array(samples[f])) if samples[f] else (None, None)
+        out.append({"family": f, "kind": "binary" if binary else "one-vs-rest (macro over classes)",
+                    "auc": point, "ci_lo": lo, "ci_hi": hi, "valid_replicates": len(samples[f]),
+                    "classes": len(parts[f]), "rows": len(fam_rows),
+                    "rows_without_probabilities": sum(1 for i in fam_rows if t.probs[i] is None)})
+    return out
+
+
+def mean_auc(per_family: list[dict[str, Any]]) -> float | None:
+    """Mean of the defined per-family AUCs."""
+    vals = [f["auc"] for f in per_family if f["auc"] is not None]
+    return float(np.mean(vals)) if vals else None
+
+
 # --- paired comparison --------------------------------------------------------------------------------------------
 def _mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value: binomial test of the discordant pairs at 1/2."""
@@ -499,6 +582,7 @@ def evaluate(t: Table, reps: int = BOOTSTRAP_REPS, seed: int = BOOTSTRAP_SEED) -
         "metrics": bootstrap(t, reps, seed),
         "balanced_accuracy_all_rows": balanced_accuracy(t),
         "per_family": per_family(t),
+        "auc_per_family": auc_per_family(t, reps, seed),
         "reliability": reliability(t),
         "risk_coverage": risk_coverage(t),
         "time": _time(t),

@@ -2,7 +2,8 @@
 
 Every input line is validated before any model loads; an error names the file, the line, the field,
 what was wrong and what would be right. Records are plain JSON, validated in tests against
-``scorer/schema/record-v1.json``.
+``scorer/schema/record-v2.json`` (new records: v1 plus the decision ``signature`` and the optional
+``calibrated`` block); records of earlier runs keep validating against ``record-v1.json``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import orjson
 
 from scorer.errors import InputError
 
-RECORD_SCHEMA = "semif-record-v1"
+RECORD_SCHEMA = "semif-record-v2"
+# Every record schema this version reads (v1: before decision signatures and calibrated blocks).
+RECORD_SCHEMAS = ("semif-record-v1", "semif-record-v2")
 MIN_OPTIONS, MAX_OPTIONS = 2, 16
 SCORE_KIND = (
     "uncalibrated conditional option score: softmax over the declared options' answer-slot logits "
@@ -163,21 +166,26 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
             rec = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise InputError(name, lineno, None, f"invalid JSON ({exc})", "one record per line") from None
-        if not isinstance(rec, dict) or rec.get("schema") != RECORD_SCHEMA:
-            raise InputError(name, lineno, "schema", f"not a {RECORD_SCHEMA} record", f'"schema": "{RECORD_SCHEMA}"')
+        if not isinstance(rec, dict) or rec.get("schema") not in RECORD_SCHEMAS:
+            raise InputError(name, lineno, "schema", f"not a {' or '.join(RECORD_SCHEMAS)} record",
+                             f'"schema": "{RECORD_SCHEMA}"')
         out.append(rec)
     return out
 
 
-def record_schema() -> dict[str, Any]:
-    """The JSON Schema every record of every mode and backend validates against."""
-    return orjson.loads((Path(__file__).parent / "schema" / "record-v1.json").read_bytes())
+def record_schema(version: str = RECORD_SCHEMA) -> dict[str, Any]:
+    """The JSON Schema of records of ``version`` (default: what this version writes)."""
+    if version not in RECORD_SCHEMAS:
+        raise ValueError(f"unknown record schema {version!r} (expected one of {', '.join(RECORD_SCHEMAS)})")
+    name = version.removeprefix("semif-")
+    return orjson.loads((Path(__file__).parent / "schema" / f"{name}.json").read_bytes())
 
 
 def validate_records(records: Iterable[dict[str, Any]]) -> None:
-    """Raise ``jsonschema.ValidationError`` on the first record that breaks the schema."""
+    """Raise ``jsonschema.ValidationError`` on the first record that breaks its schema (each record is
+    checked against the schema version it names; an unknown version is checked against the newest)."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(record_schema())
+    validators = {v: jsonschema.Draft202012Validator(record_schema(v)) for v in RECORD_SCHEMAS}
     for rec in records:
-        validator.validate(rec)
+        validators.get(rec.get("schema") if isinstance(rec, dict) else None, validators[RECORD_SCHEMA]).validate(rec)

@@ -81,4 +81,40 @@ for kind in wrap distract; do
   report eval "q05-torch-authored-vs-$kind" "$RUNS/q05-torch-authored.jsonl" --labels data/eval/authored.jsonl \
     --compare "$RUNS/q05-torch-$kind-authored.jsonl"
 done
+
+# Calibration that changes decisions (issue 11): every method of `semif calibrate report` (label-free
+# priors, stored priors, orderings, labelled offsets out of fold, the per-family bound, class-skewed
+# subsamples, routing with calibrated margins) on every labelled set; no model run is needed for them.
+calib() {  # calib NAME ARGS...: data/results/calibration-NAME.json unless it exists (reports are create-only)
+  local out=$RES/calibration-$1.json; shift
+  [[ -f $out ]] && return 0
+  echo "== calibration report $out" >&2
+  $SEMIF calibrate report "$@" --output "$out"
+}
+for set in authored boundary; do
+  in=data/eval/$set.jsonl
+  for m in q05 q15; do
+    route=()
+    [[ $m == q15 ]] && route=(--route-fast "$RUNS/q05-torch-$set.jsonl")
+    calib "$m-torch-$set" --run "$RUNS/$m-torch-$set.jsonl" --labels "$in" --skew "${route[@]}" \
+      --permuted "$RUNS/$m-torch-permute2-$set.jsonl" --permuted-reversed "$RUNS/$m-torch-permute2-reverse-$set.jsonl"
+  done
+done
+# The shape workload: 37 states x 21 criteria, labels by construction. A criterion is a family (and a
+# signature), a state a group: folds are leave-one-state-out.
+shape=data/workloads/shape-full.jsonl
+score q15-torch-shared-shape-full $shape --model qwen2.5-1.5b --mode shared
+score q05-torch-shared-shape-full $shape --model qwen2.5-0.5b --mode shared
+calib q15-torch-shared-shape-full --run $RUNS/q15-torch-shared-shape-full.jsonl --labels $shape \
+  --family-field criterion_id --group-field state_id --folds groups --skew \
+  --route-fast $RUNS/q05-torch-shared-shape-full.jsonl
+calib q05-torch-shared-shape-full --run $RUNS/q05-torch-shared-shape-full.jsonl --labels $shape \
+  --family-field criterion_id --group-field state_id --folds groups --skew
+# Calibration files as `semif score --calibration` reads them: a stored label-free prior and a labelled fit.
+[[ -f $RES/prior-q15-torch-boundary.json ]] ||
+  $SEMIF calibrate prior $RUNS/q15-torch-boundary.jsonl --input data/eval/boundary.jsonl \
+    --output $RES/prior-q15-torch-boundary.json
+[[ -f $RES/bias-q15-torch-authored.json ]] ||
+  $SEMIF calibrate bias $RUNS/q15-torch-authored.jsonl --labels data/eval/authored.jsonl --balanced --temperature \
+    --output $RES/bias-q15-torch-authored.json
 echo "quality reports in $RES/ (runs in $RUNS/)" >&2

@@ -244,3 +244,49 @@ def test_macro_f1_is_averaged_within_then_across_families():
     assert metrics.macro_f1(t) == pytest.approx((fam_r + fam_k) / 2)
     per = {f["family"]: f["macro_f1"] for f in metrics.per_family(t)}
     assert per == pytest.approx({"k": fam_k, "r": fam_r})
+
+
+# --- ROC AUC per family ------------------------------------------------------------------------------------------
+def _pairwise_auc(s: list[float], pos: list[bool]) -> float:
+    """Brute force: share of (positive, negative) pairs ordered right, ties one half."""
+    p = [a for a, y in zip(s, pos, strict=True) if y]
+    n = [a for a, y in zip(s, pos, strict=True) if not y]
+    return sum((a > b) + 0.5 * (a == b) for a in p for b in n) / (len(p) * len(n))
+
+
+def test_roc_auc_hand_computed_and_ties():
+    assert metrics.roc_auc(np.array([0.9, 0.8, 0.3, 0.1]), np.array([1, 1, 0, 0])) == 1.0
+    assert metrics.roc_auc(np.array([0.1, 0.8, 0.3, 0.9]), np.array([1, 1, 0, 0])) == 0.25  # 1 of 4 pairs
+    # one tie between a positive and a negative counts one half: (1 + 1 + 0.5 + 1) / 4
+    assert metrics.roc_auc(np.array([0.9, 0.4, 0.4, 0.1]), np.array([1, 1, 0, 0])) == pytest.approx(0.875)
+    assert metrics.roc_auc(np.array([0.5, 0.6]), np.array([1, 1])) is None
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        s = np.round(rng.uniform(size=15), 1)  # many ties
+        y = rng.uniform(size=15) < 0.4
+        if 0 < y.sum() < 15:
+            assert metrics.roc_auc(s, y) == pytest.approx(_pairwise_auc(list(s), list(y)))
+
+
+def test_auc_per_family_ranks_well_decides_badly():
+    # every choice is "yes" (balanced accuracy 0.5) but p(yes) orders the rows perfectly: AUC 1
+    labels = [lab(f"r{i}", "yes" if i < 4 else "no", group=f"g{i}") for i in range(8)]
+    recs = [rec(f"r{i}", list(YN), [0.9 - 0.03 * i, 0.1 + 0.03 * i]) for i in range(8)]
+    t, _ = metrics.align(labels, recs)
+    assert metrics.family_balanced_accuracy(t) == 0.5
+    (fam,) = metrics.auc_per_family(t, reps=50)
+    assert fam["auc"] == 1.0 and fam["kind"] == "binary" and fam["classes"] == 2
+    assert fam["ci_lo"] <= 1.0 <= fam["ci_hi"] and fam["valid_replicates"] <= 50
+
+
+def test_auc_one_vs_rest_for_more_options_and_missing_rows():
+    ids = ("a", "b", "c")
+    labels = [lab("r1", "a", ids=ids), lab("r2", "b", ids=ids), lab("r3", "c", ids=ids), lab("r4", "a", ids=ids)]
+    recs = [rec("r1", list(ids), [0.5, 0.3, 0.2]), rec("r2", list(ids), [0.2, 0.5, 0.3]),
+            rec("r3", list(ids), [0.6, 0.1, 0.3])]  # r4 missing
+    t, _ = metrics.align(labels, recs)
+    (fam,) = metrics.auc_per_family(t, reps=20)
+    # class a: scores .5 (pos) vs .2,.6 -> 0.5; class b: .5 vs .3,.1 -> 1; class c: .3 vs .2,.3 -> 0.75
+    assert fam["auc"] == pytest.approx((0.5 + 1.0 + 0.75) / 3)
+    assert fam["kind"].startswith("one-vs-rest") and fam["rows_without_probabilities"] == 1
+    assert "auc_per_family" in metrics.evaluate(t, reps=10)

@@ -112,6 +112,11 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
         **metrics.evaluate(table, reps, seed),
         "letter_bias": letter_bias(recs, labs),
     }
+    if any(isinstance(r.get("calibrated"), dict) for r in recs):
+        from scorer.calibration.evaluate import before_after
+
+        # records of a calibrated run: the raw readout above, the calibrated one here (same rows)
+        report["calibrated"] = before_after(labs, recs, recs, reps, seed)
     if compare:
         recs_b = read_records(compare)
         table_b, _ = metrics.align(labs, recs_b, compare)
@@ -165,12 +170,21 @@ def print_eval(rep: dict[str, Any]) -> None:
         for r in rep["reliability"]) + "   (bin:rows/accuracy)")
     print("risk-coverage  " + "  ".join(f"{int(r['coverage'] * 100)}%: acc {r['accuracy']:.3f}"
                                         for r in rep["risk_coverage"]))
+    print("ROC AUC per family  " + "  ".join(
+        f"{a['family']}: " + ("n/a" if a["auc"] is None else f"{a['auc']:.3f} [{a['ci_lo']:.3f}, {a['ci_hi']:.3f}]")
+        for a in rep["auc_per_family"]) + "   (how well p orders the rows, whatever the threshold)")
     lb = rep["letter_bias"]
     print("chosen letter  " + "  ".join(f"{k}: {v} (gold {lb['gold'].get(k, 0)})" for k, v in lb["chosen"].items()))
     t = rep["time"]
     if t["rows_timed"]:
         print(f"time {t['total_s']:.1f} s total, {1000 * t['mean_s']:.0f} ms mean, {1000 * t['median_s']:.0f} ms "
               f"median per decision ({t['rows_timed']} timed rows)")
+    if "calibrated" in rep:
+        from scorer.calibration.cli import print_before_after
+
+        print()
+        print_before_after("calibrated blocks of these records (before = raw readout, after = calibrated.choice)",
+                           rep["calibrated"])
     if "compare" in rep:
         cp = rep["compare"]
         print(f"\npaired: B = {cp['run_b']['path']} vs A on the same {cp['rows']} rows (delta = B - A)")
@@ -348,8 +362,13 @@ def _permuted_records(backend: Any, rows: list[Decision], shifts: list[list[int]
             b.update(1)
         b.close()
         by_pass.append(recs)
+    from scorer.calibration.signature import signature_of
+
     for i, (d, s) in enumerate(zip(rows, shifts, strict=True)):
-        yield merge_permuted([by_pass[j][d.id] for j in range(len(s))], k, s, skip + i)
+        rec = merge_permuted([by_pass[j][d.id] for j in range(len(s))], k, s, skip + i)
+        # an order-averaged readout is its own decision procedure: its signature says so
+        rec["signature"] = signature_of(d, rec["prompt_version"], rec["model"], f"permute-{k}")
+        yield rec
 
 
 # --- semif order --------------------------------------------------------------------------------------------------
@@ -593,7 +612,9 @@ def register(sub: Any) -> None:
     _common(p)
     p.set_defaults(func=_cmd_eval)
 
-    p = sub.add_parser("calibrate", help="fit one temperature by NLL; ECE before/after out of fold")
+    from scorer.calibration.cli import register as register_calibrate
+
+    p = register_calibrate(sub)  # `semif calibrate temperature` (and the bare `semif calibrate RUN`)
     p.add_argument("run")
     p.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
     p.add_argument("--apply", help="also write the run's records with the temperature applied to this JSONL")

@@ -6,7 +6,7 @@
 * ``shared``: prefill each state's prefix once, then score all of its criteria in packed passes.
 
 Records come out in input order whatever the mode, one dict per decision (schema
-``scorer/schema/record-v1.json``).
+``scorer/schema/record-v2.json``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ import orjson
 
 from scorer import readout
 from scorer.backends.base import Backend, Prefix, pack_chunks
+from scorer.calibration.signature import signature_of
 from scorer.errors import InputError, OutputExistsError, ValidationError
 from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
 
 if TYPE_CHECKING:
+    from scorer.calibration.core import Calibration
     from scorer.runs.drift import ExactPolicy
 
 MODES = ("direct", "serial", "shared")
@@ -109,6 +111,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
     return {
         "schema": RECORD_SCHEMA,
         "id": d.id,
+        "signature": signature_of(d, p.version, model_info),
         "option_ids": ids,
         "letters": list(p.letters),
         "probabilities": r.probabilities,
@@ -303,14 +306,17 @@ def resume_point(path: Path, config_hash: str, decisions: list[Decision]) -> int
 def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: str, run_parts: dict[str, Any],
               resume: bool, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
               on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None,
-              permute: int = 1, temperature: float | None = None, exact: ExactPolicy | None = None) -> int:
+              permute: int = 1, temperature: float | None = None, exact: ExactPolicy | None = None,
+              calibration: Calibration | None = None) -> int:
     """Score ``decisions`` into ``output`` (JSONL, flushed per record). Returns the records written.
 
     ``run_parts`` identifies the run (input hash, options); the model block is added here, so a
     resumed run is refused unless it loads the very same weights the same way. ``permute`` > 1 reads
     each decision out over that many cyclic option orderings (:func:`scorer.runs.eval.score_permuted`);
     ``temperature`` rescales the option logits (:func:`scorer.calibrate.apply_temperature`); ``exact``
-    re-scores fresh the fast-path decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`).
+    re-scores fresh the fast-path decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`);
+    ``calibration`` adds a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`;
+    every row's signature is checked against it before anything is scored).
     """
     info = backend.model_info()
     ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
@@ -320,6 +326,11 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
         parts["permute"] = permute
     if temperature is not None:
         parts["temperature"] = temperature
+    if calibration is not None:  # every row's signature is checked before anything is scored
+        from scorer.calibration.apply import check_decisions
+
+        check_decisions(calibration, decisions, info, permute)
+        parts["calibration"] = calibration.source
     if exact is not None:
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
@@ -352,6 +363,8 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path, mode: s
         from scorer.calibrate import apply_temperature
 
         records = (apply_temperature(r, temperature) for r in records)
+    if calibration is not None:
+        records = calibration.apply_all(records)
     written = 0
     output.parent.mkdir(parents=True, exist_ok=True)
     with output.open("ab") as f:

@@ -1,0 +1,282 @@
+"""``semif calibrate {temperature,prior,bias,apply,report}`` and the calibration options of ``semif score``.
+
+``semif calibrate RUN …`` (the form before these subcommands existed) still works: it means
+``semif calibrate temperature RUN …`` (:func:`legacy_argv` rewrites it before parsing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from scorer import __version__, metrics
+from scorer.calibration.core import Calibration, file_sha256, load_calibration, write_calibration
+from scorer.calibration.signature import load_rows, record_signatures
+from scorer.errors import InputError, OutputExistsError
+
+SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report")
+
+
+def legacy_argv(argv: list[str]) -> list[str]:
+    """``calibrate RUN …`` → ``calibrate temperature RUN …`` (the old form keeps working)."""
+    if len(argv) >= 2 and argv[0] == "calibrate" and argv[1] not in SUBCOMMANDS and argv[1] not in ("-h", "--help"):
+        return [argv[0], "temperature", *argv[1:]]
+    return argv
+
+
+# --- shared loading -----------------------------------------------------------------------------------------------
+def _rows(paths: list[str] | None) -> list[Any] | None:
+    """Decision rows of every ``--input``/``--labels`` file (ids must be unique across them)."""
+    if not paths:
+        return None
+    out: dict[str, Any] = {}
+    for p in paths:
+        for d in load_rows(p) or []:
+            if d.id in out and out[d.id] != d:
+                raise InputError(p, None, "id", f"row {d.id!r} also appears, differently, in another rows file",
+                                 "row ids unique across --input/--labels files")
+            out[d.id] = d
+    return list(out.values())
+
+
+def load_runs(runs: list[str], rows_paths: list[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Records of every run file and their signatures (v1 records: computed from the rows files)."""
+    from scorer.schema import read_records
+
+    rows = _rows(rows_paths)
+    recs: list[dict[str, Any]] = []
+    sigs: list[str] = []
+    for run in runs:
+        r = read_records(run)
+        sigs += record_signatures(r, rows, run, "--input/--labels")
+        recs += r
+    return recs, sigs
+
+
+def _sources(runs: list[str]) -> list[dict[str, Any]]:
+    return [{"path": r, "sha256": file_sha256(Path(r))} for r in runs]
+
+
+def _print_file(cal: Calibration, out: Path, sha: str) -> None:
+    levels: dict[str, int] = {}
+    for e in cal.entries:
+        levels[e.level] = levels.get(e.level, 0) + 1
+    lv = ", ".join(f"{n} {k}" for k, n in levels.items()) or "no entries"
+    print(f"[semif] wrote {out} ({cal.method}, {cal.estimator}: {lv}; {len(cal.uncalibrated)} signature(s) "
+          f"without their own entry) sha256 {sha}", file=sys.stderr)
+
+
+# --- semif calibrate prior ----------------------------------------------------------------------------------------
+def _cmd_prior(args: argparse.Namespace) -> int:
+    from scorer.calibration.batch import mix_warnings
+    from scorer.calibration.prior import content_free_prior, fit_prior
+
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    if args.min_rows < 1:
+        raise InputError("--min-rows", None, None, f"{args.min_rows}", "an integer >= 1")
+    recs, sigs = load_runs(args.runs, args.input)
+    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
+            "inputs": _sources(args.input or [])}
+    if args.estimator == "content-free":
+        from scorer.backends import load_backend
+        from scorer.cli import backend_config
+
+        if not args.input:
+            raise InputError("--input", None, None, "missing", "the rows the runs scored (content-free rebuilds their "
+                                                               "questions)")
+        backend = load_backend(backend_config(args))
+        cal = content_free_prior(backend, _rows(args.input) or [], recs, sigs, meta=meta)
+    else:
+        cal = fit_prior(recs, sigs, args.estimator, args.min_rows, args.fallback, meta=meta)
+    sha = write_calibration(cal, out, args.force)
+    n_sig = len(set(sigs))
+    print(f"{len(recs)} records, {n_sig} signatures: {sum(e.level == 'signature' for e in cal.entries)} calibrated "
+          f"from their own rows ({args.estimator})")
+    for s in cal.uncalibrated:
+        fb = " (family fallback)" if any(e.level == "family" for e in cal.entries) else ""
+        print(f"  uncalibrated{fb}: signature {s.signature[:12]}… {s.reason}")
+    for w in mix_warnings(list(cal.apply_all(recs, sigs)) if cal.entries else []):
+        print(f"  warning: {w}")
+    _print_file(cal, out, sha)
+    return 0
+
+
+# --- semif calibrate bias -----------------------------------------------------------------------------------------
+def _cmd_bias(args: argparse.Namespace) -> int:
+    from scorer.calibration.bias import fit_bias
+    from scorer.calibration.evaluate import before_after, out_of_fold
+
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    levels = [x.strip() for x in args.levels.split(",") if x.strip()]
+    recs, sigs = load_runs(args.runs, [args.labels, *(args.input or [])])
+    labs = metrics.labels_from_decisions(args.labels)
+    gold = {lb.id: lb.label for lb in labs}
+    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
+            "labels": {"path": args.labels, "sha256": file_sha256(Path(args.labels))}}
+
+    def fit(r: list[dict[str, Any]], s: list[str]) -> Calibration:
+        try:
+            return fit_bias(r, s, gold, args.min_rows, args.temperature, args.l2, args.balanced, levels)
+        except ValueError as exc:
+            raise InputError("--levels" if "levels" in str(exc) else args.labels, None, None, str(exc),
+                             "labelled records and levels among signature, family, global") from None
+
+    cal = fit(recs, sigs)
+    held, folds = out_of_fold(recs, sigs, labs, fit, args.folds)
+    raw = [r for r in recs if r.get("id") in gold]
+    ev = before_after(labs, raw, held, args.reps, args.seed)
+    cal.meta.update(meta)
+    cal.meta["out_of_fold"] = {"folds": len(folds), "fold_assignment": "groups sorted by sha256(group name), dealt "
+                               "round-robin", "per_fold": folds, **ev}
+    sha = write_calibration(cal, out, args.force)
+    print_before_after(f"bias offsets ({cal.estimator}), out of fold over {len(folds)} group-disjoint folds", ev)
+    if not ev["beats_uncalibrated"]:
+        print("  the fit does NOT beat the uncalibrated readout out of fold (mean per-family balanced accuracy "
+              f"{ev['balanced_accuracy_gain']:+.3f}); applying it is not recommended")
+    _print_file(cal, out, sha)
+    return 0
+
+
+def print_before_after(title: str, ev: dict[str, Any]) -> None:
+    """A before/after table (headline metrics with intervals, per-family balanced accuracy and AUC)."""
+    def ci(m: dict[str, float]) -> str:
+        return f"{m['value']:.3f} [{m['ci_lo']:.3f}, {m['ci_hi']:.3f}]"
+
+    print(title)
+    print(f"  {'metric':<18} {'before':>22} {'after':>22}")
+    for k in ("accuracy", "balanced_accuracy", "nll", "brier", "ece"):
+        print(f"  {k:<18} {ci(ev['before']['metrics'][k]):>22} {ci(ev['after']['metrics'][k]):>22}")
+    auc_b = {a["family"]: a for a in ev["before"]["auc_per_family"]}
+    auc_a = {a["family"]: a for a in ev["after"]["auc_per_family"]}
+    print(f"  {'family':<12} {'bal.acc before':>14} {'after':>7} {'AUC before':>11} {'after':>7}")
+    for fam, b in ev["before"]["per_family"].items():
+        a = ev["after"]["per_family"][fam]
+        ab, aa = auc_b[fam]["auc"], auc_a[fam]["auc"]
+        print(f"  {fam:<12} {b['balanced_accuracy']:>14.3f} {a['balanced_accuracy']:>7.3f} "
+              f"{'n/a' if ab is None else f'{ab:.3f}':>11} {'n/a' if aa is None else f'{aa:.3f}':>7}")
+    print(f"  choices changed: {ev['changed_choices']}")
+
+
+# --- semif calibrate apply ----------------------------------------------------------------------------------------
+def _cmd_apply(args: argparse.Namespace) -> int:
+    from scorer.schema import RECORD_SCHEMA, dumps_record
+
+    out = Path(args.output)
+    if out.exists():
+        raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+    cal = load_calibration(args.calibration)
+    recs, sigs = load_runs([args.run], args.input)
+    lines = []
+    for r, s in zip(recs, sigs, strict=True):
+        rec = cal.apply({**r, "schema": RECORD_SCHEMA, "signature": s})
+        lines.append(dumps_record(rec))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(b"".join(lines))
+    print(f"[semif] wrote {len(lines)} calibrated records ({cal.method}, {cal.source['sha256'][:12]}) to {out}",
+          file=sys.stderr)
+    return 0
+
+
+# --- semif score options ------------------------------------------------------------------------------------------
+def add_score_args(p: argparse.ArgumentParser) -> None:
+    """``--calibration FILE`` and ``--batch-calibrate [ESTIMATOR]`` for ``semif score``."""
+    from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_MIN_ROWS
+
+    g = p.add_argument_group("calibration (records keep their raw numbers and gain a `calibrated` block)")
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--calibration", metavar="FILE", help="apply a prior or bias file (semif calibrate prior|bias); "
+                                                         "checked against the model and every row's signature")
+    x.add_argument("--batch-calibrate", nargs="?", const="mean", choices=BATCH_ESTIMATORS, metavar="ESTIMATOR",
+                   help="fit the option prior per signature over this run's own rows, then apply it "
+                        f"(estimator {', '.join(BATCH_ESTIMATORS)}; default mean). Raw records go to OUT.raw.jsonl "
+                        "first, the calibrated ones to OUT when every row is scored")
+    g.add_argument("--calibration-min-rows", type=int, default=DEFAULT_MIN_ROWS, metavar="N",
+                   help=f"--batch-calibrate: signatures with fewer rows stay uncalibrated (default {DEFAULT_MIN_ROWS})")
+
+
+def check_score_args(args: argparse.Namespace) -> Calibration | None:
+    """Validate the calibration options before any model loads; the loaded file, if any."""
+    if getattr(args, "calibration_min_rows", 1) < 1:
+        raise InputError("--calibration-min-rows", None, None, f"{args.calibration_min_rows}", "an integer >= 1")
+    return load_calibration(args.calibration) if getattr(args, "calibration", None) else None
+
+
+def report_batch(res: Any) -> None:
+    """Stderr lines after a batch-calibrated run: where things went, warnings, the phase-2 overhead."""
+    for w in res.warnings:
+        print(f"[semif] warning: {w}", file=sys.stderr)
+    share = res.fit_s / res.scoring_s if res.scoring_s else 0.0
+    print(f"[semif] batch calibration: raw records in {res.raw_path}; {res.records} calibrated records; fit + apply "
+          f"{res.fit_s:.3f} s = {100 * share:.3f} % of the {res.scoring_s:.1f} s of scoring (no extra forward pass)",
+          file=sys.stderr)
+
+
+# --- registration -------------------------------------------------------------------------------------------------
+def register(sub: Any) -> argparse.ArgumentParser:
+    """Add ``semif calibrate`` and its subcommands; returns the ``temperature`` parser (its arguments are
+    those of the temperature fit in :mod:`scorer.runs.eval`, which fills it in)."""
+    from scorer.calibration.bias import DEFAULT_L2, LEVELS
+    from scorer.calibration.bias import DEFAULT_MIN_ROWS as BIAS_MIN_ROWS
+    from scorer.calibration.prior import DEFAULT_MIN_ROWS, ESTIMATORS
+
+    p = sub.add_parser("calibrate", help="calibration: temperature (also the bare form `calibrate RUN`), prior, bias, "
+                                         "apply, report")
+    csub = p.add_subparsers(dest="calibrate_command", required=True)
+    temp = csub.add_parser("temperature", help="fit one temperature by NLL; ECE before/after out of fold "
+                                               "(never changes a choice)")
+
+    q = csub.add_parser("prior", help="label-free option prior per decision signature -> PRIOR.json")
+    q.add_argument("runs", nargs="+", help="records (JSONL) of semif score")
+    q.add_argument("--output", required=True, help="calibration file to write (never overwritten without --force)")
+    q.add_argument("--input", action="append", help="rows the runs scored (needed for v1 records, which carry no "
+                                                     "signature, and for --estimator content-free); repeatable")
+    q.add_argument("--estimator", choices=ESTIMATORS, default="mean",
+                   help="mean (probability space, default), geometric (log space), balanced (uniform predicted "
+                        "mass), content-free (scores each question with content-free states: needs the model)")
+    q.add_argument("--min-rows", type=int, default=DEFAULT_MIN_ROWS,
+                   help=f"signatures with fewer scored rows stay uncalibrated (default {DEFAULT_MIN_ROWS})")
+    q.add_argument("--fallback", choices=("none", "family"), default="none",
+                   help="family: a small signature uses the prior of its family's rows with the same options")
+    q.add_argument("--force", action="store_true")
+    from scorer.cli import _add_model_args
+
+    _add_model_args(q)
+    q.set_defaults(func=_cmd_prior)
+
+    b = csub.add_parser("bias", help="labelled per-option logit offsets (signature -> family -> global), fitted by "
+                                     "NLL, judged out of fold -> BIAS.json")
+    b.add_argument("runs", nargs="+", help="records (JSONL) of semif score")
+    b.add_argument("--labels", required=True, help="labelled rows (label, family, group); also the rows for v1 records")
+    b.add_argument("--input", action="append", help="further rows files for v1 records' signatures; repeatable")
+    b.add_argument("--output", required=True)
+    b.add_argument("--min-rows", type=int, default=BIAS_MIN_ROWS,
+                   help=f"labelled rows a signature needs for its own entry (default {BIAS_MIN_ROWS})")
+    b.add_argument("--levels", default=",".join(LEVELS), help=f"comma list of {', '.join(LEVELS)}")
+    b.add_argument("--temperature", action="store_true", help="also fit a temperature per entry")
+    b.add_argument("--l2", type=float, default=DEFAULT_L2, help=f"ridge on the offsets (default {DEFAULT_L2})")
+    b.add_argument("--balanced", action="store_true",
+                   help="weigh rows by 1/(rows with their label): offsets for balanced accuracy")
+    b.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
+    b.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS)
+    b.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED)
+    b.add_argument("--force", action="store_true")
+    b.set_defaults(func=_cmd_bias)
+
+    a = csub.add_parser("apply", help="add calibrated blocks to an existing run's records (v1 records become v2)")
+    a.add_argument("run")
+    a.add_argument("--calibration", required=True)
+    a.add_argument("--output", required=True)
+    a.add_argument("--input", action="append", help="rows the run scored (for v1 records)")
+    a.set_defaults(func=_cmd_apply)
+
+    from scorer.calibration.report import register_report
+
+    register_report(csub)
+    return temp

@@ -1,0 +1,202 @@
+"""Label-free option priors per decision signature, and the calibrations built from them.
+
+A prior ``π`` over a signature's options is estimated from the raw option distributions
+``p_i = softmax(z_i)`` of its rows; calibration divides by it: ``softmax(z - ln π)``. Estimators
+(the tests hold each one to a hand-computed example):
+
+* ``mean`` — arithmetic mean in probability space, ``π = mean_i p_i`` ("batch calibration",
+  Zhou et al. 2023). Robust to a few confident rows; the one that worked best on the project's sets.
+* ``geometric`` — mean in log space, ``ln π = mean_i ln p_i`` (renormalised). Equivalent to centring
+  every option's logit on its batch mean; exact for a constant additive logit bias, but one
+  near-zero probability drags the whole prior.
+* ``balanced`` — the offsets ``b`` that make the calibrated batch's mean distribution uniform,
+  ``mean_i softmax(z_i - b) = 1/K`` (fixed-point iteration; ``mean`` is its first step). Forces a
+  balanced predicted mix, so it assumes a balanced batch most strongly.
+* ``content-free`` — ``π = mean_s softmax(z(s))`` over the same question scored with content-free
+  states ``s`` (``N/A``, ``[MASK]``, ``None``; Zhao et al. 2021). Needs the model, none of the batch.
+
+Every estimator returns offsets normalised so that ``logsumexp(offsets) = 0`` (then ``exp(offsets)``
+is the prior itself). A signature with fewer than ``min_rows`` scored rows is left uncalibrated (a
+prior from two rows mostly measures those two rows' content); with ``fallback="family"`` it uses the
+prior of all rows of its ``extra.family`` with the same ordered option ids when that pool is large
+enough.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scorer.calibration.core import Calibration, Entry, Skipped
+from scorer.calibration.signature import identity_sha256, model_identity, readout_of
+from scorer.errors import InputError
+
+ESTIMATORS = ("mean", "geometric", "balanced", "content-free")
+BATCH_ESTIMATORS = ("mean", "geometric", "balanced")
+DEFAULT_MIN_ROWS = 8
+CONTENT_FREE_STATES = ("N/A", "[MASK]", "None")
+_BALANCE_TOL = 1e-12
+_BALANCE_ITERS = 10_000
+
+
+def log_softmax(z: np.ndarray) -> np.ndarray:
+    """Row-wise log-softmax of a 2-D array (float64)."""
+    z = np.asarray(z, dtype=np.float64)
+    m = z.max(axis=-1, keepdims=True)
+    return z - m - np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+
+
+def _normalise(log_prior: np.ndarray) -> np.ndarray:
+    m = log_prior.max()
+    return log_prior - (m + np.log(np.exp(log_prior - m).sum()))
+
+
+def estimate(logits: np.ndarray, estimator: str) -> np.ndarray:
+    """Offsets ``ln π`` (normalised) of one signature from its rows' raw option logits (``n × K``)."""
+    lp = log_softmax(np.atleast_2d(logits))
+    if lp.shape[0] == 0:
+        raise ValueError("no rows to estimate a prior from")
+    if estimator in ("mean", "content-free"):
+        m = lp.max(axis=0)
+        return _normalise(m + np.log(np.exp(lp - m).mean(axis=0)))
+    if estimator == "geometric":
+        return _normalise(lp.mean(axis=0))
+    if estimator == "balanced":
+        k = lp.shape[1]
+        b = np.zeros(k)
+        for _ in range(_BALANCE_ITERS):
+            q = np.exp(log_softmax(lp - b)).mean(axis=0)
+            step = np.log(q * k)
+            b = b + step
+            if np.abs(step).max() < _BALANCE_TOL:
+                break
+        return _normalise(b)
+    raise ValueError(f"unknown estimator {estimator!r} (expected one of {', '.join(ESTIMATORS)})")
+
+
+@dataclass
+class _Group:
+    """Rows sharing one lookup key (a signature, or a family with its option ids)."""
+
+    model: str
+    readout: str
+    option_ids: tuple[str, ...]
+    family: str | None
+    logits: list[np.ndarray]
+    signature: str | None = None
+
+
+def _usable(rec: dict[str, Any]) -> np.ndarray | None:
+    z = np.asarray(rec.get("option_logits") or [], dtype=np.float64)
+    if z.ndim != 1 or z.size != len(rec.get("option_ids") or []) or z.size < 2 or not np.all(np.isfinite(z)):
+        return None
+    return z
+
+
+def _entry(level: str, g: _Group, offsets: np.ndarray, question: str | None = None) -> Entry:
+    return Entry(level, g.model, g.readout, {o: float(b) for o, b in zip(g.option_ids, offsets, strict=True)}, 1.0,
+                 len(g.logits), g.signature, g.family if level == "family" else None, g.option_ids, question,
+                 tuple(float(v) for v in np.exp(offsets)))
+
+
+def fit_prior(records: Sequence[dict[str, Any]], signatures: Sequence[str], estimator: str = "mean",
+              min_rows: int = DEFAULT_MIN_ROWS, fallback: str = "none", source: dict[str, Any] | None = None,
+              meta: dict[str, Any] | None = None) -> Calibration:
+    """A prior calibration from scored records (label-free): one entry per signature with at least
+    ``min_rows`` usable rows; the others are listed as uncalibrated (or covered by a family entry when
+    ``fallback="family"``)."""
+    if estimator not in BATCH_ESTIMATORS:
+        raise ValueError(f"estimator {estimator!r} does not estimate from records (expected one of "
+                         f"{', '.join(BATCH_ESTIMATORS)})")
+    if fallback not in ("none", "family"):
+        raise ValueError(f"unknown fallback {fallback!r} (expected none or family)")
+    if min_rows < 1:
+        raise ValueError("min_rows must be >= 1")
+    models: dict[str, dict[str, Any]] = {}
+    sigs: OrderedDict[str, _Group] = OrderedDict()
+    fams: OrderedDict[tuple[Any, ...], _Group] = OrderedDict()
+    for rec, sig in zip(records, signatures, strict=True):
+        ident = model_identity(rec.get("model") or {})
+        msha = identity_sha256(ident)
+        models[msha] = ident
+        z = _usable(rec)
+        ids = tuple(rec["option_ids"])
+        ro = readout_of(rec)
+        fam = (rec.get("extra") or {}).get("family")
+        g = sigs.setdefault(sig, _Group(msha, ro, ids, None if fam is None else str(fam), [], sig))
+        if z is not None:
+            g.logits.append(z)
+            if fam is not None:
+                fams.setdefault((msha, ro, str(fam), ids), _Group(msha, ro, ids, str(fam), [])).logits.append(z)
+    entries: list[Entry] = []
+    skipped: list[Skipped] = []
+    for sig, g in sigs.items():
+        if len(g.logits) >= min_rows:
+            entries.append(_entry("signature", g, estimate(np.stack(g.logits), estimator)))
+        else:
+            skipped.append(Skipped(sig, g.model, len(g.logits), f"{len(g.logits)} rows < --min-rows {min_rows}"))
+    if fallback == "family" and skipped:
+        wanted = {(sigs[s.signature].model, sigs[s.signature].readout, sigs[s.signature].family,
+                   sigs[s.signature].option_ids) for s in skipped}
+        for key, g in fams.items():
+            if key in wanted and len(g.logits) >= min_rows:
+                entries.append(_entry("family", g, estimate(np.stack(g.logits), estimator)))
+    return Calibration("prior", estimator, models, entries, skipped, source or {"kind": "in-run"},
+                       {"min_rows": min_rows, "fallback": fallback, **(meta or {})})
+
+
+def content_free_prior(backend: Any, decisions: Sequence[Any], records: Sequence[dict[str, Any]],
+                       signatures: Sequence[str], states: Sequence[str] = CONTENT_FREE_STATES,
+                       source: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> Calibration:
+    """Content-free priors: every signature of ``records`` scored once per content-free state on
+    ``backend`` (direct mode, plain readout), ``π`` = the mean of those distributions.
+
+    ``decisions`` are the input rows the records came from (records carry no question text). The
+    backend must be the records' model: each rebuilt decision's signature is recomputed with the
+    backend's model block and must equal the records' one, else :class:`InputError`.
+    """
+    from scorer.calibration.signature import signature_of
+    from scorer.prompt import PROMPT_VERSION
+    from scorer.runs.score import prepare, score_items
+    from scorer.schema import Decision
+
+    by_id = {d.id: d for d in decisions}
+    info = backend.model_info()
+    msha = identity_sha256(model_identity(info))
+    models = {msha: model_identity(info)}
+    reps: OrderedDict[str, tuple[Any, dict[str, Any]]] = OrderedDict()
+    for rec, sig in zip(records, signatures, strict=True):
+        if sig in reps:
+            continue
+        d = by_id.get(rec.get("id"))
+        if d is None:
+            raise InputError("--input", None, "id", f"record {rec.get('id')!r} has no row", "the rows the run scored")
+        if readout_of(rec) != "plain":
+            raise InputError(str(rec.get("id")), None, "permute", f"readout {readout_of(rec)}",
+                             "plain records for --estimator content-free")
+        mine = signature_of(d, PROMPT_VERSION, info, "plain")
+        if mine != sig:
+            raise InputError("--model", None, "signature",
+                             f"the loaded model gives row {d.id!r} signature {mine[:12]}…, the records say {sig[:12]}…",
+                             "the very model, backend and dtype (and prompt version) that scored the records")
+        reps[sig] = (d, rec)
+    cf_rows: list[Decision] = []
+    owner: list[str] = []
+    for sig, (d, _) in reps.items():
+        for j, s in enumerate(states):
+            cf_rows.append(Decision(f"{d.id}#content-free-{j}", s, d.question, d.options, {}, f"content-free:{j}"))
+            owner.append(sig)
+    items = prepare(backend, cf_rows, with_prefix=False)
+    logits: dict[str, list[np.ndarray]] = {}
+    for sig, rec in zip(owner, score_items(backend, items, "direct", {"content_free": True}), strict=True):
+        logits.setdefault(sig, []).append(np.asarray(rec["option_logits"], dtype=np.float64))
+    entries = []
+    for sig, (d, _) in reps.items():
+        g = _Group(msha, "plain", tuple(d.option_ids), None, logits[sig], sig)
+        entries.append(_entry("signature", g, estimate(np.stack(g.logits), "content-free"), d.question))
+    return Calibration("prior", "content-free", models, entries, [], source or {"kind": "in-run"},
+                       {"content_free_states": list(states), "forward_passes": len(cf_rows), **(meta or {})})
