@@ -35,7 +35,6 @@ ARRAY_SYSTEM = (
     'Reply with a JSON array of lowercase strings, "yes" or "no", one per question, in the order of the '
     "questions, and nothing else."
 )
-LANES = ("free", "constrained")
 
 
 class ArrayInput(Protocol):

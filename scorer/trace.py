@@ -549,7 +549,7 @@ def token_limit(trace: dict[str, Any], run: dict[str, Any]) -> int:
     return int(trace["protocol"]["max_new_tokens"])
 
 
-def _lane_summary(trace: dict[str, Any], lane: str, typed_median: float, typed0: dict[str, Any]) -> dict[str, Any]:
+def _lane_summary(trace: dict[str, Any], lane: str, typed_median: float) -> dict[str, Any]:
     runs = measured(trace, lane)
     n = len(trace["inputs"]["criteria"])
     first = runs[0]
@@ -632,8 +632,8 @@ def compute_summary_v2(trace: dict[str, Any]) -> dict[str, Any]:
                    "readout_s": _median(rdo), "prefill_tokens_per_s": _rate(tt["prefix"], _median(pre)),
                    "suffix_tokens_per_s": _rate(tt["suffix"], _median(suf))},
     }
-    free = _lane_summary(trace, "free", t_block["median_s"], typed[0])
-    con = _lane_summary(trace, "constrained", t_block["median_s"], typed[0])
+    free = _lane_summary(trace, "free", t_block["median_s"])
+    con = _lane_summary(trace, "constrained", t_block["median_s"])
     decs = typed[0]["decisions"]
     labels = None
     if any(d["label"] is not None for d in decs):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent set-up: a virtualenv in .venv with pinned torch (CPU wheel), transformers, llama-cpp-python and
-# the test tools. Re-running is a no-op once everything is in place (a stamp records what was installed).
+# Idempotent set-up: a virtualenv in .venv with pinned torch (CPU wheel), transformers, llama-cpp-python,
+# llguidance (grammar-constrained generation) and the test tools.
+# Re-running is a no-op once everything is in place (a stamp records what was installed).
 #   scripts/install.sh            # Python packages
 #   scripts/install.sh --browser  # also Debian's chromium for the browser tests (needs root + apt) and the
 #                                 # site's npm test tools (npm ci, from package-lock.json)
@@ -45,7 +46,7 @@ fi
 
 stamp_value=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-32)
 stamp=$VENV/.semif-install-stamp
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp" 2>/dev/null; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp, llguidance" 2>/dev/null; then
   exit 0
 fi
 
@@ -70,6 +71,6 @@ if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version_
   "${PIP[@]}" install "$wheel"
 fi
 
-"${PIP[@]}" install -e ".[torch,llamacpp,dev]"
+"${PIP[@]}" install -e ".[torch,llamacpp,grammar,dev]"
 echo "$stamp_value" > "$stamp"
 log "ready: $VENV"

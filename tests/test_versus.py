@@ -313,25 +313,6 @@ def test_context_overflow_is_refused(small):
         run_versus(be, small, VersusConfig(repeats=1, warmup=0))
 
 
-# --- a real short run --------------------------------------------------------------------------------
-@pytest.mark.slow
-def test_real_short_run_smollm2(smol_torch, tmp_path: Path):
-    inp = load_input(_write(tmp_path, SMALL))
-    doc = run_versus(smol_torch, inp, VersusConfig(repeats=1, warmup=0, max_new_tokens=12, top_k=3))
-    assert trace.verify(doc) == []
-    assert doc["model"]["key"] == "smollm2-135m" and doc["model"]["backend"] == "torch"
-    assert doc["checks"]["typed_vs_direct"]["choices_equal"]
-    con = trace.measured(doc, "constrained")[0]
-    assert con["complete"] and doc["prompts"]["constrained"]["engine"].startswith("llguidance")
-    gen = trace.measured(doc, "free")[0]
-    assert 1 <= gen["output_tokens"] <= 12 and 0 < gen["ttft_s"] <= gen["total_s"]
-    typed = trace.measured(doc, "typed")[0]
-    assert len(typed["decisions"]) == 3 and all(len(d["top_k"]) == 3 for d in typed["decisions"])
-    out = tmp_path / "t.json"
-    trace.write(out, doc)
-    assert trace.verify(trace.load(out)) == []
-
-
 # --- command line (refusals happen before any model loads) -------------------------------------------
 def test_cli_refuses_existing_output_and_bad_input(tmp_path: Path, capsys):
     from scorer.cli import main
@@ -391,6 +372,9 @@ def test_llguidance_constraint_allows_only_the_grammar_then_a_stop():
 class _Halve:
     """A calibration test double: moves half of each decision's probability to option 2."""
 
+    def check(self, decisions, model):
+        assert [d.id for d in decisions] == ["a", "b", "c"] and model["key"] == "fake"
+
     def provenance(self):
         return {"method": "test", "file": None, "file_sha256": None, "rows_used": 5, "detail": {}}
 
@@ -436,39 +420,62 @@ def test_a_calibration_that_returns_garbage_is_refused(small):
                    calibration=Bad())
 
 
-def test_cli_calibration_file_errors(tmp_path: Path, capsys, monkeypatch):
+def test_cli_calibration_file_errors(tmp_path: Path, capsys):
     from scorer.cli import main
 
     out = str(tmp_path / "t.json")
     assert main(["versus", "--calibration", str(tmp_path / "absent.json"), "--output", out]) == 2
     assert "absent.json: file not found" in capsys.readouterr().err
-    prior = _write(tmp_path, {"method": "prior"}, "prior.json")
-    monkeypatch.setitem(sys.modules, "scorer.calibration", None)  # a build without scorer.calibration
-    assert main(["versus", "--calibration", str(prior), "--output", out]) == 2
-    assert "calibration files need scorer.calibration" in capsys.readouterr().err
+    bad = _write(tmp_path, {"method": "prior"}, "prior.json")
+    assert main(["versus", "--calibration", str(bad), "--output", out]) == 2
+    err = capsys.readouterr().err
+    assert "prior.json" in err and "Traceback" not in err
 
 
-def test_cli_calibration_goes_through_scorer_calibration(tmp_path: Path, monkeypatch):
-    import types
+def _prior_file(tmp_path: Path, inp, states: int = 8) -> Path:
+    """A real ``semif calibrate prior`` file for the fake model: the criteria of ``inp`` scored on other states."""
+    from scorer.calibration import fit_prior
+    from scorer.calibration.core import write_calibration
+    from scorer.schema import Decision
 
+    be = FakeBackend(FakeTokenizer(merges=MERGES))
+    rows = [Decision(f"s{k}-{c.id}", f"Order {k}: state number {k}.", c.question, d.options, {}, "")
+            for k in range(states) for c, d in zip(inp.criteria, decisions_for(inp), strict=True)]
+    recs = list(score_items(be, prepare(be, rows, with_prefix=False), "direct", {"config_sha256": "t"}))
+    cal = fit_prior(recs, [r["signature"] for r in recs], min_rows=states)
+    out = tmp_path / "prior.json"
+    write_calibration(cal, out)
+    return out
+
+
+def test_versus_applies_a_real_prior_file(small, tmp_path: Path):
+    from scorer.calibration import load_calibration
     from scorer.runs.versus import load_calibrator
 
-    calls = []
+    prior = _prior_file(tmp_path, small)
+    doc = run_versus(SlowFakeBackend(FakeTokenizer(merges=MERGES), script='["yes","yes","no"]'), small,
+                     VersusConfig(repeats=1, warmup=0), calibration=load_calibrator(str(prior)))
+    assert trace.verify(doc) == []
+    cal = doc["calibration"]
+    assert cal["method"] == "prior" and cal["rows_used"] == 3 * 8 and cal["calibrated_decisions"] == 3
+    assert cal["file_sha256"] == hashlib.sha256(prior.read_bytes()).hexdigest()
+    # the numbers are semif score's: the same file applied to the same record gives the same probabilities
+    loaded = load_calibration(prior)
+    be = FakeBackend(FakeTokenizer(merges=MERGES))
+    recs = list(score_items(be, prepare(be, decisions_for(small), with_prefix=False), "direct",
+                            {"config_sha256": "t"}))
+    for d, rec in zip(trace.measured(doc, "typed")[0]["decisions"], recs, strict=True):
+        want = loaded.apply(rec)["calibrated"]["probabilities"]
+        assert d["calibrated"]["probabilities"] == pytest.approx(want, abs=1e-9)
+        assert d["probabilities"] == pytest.approx(rec["probabilities"], abs=1e-9)  # raw untouched
 
-    class Loaded:
-        method = "prior"
 
-        def apply(self, record):
-            calls.append(record["id"])
-            return {**record, "calibrated": {"probabilities": [0.25, 0.75], "rows_used": 36, "signature": "s1"}}
+def test_a_prior_file_for_other_questions_is_refused_before_any_run(small, tmp_path: Path):
+    from scorer.runs.versus import VersusInput, load_calibrator
 
-    mod = types.ModuleType("scorer.calibration")
-    mod.load_calibration = lambda path: Loaded()  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "scorer.calibration", mod)
-    prior = _write(tmp_path, {"method": "prior"}, "prior.json")
-    cal = load_calibrator(str(prior))
-    assert cal.apply({"id": "a", "probabilities": [0.6, 0.4]}) == [0.25, 0.75]
-    assert cal.apply({"id": "b", "probabilities": [0.6, 0.4]}) == [0.25, 0.75]
-    prov = cal.provenance()
-    assert prov["method"] == "prior" and prov["rows_used"] == 36 and calls == ["a", "b"]
-    assert prov["file_sha256"] == hashlib.sha256(prior.read_bytes()).hexdigest()
+    other = VersusInput("other", small.state, tuple(c for c in small.criteria[:2]))
+    prior = _prior_file(tmp_path, other)
+    be = SlowFakeBackend(FakeTokenizer(merges=MERGES), script='["yes","yes","no"]')
+    with pytest.raises(InputError, match="no calibration for signature"):
+        run_versus(be, small, VersusConfig(repeats=1, warmup=0), calibration=load_calibrator(str(prior)))
+    assert be.calls["prefill"] == be.calls["fan_out"] == be.calls["fresh"] == 0  # refused before any scoring

@@ -39,7 +39,7 @@ import numpy as np
 
 from scorer import __version__, store
 from scorer.backends import BackendConfig
-from scorer.backends.base import FanOutTiming, Prefix, pack_chunks
+from scorer.backends.base import FanOutTiming, Grammar, Prefix, pack_chunks
 from scorer.errors import ModelError, ValidationError
 from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.gguf_tools import GGUFIdentity, identity
@@ -649,3 +649,9 @@ class LlamaCppBackend:
         if self._stop is None:
             self._stop = [i for i in range(self._vocab.n_vocab) if self._lib.llama_vocab_is_eog(self._vocab._vocab, i)]
         return list(self._stop)
+
+    def grammar(self, gbnf: str) -> Grammar:
+        """llama.cpp's own grammar sampler over the GGUF vocabulary (:mod:`scorer.backends.llama_grammar`)."""
+        from scorer.backends.llama_grammar import LlamaGrammar
+
+        return LlamaGrammar(self._lib, self._vocab._vocab, gbnf, self._vocab.n_vocab)

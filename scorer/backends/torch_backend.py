@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from scorer import __version__, store
-from scorer.backends.base import FanOutTiming, Prefix, pack_chunks
+from scorer.backends.base import FanOutTiming, Grammar, Prefix, pack_chunks
 from scorer.errors import ModelError
 from scorer.tokenizer import HFTokenizer
 
@@ -350,4 +350,17 @@ class TorchBackend:
         elif isinstance(eos, list):
             ids.update(eos)
         return sorted(ids)
+
+    def grammar(self, gbnf: str) -> Grammar:
+        """llguidance over the Hugging Face tokenizer's vocabulary (:mod:`scorer.backends.guidance`); the
+        vocabulary is converted once per backend and its time is added to the first grammar's compile_s."""
+        from scorer.backends import guidance
+
+        t0 = time.perf_counter()
+        if getattr(self, "_lltokenizer", None) is None:
+            self._lltokenizer = guidance.tokenizer_from_hf(self.tokenizer.hf, self.stop_ids())
+        vocab_s = time.perf_counter() - t0
+        g = guidance.LlgGrammar(self._lltokenizer, gbnf, int(self._lltokenizer.vocab_size))
+        g.compile_s += vocab_s
+        return g
 

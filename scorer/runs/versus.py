@@ -153,19 +153,68 @@ def _r(t: float) -> float:
 
 
 class Calibrator(Protocol):
-    """Calibration applied to typed decisions (the seam ``--calibration`` plugs into).
+    """Calibration applied to typed decisions (what ``--calibration`` plugs in; :class:`FileCalibration`).
 
-    ``apply`` gets a record-v1 dict of one typed decision (raw ``option_ids``, ``option_logits``,
-    ``probabilities``…) and returns its calibrated probabilities in ``option_ids`` order, or None when
-    the calibration does not cover the decision's signature. It must not change the record.
+    ``check`` runs before any run and refuses decisions the calibration cannot serve (another model, an
+    uncovered signature). ``apply`` gets the record-v1/v2 dict of one typed decision (raw ``option_ids``,
+    ``option_logits``, ``probabilities``, ``signature``…) and returns its calibrated probabilities in
+    ``option_ids`` order, or None when the calibration leaves it uncalibrated; it never changes the record.
     """
+
+    def check(self, decisions: list[Decision], model: dict[str, Any]) -> None:
+        ...
+
+    def apply(self, record: dict[str, Any]) -> list[float] | None:
+        ...
 
     def provenance(self) -> dict[str, Any]:
         """The trace's ``calibration`` block: method, file, file_sha256, rows_used, detail."""
         ...
 
+
+class FileCalibration:
+    """A ``semif calibrate prior|bias`` file applied through :mod:`scorer.calibration` (the same lookup and
+    the same calibrated logits as ``semif score --calibration``). A signature the file saw with too few
+    rows (``applied: false``) stays uncalibrated here: its decision gets no calibrated block."""
+
+    def __init__(self, path: str):
+        from scorer.calibration import load_calibration
+
+        self.path = path
+        self._cal = load_calibration(path)  # a bad file is an InputError naming it
+        self._rows: dict[str, int] = {}
+        self._levels: set[str] = set()
+
+    def check(self, decisions: list[Decision], model: dict[str, Any]) -> None:
+        from scorer.calibration.apply import check_decisions
+
+        check_decisions(self._cal, decisions, model)
+
     def apply(self, record: dict[str, Any]) -> list[float] | None:
-        ...
+        block = self._cal.apply(record)["calibrated"]
+        if not block["applied"]:
+            return None
+        key = block["signature"] if block["level"] == "signature" else f"{block['level']}:{block['offsets']}"
+        self._rows[key] = int(block["rows"])
+        self._levels.add(str(block["level"]))
+        return [float(p) for p in block["probabilities"]]
+
+    def provenance(self) -> dict[str, Any]:
+        import hashlib
+
+        return {"method": self._cal.method, "file": self.path,
+                "file_sha256": hashlib.sha256(Path(self.path).read_bytes()).hexdigest(),
+                "rows_used": sum(self._rows.values()),
+                "detail": {"estimator": self._cal.estimator, "levels": sorted(self._levels),
+                           "entries_used": len(self._rows), "applied_by": "scorer.calibration (semif score's lookup)",
+                           "tie_rule": "calibrated tie = top two calibrated probabilities exactly equal"}}
+
+
+def load_calibrator(path: str) -> Calibrator:
+    """``--calibration FILE``: a missing or malformed file is an input error before any model loads."""
+    if not Path(path).is_file():
+        raise InputError(path, None, None, "file not found", "a calibration file written by semif calibrate")
+    return FileCalibration(path)
 
 
 def _check_calibrated(probs: list[float] | None, n: int, cid: str) -> list[float] | None:
@@ -175,51 +224,6 @@ def _check_calibrated(probs: list[float] | None, n: int, cid: str) -> list[float
         raise ValidationError(f"the calibration returned {probs!r} for {cid} "
                               f"(expected {n} finite probabilities summing to 1)")
     return [float(p) for p in probs]
-
-
-class _ModuleCalibrator:
-    """Adapts ``scorer.calibration`` (``load_calibration(path)`` and the loaded object's ``apply(record)``)
-    to :class:`Calibrator`. ``apply`` may return a record with a ``calibrated`` block, the block itself
-    (``{"probabilities": …}``), or None when the decision is not covered."""
-
-    def __init__(self, path: str):
-        try:
-            from scorer import calibration as cal_mod  # type: ignore[attr-defined]
-        except ImportError:
-            raise InputError(path, None, None, "calibration files need scorer.calibration (label-free priors and "
-                             "fitted biases), which this build does not have",
-                             "a build with semif calibrate prior/bias") from None
-        self.path = path
-        self._cal = cal_mod.load_calibration(path)
-        self._rows = 0
-        self._seen: set[Any] = set()
-        self._method: str | None = getattr(self._cal, "method", None)
-
-    def apply(self, record: dict[str, Any]) -> list[float] | None:
-        out = self._cal.apply(record)
-        block = out.get("calibrated", out) if isinstance(out, dict) else None
-        if not block or block.get("probabilities") is None:
-            return None
-        self._method = self._method or block.get("method")
-        key = block.get("signature", record.get("id"))
-        if key not in self._seen and isinstance(block.get("rows_used"), int):
-            self._seen.add(key)
-            self._rows += block["rows_used"]
-        return list(block["probabilities"])
-
-    def provenance(self) -> dict[str, Any]:
-        import hashlib
-
-        return {"method": str(self._method or "unknown"), "file": self.path,
-                "file_sha256": hashlib.sha256(Path(self.path).read_bytes()).hexdigest(), "rows_used": self._rows,
-                "detail": {"loader": "scorer.calibration.load_calibration"}}
-
-
-def load_calibrator(path: str) -> Calibrator:
-    """``--calibration FILE``: a missing file is an input error before any model loads."""
-    if not Path(path).is_file():
-        raise InputError(path, None, None, "file not found", "a calibration file written by semif calibrate")
-    return _ModuleCalibrator(path)
 
 
 def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: bool, clock0: float,
@@ -473,6 +477,8 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     max_new = cfg.max_new_tokens or default_max_new_tokens(n)
     info = backend.model_info()
     decisions = decisions_for(inp, source)
+    if calibration is not None:  # every decision's calibration is looked up before anything is scored
+        calibration.check(decisions, info)
     # Rendered once up front (untimed) for the prompts block; every run renders again inside its clock.
     base_items = prepare(backend, decisions, with_prefix=True)
     grammar = ArrayGrammar(tuple(YES_NO_IDS for _ in inp.criteria))
