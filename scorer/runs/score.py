@@ -270,6 +270,16 @@ def config_sha256(parts: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def config_parts(backend: Backend, run_parts: dict[str, Any], mode: str, max_batch_tokens: int) -> dict[str, Any]:
+    """What identifies a plain run (no permute/temperature/exact): ``run_parts`` (input hash, version), the
+    loaded model's identity, the mode and the pass budget. Its :func:`config_sha256` goes into every record,
+    so every entry (CLI, Python API, HTTP service) that scores the same rows the same way names the same run."""
+    info = backend.model_info()
+    ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
+                                       "device", "backend")}
+    return {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
+
+
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
@@ -324,10 +334,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     logits (:func:`scorer.calibrate.apply_temperature`); ``exact`` re-scores fresh the fast-path
     decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`).
     """
-    info = backend.model_info()
-    ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
-                                       "device", "backend")}
-    parts = {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
+    parts = config_parts(backend, run_parts, mode, max_batch_tokens)
     if permute > 1:  # only when set, so the config hash of a plain run is what it always was
         parts["permute"] = permute
     if temperature is not None:
