@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,6 +30,9 @@ from scorer import __version__, store
 from scorer.backends.base import Backend
 from scorer.errors import InputError, SemifError, brief
 from scorer.schema import Decision, parse_decision
+
+if TYPE_CHECKING:
+    from scorer.backends import BackendConfig
 
 DECIDE_SOURCE = "decision"
 """The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
@@ -164,6 +167,12 @@ class Scorer:
         self._lock = threading.Lock()
         self._closed = False
 
+    @classmethod
+    def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None) -> Scorer:
+        """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
+        return cls(cfg.model, cfg.backend, mode, max_batch_tokens=max_batch_tokens,
+                   **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
+
     # --- life cycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Scorer:
         self.load()
@@ -206,7 +215,11 @@ class Scorer:
         lettered A, B, … in this order). ``extra`` fields are carried into the record, never into the prompt.
         Raises :class:`InputError` with the field-level message a JSONL row would get."""
         row = {"id": id, "state": state, "question": question, "options": _options_list(options), **extra}
-        decision, line = _parse_row(row, DECIDE_SOURCE, None)
+        return self.decide_row(row, DECIDE_SOURCE)
+
+    def decide_row(self, row: Any, source: str = "row") -> DecisionRecord:
+        """Score one row given in the JSONL row schema (a dict); errors name ``source`` (no line number)."""
+        decision, line = _parse_row(row, source, None)
         return self._score([decision], [line])[0]
 
     def decide_many(self, rows: Iterable[Mapping[str, Any]]) -> list[DecisionRecord]:

@@ -247,6 +247,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scorer.runs.bench",
     "scorer.runs.compare",
     "scorer.runs.quant",
+    "scorer.serve",
 )
 
 
