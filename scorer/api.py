@@ -230,13 +230,28 @@ class Scorer:
         return self._score(decisions, plain)
 
     def _score(self, decisions: list[Decision], plain: list[bytes]) -> list[DecisionRecord]:
+        records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__})
+        return [DecisionRecord.from_record(r) for r in records]
+
+    def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
+                        indices: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """Engine-level entry: the records of already validated ``decisions`` (one run of
+        :func:`scorer.runs.score.score_items`, so shared mode groups them by state prefix).
+
+        ``run_parts`` identifies the run as ``semif score`` does (``input_sha256`` of the input file,
+        ``semif`` version); ``indices`` are the rows' positions in that input (``run.index``; default
+        0, 1, …) when these decisions are a slice of it; ``resumed_from`` is recorded as is.
+        """
         from scorer.runs.score import config_parts, config_sha256, prepare, score_items
 
         with self._lock:
             backend = self._load_locked()
-            parts = config_parts(backend, {"input_sha256": rows_sha256(plain), "semif": __version__}, self.mode,
-                                 self.max_batch_tokens)
-            run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3), "resumed_from": 0}
-            items = prepare(backend, decisions, with_prefix=self.mode != "direct")
+            parts = config_parts(backend, run_parts, self.mode, self.max_batch_tokens)
+            run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
+                   "resumed_from": resumed_from}
+            items = prepare(backend, list(decisions), with_prefix=self.mode != "direct")
             records = list(score_items(backend, items, self.mode, run, 0, self.max_batch_tokens))
-        return [DecisionRecord.from_record(r) for r in records]
+        if indices is not None:
+            for rec, index in zip(records, indices, strict=True):
+                rec["run"]["index"] = index
+        return records
