@@ -88,6 +88,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
     exact = policy_from_args(args)
+    ray_opts = None
+    if args.engine == "ray":  # options the Ray engine does not do are refused before anything is opened
+        from scorer.ray_engine import options_from_args
+
+        ray_opts = options_from_args(args)
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads
     total = len(decisions)
@@ -108,10 +113,16 @@ def _cmd_score(args: argparse.Namespace) -> int:
             try:
                 if args.resume:  # a file that is not this input's records is refused before the model loads
                     resume_point(sink.read(), out, None, decisions)
-                backend = load_backend(backend_config(args))
-                run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
-                          on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,
-                          temperature=args.temperature, exact=exact)
+                if ray_opts is not None:
+                    from scorer.ray_engine import run_score_ray
+
+                    run_score_ray(decisions, backend_config(args), sink, args.mode, parts, args.max_batch_tokens,
+                                  ray_opts, on_record=lambda _r: bar.update(1), on_start=start)
+                else:
+                    backend = load_backend(backend_config(args))
+                    run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
+                              on_record=lambda _r: bar.update(1), on_start=start, permute=args.permute,
+                              temperature=args.temperature, exact=exact)
             finally:
                 if bar is not None:
                     bar.close()
@@ -214,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
     _add_model_args(p)
     add_exact_args(p)
+    from scorer.ray_engine import add_engine_args
+
+    add_engine_args(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="print a readable table of a records file")
