@@ -11,8 +11,8 @@
   (:class:`scorer.io.RecordsOutput`); a resumed run skips units whose rows are all written and re-scores
   a partly written unit whole (as the local shared mode does), writing only the missing rows. Nothing is
   written before the first record names the run's configuration, which every kept record must share.
-* Ray Data restarts a dead actor and retries its unit (``max_restarts``/``max_task_retries`` -1); the
-  driver keeps each input index once, so nothing is lost or duplicated.
+* Ray Data restarts a dead actor and retries its unit (its actor-pool defaults, ``max_restarts`` and
+  ``max_task_retries`` -1); the driver keeps each input index once, so nothing is lost or duplicated.
 * Fail closed: if two units ever yield the same non-empty prefix (two state texts that tokenise to one
   shared head, which the local run would have scored as one group), the run stops with an error rather
   than writing records that differ from the local engine's.
@@ -121,7 +121,8 @@ def run_score_ray(decisions: list[Decision], cfg: BackendConfig, sink: RecordsOu
                                    "max_batch_tokens": max_batch_tokens, "run_parts": run_parts,
                                    "resumed_from": skip},
             compute=ray.data.ActorPoolStrategy(size=opts.actors), num_cpus=opts.cpus_per_actor,
-            num_gpus=opts.gpus_per_actor or None, max_restarts=-1, max_task_retries=-1)
+            num_gpus=opts.gpus_per_actor or None)  # Ray Data's actor pools default to max_restarts=-1,
+        # max_task_retries=-1: a dead actor is restarted and its unit retried (tests/test_ray.py kills one)
         return _write_in_order(ds.iter_rows(), decisions, sink, point, skip, on_record)
     finally:
         if started_here:

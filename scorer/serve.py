@@ -323,6 +323,11 @@ def register(sub: Any) -> None:
                    help="requests waiting for the scorer before 503")
     p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
     p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
+    g = p.add_argument_group("ray serve")
+    g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
+    g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
+    g.add_argument("--address", help="--ray: cluster address (default: start a local cluster)")
+    g.add_argument("--cpus-per-replica", type=float, default=1.0, help="--ray: CPUs per replica")
     _add_model_args(p)
     p.set_defaults(func=_cmd_serve)
 
@@ -338,9 +343,55 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     check_bind(args.host, token)  # before the model loads
     cfg = backend_config(args)
+    limits = Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows, queue_size=args.queue_size)
+    if args.ray:
+        return _serve_on_ray(args, cfg, limits, token)
     with Scorer.from_config(cfg, args.mode, args.max_batch_tokens) as scorer:
-        limits = Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows, queue_size=args.queue_size)
         app = build_app(scorer, limits, token)
         print(f"[semif] serving {cfg.model} ({args.mode}) on http://{args.host}:{args.port}", file=sys.stderr)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0
+
+
+class _ServeReplica:
+    """One Ray Serve replica: loads its own model (fetched and verified by sha256 on its node) and serves
+    the same app as ``semif serve`` (its own worker thread and bounded queue)."""
+
+    def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
+                 token: str | None) -> None:
+        from scorer.backends import BackendConfig
+
+        self.scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
+        self.scorer.load()
+        self.app = build_app(self.scorer, limits, token)
+
+    def __serve_build_asgi_app__(self) -> Starlette:
+        return self.app
+
+
+def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str | None) -> int:
+    """``semif serve --ray``: the app as ``--replicas`` Ray Serve replicas behind Ray's HTTP proxy on
+    ``--host:--port``; blocks until interrupted."""
+    from dataclasses import asdict
+
+    try:
+        import ray
+        from ray import serve
+    except ImportError as exc:
+        raise SemifError(f"semif serve --ray needs the ray extra ({exc}); install it with "
+                         "`pip install -e '.[ray]'`") from None
+    ray.init(address=args.address, include_dashboard=False, logging_level="WARNING")
+    try:
+        serve.start(http_options={"host": args.host, "port": args.port})
+        replica = serve.deployment(serve.ingress()(_ServeReplica), name="semif", num_replicas=args.replicas,
+                                   ray_actor_options={"num_cpus": args.cpus_per_replica},
+                                   max_ongoing_requests=limits.queue_size + 1)
+        app = replica.bind({**asdict(cfg), "threads": cfg.threads or max(1, int(args.cpus_per_replica))},
+                           args.mode, args.max_batch_tokens, limits, token)
+        print(f"[semif] serving {cfg.model} ({args.mode}) on Ray Serve, {args.replicas} replicas, "
+              f"http://{args.host}:{args.port}", file=sys.stderr)
+        serve.run(app, name="semif", route_prefix="/", blocking=True)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
     return 0

@@ -29,7 +29,7 @@ fi
 
 stamp_value=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-32)
 stamp=$VENV/.semif-install-stamp
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp, starlette, uvicorn, httpx" 2>/dev/null; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp, starlette, uvicorn, httpx, ray" 2>/dev/null; then
   exit 0
 fi
 
@@ -54,6 +54,6 @@ if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version_
   "${PIP[@]}" install "$wheel"
 fi
 
-"${PIP[@]}" install -e ".[torch,llamacpp,serve,dev]"
+"${PIP[@]}" install -e ".[torch,llamacpp,serve,ray,dev]"
 echo "$stamp_value" > "$stamp"
 log "ready: $VENV"
