@@ -109,7 +109,7 @@ def run_score_ray(decisions: list[Decision], cfg: BackendConfig, sink: RecordsOu
     threads = cfg.threads or max(1, int(opts.cpus_per_actor))
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=opts.address, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+        _init_keeping_sigterm(ray, opts.address)
     try:
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
@@ -127,6 +127,19 @@ def run_score_ray(decisions: list[Decision], cfg: BackendConfig, sink: RecordsOu
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _init_keeping_sigterm(ray: Any, address: str | None) -> None:
+    """``ray.init`` without its SIGTERM handler (``sys.exit(15)``): semif's own handler stays, so SIGTERM
+    still stops the run between records, reports what it kept and exits 143 (rerun with ``--resume``)."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    ray.init(address=address, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    if main and previous is not None:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _write_in_order(rows: Any, decisions: list[Decision], sink: RecordsOutput, point: Any, skip: int,

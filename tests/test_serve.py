@@ -247,31 +247,56 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-def test_semif_serve_on_smollm2_equals_semif_score(tmp_path, monkeypatch, smol_torch):
-    rows = _rows()[:10]
+@contextlib.contextmanager
+def _semif_serve(*extra: str) -> Iterator[str]:
+    """``semif serve`` on smollm2-135m in a subprocess on a free loopback port; yields the base URL once
+    /healthz answers, stops it with SIGINT."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "scorer.cli", "serve", "--port", str(port), "--model", "smollm2-135m",
-           "--mode", "shared", "--dtype", "float32"]
+           "--mode", "shared", "--dtype", "float32", *extra]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 600
         while True:
             assert proc.poll() is None, proc.stderr.read()
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                if httpx.get(f"{url}/healthz").status_code == 200:
                     break
             assert time.monotonic() < deadline, "semif serve did not come up"
             time.sleep(0.5)
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/decide/batch", json={"rows": rows}, timeout=300)
-        assert r.status_code == 200, r.text
-        got = r.json()["records"]
+        yield url
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _assert_served_equal_score(url: str, tmp_path: Path, monkeypatch, smol_torch) -> None:
+    rows = _rows()[:10]
+    r = httpx.post(f"{url}/v1/decide/batch", json={"rows": rows}, timeout=600)
+    assert r.status_code == 200, r.text
+    got = r.json()["records"]
     want = _cli_records(tmp_path, rows, "shared", monkeypatch, backend=smol_torch)
     for g, w in zip(got, want, strict=True):
         assert g["prompt_sha256"] == w["prompt_sha256"] and g["tokens_sha256"] == w["tokens_sha256"]
         assert g["choice"] == w["choice"] and g["run"]["config_sha256"] == w["run"]["config_sha256"]
         assert g["probabilities"] == pytest.approx(w["probabilities"], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_semif_serve_on_smollm2_equals_semif_score(tmp_path, monkeypatch, smol_torch):
+    with _semif_serve() as url:
+        _assert_served_equal_score(url, tmp_path, monkeypatch, smol_torch)
+
+
+@pytest.mark.slow
+def test_semif_serve_on_ray_serve_replicas_equals_semif_score(tmp_path, monkeypatch, smol_torch):
+    with _semif_serve("--ray", "--replicas", "2") as url:
+        _assert_served_equal_score(url, tmp_path, monkeypatch, smol_torch)
+        one = httpx.post(f"{url}/v1/decide", json={**_rows()[0], "options": []})
+        assert one.status_code == 422 and one.json()["field"] == "options"
