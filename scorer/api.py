@@ -134,7 +134,8 @@ class Scorer:
     """Scores decisions with one model, loaded once and owned until :meth:`close` (or the ``with`` block ends).
 
     ``backend`` is ``"torch"``, ``"llamacpp"`` or an already built object implementing
-    :class:`scorer.backends.base.Backend` (which the scorer then uses but does not close). Backend options
+    :class:`scorer.backends.base.Backend` (which the scorer then uses as it is, ignoring ``model``, and
+    does not close). Backend options
     (``revision``, ``device``, ``dtype``, ``threads``, ``gguf``, ``llama_gpu_layers``) are those of
     :class:`scorer.backends.BackendConfig`. ``mode`` is ``direct``, ``serial`` or ``shared`` (rows that share
     a state are prefilled once and scored in packed passes). ``calibration``: a calibration file
@@ -152,6 +153,9 @@ class Scorer:
         unknown = sorted(set(options) - set(_BACKEND_OPTIONS))
         if unknown:
             raise SemifError(f"unknown backend options {', '.join(unknown)} (expected {', '.join(_BACKEND_OPTIONS)})")
+        if options and not isinstance(backend, str):
+            raise SemifError(f"backend options ({', '.join(sorted(options))}) apply only to a backend named by "
+                             "string; this backend object is already built")
         if calibration is not None:
             raise SemifError("calibration needs scorer.calibration, which this build does not have; "
                              "score without calibration=")

@@ -25,6 +25,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import os
@@ -106,7 +107,8 @@ class _Worker:
                 result, exc = job(), None
             except BaseException as e:  # handed to the waiting request, which decides what the client sees
                 result, exc = None, e
-            loop.call_soon_threadsafe(_settle, fut, result, exc)
+            with contextlib.suppress(RuntimeError):  # the loop closed while the job ran (server shut down)
+                loop.call_soon_threadsafe(_settle, fut, result, exc)
 
     def stop(self) -> None:
         self._jobs.put(None)
@@ -223,12 +225,13 @@ async def _read_json(request: Request, limits: Limits) -> Any:
 
 
 def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = None) -> Starlette:
-    """The ASGI app serving ``scorer`` (already loaded or loaded on first use). The app owns a worker thread
-    for its lifespan; it does not close ``scorer``."""
+    """The ASGI app serving ``scorer`` (loaded here if it is not yet). The app owns a worker thread for its
+    lifespan; it does not close ``scorer``."""
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     lim = limits or Limits()
+    info = scorer.model_info()  # now: asking later would wait on the scorer's lock inside the event loop
     expected = f"Bearer {token}".encode() if token else None
     state: dict[str, _Worker] = {}
 
@@ -283,7 +286,7 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
     async def models(request: Request) -> Response:
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
-        return _json({"models": [scorer.model_info()], "mode": scorer.mode,
+        return _json({"models": [info], "mode": scorer.mode,
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size}})
 

@@ -153,6 +153,7 @@ def test_a_backend_passed_in_is_not_closed():
     ({"colour": "red"}, "unknown backend options colour"),
     ({"calibration": "cal.json"}, "calibration needs scorer.calibration"),
     ({"max_batch_tokens": 0}, "max_batch_tokens 0"),
+    ({"device": "cuda"}, "apply only to a backend named by string"),
 ])
 def test_bad_configuration_is_a_clear_error(kwargs, message):
     with pytest.raises(SemifError, match=message):

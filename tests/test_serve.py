@@ -197,6 +197,8 @@ def test_a_full_queue_answers_503_with_retry_after():
         while httpx.get(f"{url}/healthz").json()["queued"] < 1:  # the second waits in the queue
             assert time.monotonic() < deadline
             time.sleep(0.02)
+        # the event loop stays free while the scorer works: metadata and health answer at once
+        assert httpx.get(f"{url}/v1/models", timeout=5).status_code == 200
         third = httpx.post(f"{url}/v1/decide", json=row)
         assert third.status_code == 503 and third.headers["retry-after"] == "7"
         assert third.json()["error"].startswith("busy")
