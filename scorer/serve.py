@@ -364,12 +364,13 @@ class _ServeReplica:
                  token: str | None) -> None:
         from scorer.backends import BackendConfig
 
-        self.scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
-        self.scorer.load()
-        self.app = build_app(self.scorer, limits, token)
+        # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
+        self._semif_scorer.load()
+        self._semif_app = build_app(self._semif_scorer, limits, token)
 
     def __serve_build_asgi_app__(self) -> Starlette:
-        return self.app
+        return self._semif_app
 
 
 def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str | None) -> int:

@@ -153,9 +153,16 @@ def _assert_equal_to_local(got: list[dict], want: list[dict]) -> None:
         assert max(abs(a - b) for a, b in zip(g["probabilities"], w["probabilities"], strict=True)) <= 1e-6
 
 
+def _threads() -> str:
+    """The in-process reference's CPU threads: actors run as many (fp32 sums in another order differ ~1e-6)."""
+    import torch
+
+    return str(torch.get_num_threads())
+
+
 def _ray_score(inp: Path, out: Path, *extra: str) -> int:
     return cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared", "--model",
-                     "smollm2-135m", "--dtype", "float32", "--engine", "ray", *extra])
+                     "smollm2-135m", "--dtype", "float32", "--threads", _threads(), "--engine", "ray", *extra])
 
 
 @pytest.mark.slow
@@ -192,7 +199,8 @@ def test_resume_after_the_driver_is_killed_equals_an_uninterrupted_run(tmp_path,
     out = tmp_path / "ray.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "scorer.cli", "score", "--input", str(slow_input), "--output", str(out),
-           "--mode", "shared", "--model", "smollm2-135m", "--dtype", "float32", "--engine", "ray"]
+           "--mode", "shared", "--model", "smollm2-135m", "--dtype", "float32", "--threads", _threads(),
+           "--engine", "ray"]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
     err: list[str] = []
     reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)

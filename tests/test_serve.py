@@ -253,10 +253,13 @@ def _free_port() -> int:
 def _semif_serve(*extra: str) -> Iterator[str]:
     """``semif serve`` on smollm2-135m in a subprocess on a free loopback port; yields the base URL once
     /healthz answers, stops it with SIGINT."""
+    import torch
+
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # The same CPU threads as the in-process reference: fp32 sums in another order differ by ~1e-6.
     cmd = [sys.executable, "-m", "scorer.cli", "serve", "--port", str(port), "--model", "smollm2-135m",
-           "--mode", "shared", "--dtype", "float32", *extra]
+           "--mode", "shared", "--dtype", "float32", "--threads", str(torch.get_num_threads()), *extra]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
