@@ -135,11 +135,11 @@ class Scorer:
 
     ``backend`` is ``"torch"``, ``"llamacpp"`` or an already built object implementing
     :class:`scorer.backends.base.Backend` (which the scorer then uses as it is, ignoring ``model``, and
-    does not close). Backend options
-    (``revision``, ``device``, ``dtype``, ``threads``, ``gguf``, ``llama_gpu_layers``) are those of
-    :class:`scorer.backends.BackendConfig`. ``mode`` is ``direct``, ``serial`` or ``shared`` (rows that share
-    a state are prefilled once and scored in packed passes). ``calibration``: a calibration file
-    (``semif calibrate``) applied to every record; it needs the ``scorer.calibration`` module.
+    does not close). Backend options (``revision``, ``device``, ``dtype``, ``threads``, ``gguf``,
+    ``llama_gpu_layers``) are those of :class:`scorer.backends.BackendConfig`. ``mode`` is ``direct``,
+    ``serial`` or ``shared`` (rows that share a state are prefilled once and scored in packed passes).
+    ``calibration`` (a calibration file) is refused with a clear error until the ``scorer.calibration``
+    module is part of this package.
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
