@@ -89,9 +89,19 @@ def _cmd_score(args: argparse.Namespace) -> int:
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
     exact = policy_from_args(args)
+    ray_opts = None
+    if args.engine == "ray":  # options the Ray engine does not do are refused before anything is opened
+        from scorer.ray_engine import options_from_args
+
+        ray_opts = options_from_args(args)
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads
     calibration = check_calibration_args(args)  # a bad calibration file too
+    if ray_opts is not None and (calibration is not None or args.batch_calibrate):
+        from scorer.errors import ValidationError
+
+        raise ValidationError("--calibration and --batch-calibrate are not available with --engine ray yet (score "
+                              "with the Ray engine, then `semif calibrate apply` the records)")
     total = len(decisions)
     parts = {"input_sha256": file_sha256(inp), "semif": __version__}
     bar: Any = None
@@ -122,17 +132,24 @@ def _cmd_score(args: argparse.Namespace) -> int:
             try:
                 if args.resume:  # a file that is not this input's records is refused before the model loads
                     resume_point(sink.read(), records_path, None, decisions)
-                backend = load_backend(backend_config(args))
-                if args.batch_calibrate:
-                    from scorer.calibration.batch import run_batch_calibrated
-                    from scorer.calibration.cli import report_batch
+                if ray_opts is not None:
+                    from scorer.ray_engine import run_score_ray
 
-                    report_batch(run_batch_calibrated(decisions, backend, out, args.mode, parts, args.resume,
-                                                      args.batch_calibrate, args.calibration_min_rows,
-                                                      max_batch_tokens=args.max_batch_tokens, raw_sink=sink, **kw))
+                    run_score_ray(decisions, backend_config(args), sink, args.mode, parts, args.max_batch_tokens,
+                                  ray_opts, on_record=lambda _r: bar.update(1), on_start=start)
                 else:
-                    run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
-                              calibration=calibration, **kw)
+                    backend = load_backend(backend_config(args))
+                    if args.batch_calibrate:
+                        from scorer.calibration.batch import run_batch_calibrated
+                        from scorer.calibration.cli import report_batch
+
+                        report_batch(run_batch_calibrated(decisions, backend, out, args.mode, parts, args.resume,
+                                                          args.batch_calibrate, args.calibration_min_rows,
+                                                          max_batch_tokens=args.max_batch_tokens, raw_sink=sink,
+                                                          **kw))
+                    else:
+                        run_score(decisions, backend, sink, args.mode, parts, args.resume, args.max_batch_tokens,
+                                  calibration=calibration, **kw)
             finally:
                 if bar is not None:
                     bar.close()
@@ -245,6 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     add_exact_args(p)
     add_calibration_args(p)
+    from scorer.ray_engine import add_engine_args
+
+    add_engine_args(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="print a readable table of a records file")
@@ -278,6 +298,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scorer.runs.bench",
     "scorer.runs.compare",
     "scorer.runs.quant",
+    "scorer.serve",
 )
 
 

@@ -273,6 +273,16 @@ def config_sha256(parts: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def config_parts(backend: Backend, run_parts: dict[str, Any], mode: str, max_batch_tokens: int) -> dict[str, Any]:
+    """What identifies a plain run (no permute/temperature/exact): ``run_parts`` (input hash, version), the
+    loaded model's identity, the mode and the pass budget. Its :func:`config_sha256` goes into every record,
+    so every entry (CLI, Python API, HTTP service) that scores the same rows the same way names the same run."""
+    info = backend.model_info()
+    ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
+                                       "device", "backend")}
+    return {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
+
+
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
@@ -330,10 +340,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`; every row's
     signature is checked against it before anything is scored).
     """
-    info = backend.model_info()
-    ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
-                                       "device", "backend")}
-    parts = {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
+    parts = config_parts(backend, run_parts, mode, max_batch_tokens)
     if permute > 1:  # only when set, so the config hash of a plain run is what it always was
         parts["permute"] = permute
     if temperature is not None:
@@ -341,7 +348,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     if calibration is not None:  # every row's signature is checked before anything is scored
         from scorer.calibration.apply import check_decisions
 
-        check_decisions(calibration, decisions, info, permute)
+        check_decisions(calibration, decisions, backend.model_info(), permute)
         parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
     if exact is not None:
         if permute > 1:

@@ -1,0 +1,261 @@
+"""The public Python API: a semantic ``if`` inside agent code.
+
+    from scorer import Scorer
+
+    with Scorer(model="smollm2-135m", mode="shared") as s:
+        d = s.decide(state, "Is the user asking for a refund?", {"yes": "a refund is asked for", "no": "anything else"})
+        if d.choice == "yes" and d.margin > 0.2:
+            ...
+
+:class:`Scorer` owns one backend for its whole life (loaded once, on ``__enter__`` or first use, closed
+on ``__exit__``/:meth:`Scorer.close`). Rows are validated exactly like JSONL input rows
+(:func:`scorer.schema.parse_decision`: the same field-level messages, as :class:`~scorer.errors.InputError`)
+and scored by the same core as ``semif score`` (:mod:`scorer.runs.score`), so a :attr:`DecisionRecord.record`
+equals the CLI's record for the same row and configuration apart from timings and the run's start time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from scorer import __version__, store
+from scorer.backends.base import Backend
+from scorer.errors import InputError, SemifError, brief
+from scorer.schema import Decision, parse_decision
+
+if TYPE_CHECKING:
+    from scorer.backends import BackendConfig
+
+DECIDE_SOURCE = "decision"
+"""The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
+ROWS_SOURCE = "rows"
+"""The ``path`` that :meth:`Scorer.decide_many` errors name; the ``line`` is the 1-based row number."""
+_BACKEND_OPTIONS = ("revision", "device", "dtype", "threads", "gguf", "llama_gpu_layers")
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One scored decision: the typed view of a ``semif-record-v1`` record."""
+
+    id: str
+    """The row's id (``decide`` uses ``"decision"`` unless given one)."""
+    probabilities: Mapping[str, float]
+    """Probability of each declared option, by option id, in declared order (softmax over the options'
+    answer-slot logits; an uncalibrated conditional score unless a calibration was applied)."""
+    choice: str | None
+    """Option id with the highest probability; None when the top is a tie."""
+    margin: float
+    """Top probability minus the runner-up's."""
+    tie: bool
+    """True when the top option logits are equal in the backend's logits dtype."""
+    tied_option_ids: tuple[str, ...]
+    """The option ids sharing the top logit (empty unless ``tie``)."""
+    allowed_token_mass: float
+    """Share of the full-vocabulary softmax on the option letters: low means the model wanted to say
+    something else, so the decision is weakly supported."""
+    prompt_sha256: str
+    """sha256 of the exact prompt text (UTF-8)."""
+    tokens_sha256: str
+    """sha256 of the prompt token ids (little-endian int32)."""
+    timing: Mapping[str, float]
+    """Seconds spent: ``encode_s``, ``forward_s``, ``total_s`` and, with prefix reuse, the prefill/copy/
+    suffix split (shared mode: this row's equal share of its group's passes)."""
+    record: dict[str, Any]
+    """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v1``; write it
+    with :func:`scorer.schema.dumps_record`)."""
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> DecisionRecord:
+        """The typed view of one record dict (which it keeps, read-only, as :attr:`record`)."""
+        return cls(id=rec["id"],
+                   probabilities=MappingProxyType(dict(zip(rec["option_ids"], rec["probabilities"], strict=True))),
+                   choice=rec["choice"], margin=rec["margin"], tie=rec["tie"],
+                   tied_option_ids=tuple(rec["tied_option_ids"]), allowed_token_mass=rec["allowed_token_mass"],
+                   prompt_sha256=rec["prompt_sha256"], tokens_sha256=rec["tokens_sha256"],
+                   timing=MappingProxyType(dict(rec["timing"])), record=rec)
+
+
+def rows_sha256(lines: Sequence[bytes]) -> str:
+    """The ``input_sha256`` of rows given in memory: the sha256 of the JSONL file that holds them as
+    ``orjson.dumps(row)`` lines, so scoring that very file with ``semif score`` names the same run."""
+    return hashlib.sha256(b"".join(line + b"\n" for line in lines)).hexdigest()
+
+
+def parse_rows(rows: Iterable[Any], source: str = ROWS_SOURCE) -> tuple[list[Decision], list[bytes]]:
+    """Validate in-memory rows exactly like JSONL lines (row ``i`` is reported as ``source:i``), ids unique,
+    every value JSON.
+
+    Returns the decisions and each row as its JSON line (for :func:`rows_sha256`). Raises :class:`InputError`.
+    """
+    decisions: list[Decision] = []
+    plain: list[bytes] = []
+    seen: dict[str, int] = {}
+    for n, obj in enumerate(rows, start=1):
+        d, line = _parse_row(obj, source, n)
+        if d.id in seen:
+            raise InputError(source, n, "id", f"duplicate id {brief(d.id)} (first in row {seen[d.id]})",
+                             "ids unique within the rows")
+        seen[d.id] = n
+        decisions.append(d)
+        plain.append(line)
+    if not decisions:
+        raise InputError(source, None, None, "no decisions", "at least one row")
+    return decisions, plain
+
+
+def _parse_row(obj: Any, source: str, n: int | None) -> tuple[Decision, bytes]:
+    """One row validated like a JSONL line (``source:n`` in messages; just ``source`` when ``n`` is None)."""
+    d = parse_decision(obj, source, n)
+    try:
+        line = orjson.dumps(obj)
+    except TypeError as exc:  # a set, a datetime… in an extra field: a JSONL row could not hold it
+        raise InputError(source, n, None, f"not JSON ({exc})",
+                         "JSON values only (str, number, bool, null, list, object)") from None
+    return d, line
+
+
+def _options_list(options: Any) -> Any:
+    """``{id: description}`` as the row form ``[{"id", "description"}, …]``; anything else is left for the
+    row validation to judge."""
+    if isinstance(options, Mapping):
+        return [{"id": k, "description": v} for k, v in options.items()]
+    return options
+
+
+class Scorer:
+    """Scores decisions with one model, loaded once and owned until :meth:`close` (or the ``with`` block ends).
+
+    ``backend`` is ``"torch"``, ``"llamacpp"`` or an already built object implementing
+    :class:`scorer.backends.base.Backend` (which the scorer then uses as it is, ignoring ``model``, and
+    does not close). Backend options (``revision``, ``device``, ``dtype``, ``threads``, ``gguf``,
+    ``llama_gpu_layers``) are those of :class:`scorer.backends.BackendConfig`. ``mode`` is ``direct``,
+    ``serial`` or ``shared`` (rows that share a state are prefilled once and scored in packed passes).
+    ``calibration`` (a calibration file) is refused with a clear error until the ``scorer.calibration``
+    module is part of this package.
+
+    Thread-safe: calls are serialised (one backend runs one thing at a time).
+    """
+
+    def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
+                 calibration: str | None = None, *, max_batch_tokens: int | None = None, **options: Any) -> None:
+        from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES
+
+        if mode not in MODES:
+            raise SemifError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+        unknown = sorted(set(options) - set(_BACKEND_OPTIONS))
+        if unknown:
+            raise SemifError(f"unknown backend options {', '.join(unknown)} (expected {', '.join(_BACKEND_OPTIONS)})")
+        if options and not isinstance(backend, str):
+            raise SemifError(f"backend options ({', '.join(sorted(options))}) apply only to a backend named by "
+                             "string; this backend object is already built")
+        if calibration is not None:
+            raise SemifError("calibration needs scorer.calibration, which this build does not have; "
+                             "score without calibration=")
+        self.model = model
+        self.mode = mode
+        self.max_batch_tokens = DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens
+        if self.max_batch_tokens < 1:
+            raise SemifError(f"max_batch_tokens {self.max_batch_tokens!r} is not an integer >= 1")
+        self._options = options
+        self._spec = backend
+        self._backend: Backend | None = None if isinstance(backend, str) else backend
+        self._owned = isinstance(backend, str)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None) -> Scorer:
+        """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
+        return cls(cfg.model, cfg.backend, mode, max_batch_tokens=max_batch_tokens,
+                   **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
+
+    # --- life cycle ---------------------------------------------------------------------------------
+    def __enter__(self) -> Scorer:
+        self.load()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def load(self) -> Backend:
+        """The backend, loaded on first call (fetching and verifying the model by sha256 as the CLI does)."""
+        with self._lock:
+            return self._load_locked()
+
+    def _load_locked(self) -> Backend:
+        if self._closed:
+            raise SemifError("this Scorer is closed; make a new one")
+        if self._backend is None:
+            from scorer.backends import BackendConfig, load_backend
+
+            assert isinstance(self._spec, str)
+            self._backend = load_backend(BackendConfig(model=self.model, backend=self._spec, **self._options))
+        return self._backend
+
+    def close(self) -> None:
+        """Free the backend this scorer loaded (a backend passed in is left to its owner). Idempotent."""
+        with self._lock:
+            backend, self._backend, self._closed = self._backend, None, True
+        close = getattr(backend, "close", None) if self._owned else None
+        if close is not None:  # llama.cpp frees its context; torch needs nothing beyond dropping the model
+            close()
+
+    def model_info(self) -> dict[str, Any]:
+        """The records' ``model`` block (loads the model if needed)."""
+        return self.load().model_info()
+
+    # --- scoring ------------------------------------------------------------------------------------
+    def decide(self, state: str | dict[str, Any] | list[Any], question: str, options: Any,
+               id: str = "decision", **extra: Any) -> DecisionRecord:
+        """Score one decision. ``options``: ``{id: description}`` or ``[{"id", "description"}, …]`` (2–16,
+        lettered A, B, … in this order). ``extra`` fields are carried into the record, never into the prompt.
+        Raises :class:`InputError` with the field-level message a JSONL row would get."""
+        row = {"id": id, "state": state, "question": question, "options": _options_list(options), **extra}
+        return self.decide_row(row, DECIDE_SOURCE)
+
+    def decide_row(self, row: Any, source: str = "row") -> DecisionRecord:
+        """Score one row given in the JSONL row schema (a dict); errors name ``source`` (no line number)."""
+        decision, line = _parse_row(row, source, None)
+        return self._score([decision], [line])[0]
+
+    def decide_many(self, rows: Iterable[Mapping[str, Any]]) -> list[DecisionRecord]:
+        """Score rows (dicts in the JSONL row schema: id, state, question, options, extra fields), all
+        validated before any is scored. In shared mode rows that share a state are prefilled once and scored
+        together. Records come back in input order and equal ``semif score``'s for a file of these rows."""
+        decisions, plain = parse_rows(rows)
+        return self._score(decisions, plain)
+
+    def _score(self, decisions: list[Decision], plain: list[bytes]) -> list[DecisionRecord]:
+        records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__})
+        return [DecisionRecord.from_record(r) for r in records]
+
+    def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
+                        indices: Sequence[int] | None = None) -> list[dict[str, Any]]:
+        """Engine-level entry: the records of already validated ``decisions`` (one run of
+        :func:`scorer.runs.score.score_items`, so shared mode groups them by state prefix).
+
+        ``run_parts`` identifies the run as ``semif score`` does (``input_sha256`` of the input file,
+        ``semif`` version); ``indices`` are the rows' positions in that input (``run.index``; default
+        0, 1, …) when these decisions are a slice of it; ``resumed_from`` is recorded as is.
+        """
+        from scorer.runs.score import config_parts, config_sha256, prepare, score_items
+
+        with self._lock:
+            backend = self._load_locked()
+            parts = config_parts(backend, run_parts, self.mode, self.max_batch_tokens)
+            run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
+                   "resumed_from": resumed_from}
+            items = prepare(backend, list(decisions), with_prefix=self.mode != "direct")
+            records = list(score_items(backend, items, self.mode, run, 0, self.max_batch_tokens))
+        if indices is not None:
+            for rec, index in zip(records, indices, strict=True):
+                rec["run"]["index"] = index
+        return records

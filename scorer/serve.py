@@ -1,0 +1,401 @@
+"""``semif serve``: an HTTP decision service (Starlette on uvicorn) over one :class:`scorer.api.Scorer`.
+
+Endpoints (JSON in, JSON out)::
+
+    POST /v1/decide         body: one input row (schema semif-row-v1)   -> one record (semif-record-v1)
+    POST /v1/decide/batch   body: {"rows": [row, ...]}                  -> {"records": [record, ...]}
+    GET  /v1/models         the loaded model's record ``model`` block, the mode and the limits
+    GET  /v1/schema         JSON Schemas of the row and the record, and an OpenAPI 3.1 description
+    GET  /healthz           {"status": "ok", "queued": N}
+
+Contracts:
+
+* Scoring runs on one worker thread fed by a bounded queue; the event loop only parses, validates and
+  waits. A full queue answers 503 with ``Retry-After`` (nothing is scored for that request).
+* Bad requests answer 4xx with ``{"error", "field", "row"}``: the same field-level messages as the CLI
+  (``rows:3: field 'options': 17 options (expected 2 to 16 options)``); 413 for a body or a batch over the
+  limits, 400 for a body that is not JSON, 422 for a row that breaks the schema, 401 for a missing or wrong
+  bearer token. An unexpected error answers 500 ``internal error`` (the traceback goes to the server's
+  stderr, never to the client).
+* Binding to an address that is not loopback requires a bearer token (compared in constant time).
+* A batch is scored as one :meth:`~scorer.api.Scorer.decide_many` call (shared-prefix batching inside the
+  request); its records equal ``semif score``'s for a file holding the same rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import os
+import queue
+import sys
+import threading
+import traceback
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from scorer.api import Scorer
+from scorer.errors import InputError, SemifError
+from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
+
+if TYPE_CHECKING:
+    import argparse
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+TOKEN_ENV = "SEMIF_SERVE_TOKEN"
+"""Environment variable holding the bearer token (preferred over ``--token``, which ``ps`` can show)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask of the service."""
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    """Largest request body; a larger one answers 413 before it is parsed."""
+    max_rows: int = 1024
+    """Most rows in one batch request; more answer 413."""
+    queue_size: int = 64
+    """Requests waiting for the worker thread; one more answers 503 with Retry-After."""
+    retry_after_s: int = 1
+    """The Retry-After a 503 carries."""
+
+
+class QueueFull(Exception):
+    """The worker's queue holds ``queue_size`` jobs already."""
+
+
+class _Worker:
+    """One thread that runs scoring jobs in order from a bounded queue; results go back to the event loop."""
+
+    def __init__(self, size: int) -> None:
+        self._jobs: queue.Queue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]] | None] = (
+            queue.Queue(maxsize=size))
+        self._thread = threading.Thread(target=self._run, name="semif-scorer", daemon=True)
+        self._thread.start()
+
+    @property
+    def queued(self) -> int:
+        return self._jobs.qsize()
+
+    async def submit(self, job: Callable[[], Any]) -> Any:
+        """Run ``job`` on the worker thread and await its result (or exception); :class:`QueueFull` when full."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        try:
+            self._jobs.put_nowait((job, loop, fut))
+        except queue.Full:
+            raise QueueFull() from None
+        return await fut
+
+    def _run(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            job, loop, fut = item
+            try:
+                result, exc = job(), None
+            except BaseException as e:  # handed to the waiting request, which decides what the client sees
+                result, exc = None, e
+            with contextlib.suppress(RuntimeError):  # the loop closed while the job ran (server shut down)
+                loop.call_soon_threadsafe(_settle, fut, result, exc)
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout=30)
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if fut.cancelled():  # the client went away; the result is dropped
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to serve off loopback without a bearer token (raises :class:`SemifError`)."""
+    if not is_loopback(host) and not token:
+        raise SemifError(f"--host {host} is not a loopback address: a bearer token is required "
+                         f"(set {TOKEN_ENV} or pass --token) so that only its holders can use the model")
+
+
+def row_schema() -> dict[str, Any]:
+    """The JSON Schema of one input row (``scorer/schema/row-v1.json``)."""
+    return orjson.loads((Path(__file__).parent / "schema" / "row-v1.json").read_bytes())
+
+
+def openapi(limits: Limits) -> dict[str, Any]:
+    """An OpenAPI 3.1 description of the service, with the row and record schemas as components."""
+    ref = {"row": {"$ref": "#/components/schemas/Row"}, "record": {"$ref": "#/components/schemas/Record"}}
+    err = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    errors = {"400": err, "401": err, "413": err, "422": err, "503": err}
+    batch_in = {"type": "object", "required": ["rows"], "properties": {
+        "rows": {"type": "array", "minItems": 1, "maxItems": limits.max_rows, "items": ref["row"]}}}
+    batch_out = {"type": "object", "properties": {"records": {"type": "array", "items": ref["record"]}}}
+
+    def body(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+    def ok(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"description": "ok", "content": {"application/json": {"schema": schema}}}
+
+    def post(schema_in: dict[str, Any], schema_out: dict[str, Any]) -> dict[str, Any]:
+        return {"post": {"requestBody": body(schema_in), "responses": {"200": ok(schema_out), **errors},
+                         "security": [{"bearer": []}]}}
+
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "SemIf decision service", "version": "1"},
+        "paths": {
+            "/v1/decide": post(ref["row"], ref["record"]),
+            "/v1/decide/batch": post(batch_in, batch_out),
+            "/v1/models": {"get": {"responses": {"200": ok({"type": "object"})}}},
+            "/healthz": {"get": {"responses": {"200": ok({"type": "object"})}}},
+        },
+        "components": {
+            "schemas": {"Row": row_schema(), "Record": record_schema(), "Error": {
+                "type": "object", "required": ["error"], "properties": {
+                    "error": {"type": "string"}, "field": {"type": ["string", "null"]},
+                    "row": {"type": ["integer", "null"]}}}},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    from starlette.responses import Response
+
+    return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY), status, headers,
+                    media_type="application/json")
+
+
+def _error(status: int, message: str, field: str | None = None, row: int | None = None,
+           headers: dict[str, str] | None = None) -> Response:
+    return _json({"error": message, "field": field, "row": row}, status, headers)
+
+
+class _Refused(Exception):
+    """A request refused before scoring, with its status and message."""
+
+    def __init__(self, status: int, exc: InputError) -> None:
+        super().__init__(str(exc))
+        self.status, self.exc = status, exc
+
+
+async def _read_json(request: Request, limits: Limits) -> Any:
+    """The request body as JSON, read no further than ``max_body_bytes``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise _Refused(413, InputError("body", None, None, f"{int(declared)} bytes",
+                                       f"at most {limits.max_body_bytes} bytes per request"))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_body_bytes:
+            raise _Refused(413, InputError("body", None, None, f"more than {limits.max_body_bytes} bytes",
+                                           f"at most {limits.max_body_bytes} bytes per request"))
+        chunks.append(chunk)
+    try:
+        return orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise _Refused(400, InputError("body", None, None, f"invalid JSON ({exc})", "one JSON value")) from None
+
+
+def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = None) -> Starlette:
+    """The ASGI app serving ``scorer`` (loaded here if it is not yet). The app owns a worker thread for its
+    lifespan; it does not close ``scorer``."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    lim = limits or Limits()
+    info = scorer.model_info()  # now: asking later would wait on the scorer's lock inside the event loop
+    expected = f"Bearer {token}".encode() if token else None
+    state: dict[str, _Worker] = {}
+
+    def authorised(request: Request) -> bool:
+        if expected is None:
+            return True
+        got = request.headers.get("authorization", "").encode("utf-8", "replace")
+        return hmac.compare_digest(got, expected)
+
+    async def score(request: Request, parse: Callable[[Any], Any], render: Callable[[Any], Any]) -> Response:
+        if not authorised(request):
+            return _error(401, "missing or wrong bearer token (Authorization: Bearer <token>)",
+                          headers={"WWW-Authenticate": "Bearer"})
+        try:
+            job = parse(await _read_json(request, lim))
+            result = await state["worker"].submit(job)
+        except _Refused as r:
+            return _error(r.status, str(r.exc), r.exc.field, r.exc.line)
+        except QueueFull:
+            return _error(503, f"busy: {lim.queue_size} requests are waiting; retry after {lim.retry_after_s} s",
+                          headers={"Retry-After": str(lim.retry_after_s)})
+        except InputError as exc:
+            return _error(422, str(exc), exc.field, exc.line)
+        except SemifError as exc:  # a prompt longer than the model's context, a refused tokenizer check…
+            return _error(422, str(exc))
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            return _error(500, "internal error (the server's log has the details)")
+        return _json(render(result))
+
+    def parse_one(doc: Any) -> Callable[[], Any]:
+        return lambda: scorer.decide_row(doc, "body")
+
+    def parse_batch(doc: Any) -> Callable[[], Any]:
+        if not isinstance(doc, dict) or "rows" not in doc:
+            raise _Refused(422, InputError("body", None, "rows", "missing", 'an object {"rows": [row, ...]}'))
+        rows = doc["rows"]
+        if not isinstance(rows, list):
+            raise _Refused(422, InputError("body", None, "rows", f"a {type(rows).__name__}", "a list of rows"))
+        if len(rows) > lim.max_rows:
+            raise _Refused(413, InputError("body", None, "rows", f"{len(rows)} rows",
+                                           f"at most {lim.max_rows} rows per request"))
+        return lambda: scorer.decide_many(rows)
+
+    async def decide(request: Request) -> Response:
+        return await score(request, parse_one, lambda d: orjson.Fragment(dumps_record(d.record)))
+
+    async def decide_batch(request: Request) -> Response:
+        return await score(request, parse_batch,
+                           lambda ds: {"records": [orjson.Fragment(dumps_record(d.record)) for d in ds]})
+
+    async def models(request: Request) -> Response:
+        if not authorised(request):
+            return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        return _json({"models": [info], "mode": scorer.mode,
+                      "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
+                                 "max_options": MAX_OPTIONS, "queue_size": lim.queue_size}})
+
+    async def schema(request: Request) -> Response:
+        return _json({"row": row_schema(), "record": record_schema(), "openapi": openapi(lim)})
+
+    async def healthz(request: Request) -> Response:
+        return _json({"status": "ok", "queued": state["worker"].queued})
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state["worker"] = _Worker(lim.queue_size)
+        try:
+            yield
+        finally:
+            state.pop("worker").stop()
+
+    routes = [Route("/v1/decide", decide, methods=["POST"]), Route("/v1/decide/batch", decide_batch, methods=["POST"]),
+              Route("/v1/models", models, methods=["GET"]), Route("/v1/schema", schema, methods=["GET"]),
+              Route("/openapi.json", schema, methods=["GET"]), Route("/healthz", healthz, methods=["GET"])]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+# --- command line ------------------------------------------------------------------------------------
+def register(sub: Any) -> None:
+    """Add ``semif serve`` to the ``semif`` subparsers."""
+    from scorer.cli import _add_model_args, positive_int
+
+    p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--mode", choices=("direct", "serial", "shared"), default="shared")
+    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
+                   help="shared mode: suffix tokens per pass, >= 1")
+    p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
+    p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
+                   help="requests waiting for the scorer before 503")
+    p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
+    p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
+    g = p.add_argument_group("ray serve")
+    g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
+    g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
+    g.add_argument("--address", help="--ray: cluster address (default: start a local cluster)")
+    g.add_argument("--cpus-per-replica", type=float, default=1.0, help="--ray: CPUs per replica")
+    _add_model_args(p)
+    p.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from scorer.cli import backend_config
+
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise SemifError(f"semif serve needs the serve extra ({exc}); install it with "
+                         "`pip install -e '.[serve]'` (scripts/install.sh does)") from None
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    check_bind(args.host, token)  # before the model loads
+    cfg = backend_config(args)
+    limits = Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows, queue_size=args.queue_size)
+    if args.ray:
+        return _serve_on_ray(args, cfg, limits, token)
+    with Scorer.from_config(cfg, args.mode, args.max_batch_tokens) as scorer:
+        app = build_app(scorer, limits, token)
+        print(f"[semif] serving {cfg.model} ({args.mode}) on http://{args.host}:{args.port}", file=sys.stderr)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    return 0
+
+
+class _ServeReplica:
+    """One Ray Serve replica: loads its own model (fetched and verified by sha256 on its node) and serves
+    the same app as ``semif serve`` (its own worker thread and bounded queue)."""
+
+    def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
+                 token: str | None) -> None:
+        from scorer.backends import BackendConfig
+
+        # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
+        self._semif_scorer.load()
+        self._semif_app = build_app(self._semif_scorer, limits, token)
+
+    def __serve_build_asgi_app__(self) -> Starlette:
+        return self._semif_app
+
+
+def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str | None) -> int:
+    """``semif serve --ray``: the app as ``--replicas`` Ray Serve replicas behind Ray's HTTP proxy on
+    ``--host:--port``; blocks until interrupted."""
+    from dataclasses import asdict
+
+    try:
+        import ray
+        from ray import serve
+    except ImportError as exc:
+        raise SemifError(f"semif serve --ray needs the ray extra ({exc}); install it with "
+                         "`pip install -e '.[ray]'`") from None
+    ray.init(address=args.address, include_dashboard=False, logging_level="WARNING")
+    try:
+        serve.start(http_options={"host": args.host, "port": args.port})
+        replica = serve.deployment(serve.ingress()(_ServeReplica), name="semif", num_replicas=args.replicas,
+                                   ray_actor_options={"num_cpus": args.cpus_per_replica},
+                                   max_ongoing_requests=limits.queue_size + 1)
+        app = replica.bind({**asdict(cfg), "threads": cfg.threads or max(1, int(args.cpus_per_replica))},
+                           args.mode, args.max_batch_tokens, limits, token)
+        print(f"[semif] serving {cfg.model} ({args.mode}) on Ray Serve, {args.replicas} replicas, "
+              f"http://{args.host}:{args.port}", file=sys.stderr)
+        serve.run(app, name="semif", route_prefix="/", blocking=True)
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+    return 0
