@@ -18,13 +18,13 @@ _BLOCK = re.compile(r"```python\n(from scorer import Scorer\n.*?)```", re.S)
 
 
 def _example() -> tuple[Path, str]:
-    """The first ```python block starting ``from scorer import Scorer`` in the README (or, until the README
-    has one, in API-draft.md): the test runs what users read, so the two cannot drift apart."""
-    for doc in (ROOT / "README.md", ROOT / "API-draft.md"):
-        m = _BLOCK.search(doc.read_text()) if doc.exists() else None
-        if m:
-            return doc, m.group(1)
-    raise AssertionError("no ```python block starting 'from scorer import Scorer' in README.md or API-draft.md")
+    """The first ```python block starting ``from scorer import Scorer`` in the README: the test runs what
+    users read, so the two cannot drift apart."""
+    doc = ROOT / "README.md"
+    m = _BLOCK.search(doc.read_text())
+    if m is None:
+        raise AssertionError("no ```python block starting 'from scorer import Scorer' in README.md")
+    return doc, m.group(1)
 
 
 def test_the_example_is_valid_python():
