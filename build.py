@@ -306,6 +306,22 @@ def _trace_label(obj: dict[str, Any]) -> str:
     return f"{model} · {engine} · {where}"
 
 
+def _featured(data_dir: Path) -> str | None:
+    """``traces/<name>.json`` from ``data_dir/traces/FEATURED`` (one file name; ``#`` starts a comment), if any.
+
+    The showcase is chosen by name, never by result; a name that is not there stops the build."""
+    path = data_dir / "traces" / "FEATURED"
+    if not path.is_file():
+        return None
+    names = [ln.split("#", 1)[0].strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+    names = [n for n in names if n]
+    if len(names) != 1:
+        raise BuildError(f"traces/FEATURED: {len(names)} file names (expected exactly one trace file name)")
+    if not (data_dir / "traces" / names[0]).is_file():
+        raise BuildError(f"traces/FEATURED: {names[0]!r} is not a file under traces/ (expected a trace's file name)")
+    return f"traces/{names[0]}"
+
+
 def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
     """Find, parse and validate every trace and report under ``data_dir`` (sorted, so the build is stable)."""
     if not data_dir.is_dir():
@@ -314,10 +330,13 @@ def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
     reports: list[ReportFile] = []
     trace_slugs: set[str] = set()
     report_slugs: set[str] = set()
-    # Published traces (under traces/) come first, so the replay opens on one of them; then the rest.
-    def _order(p: Path) -> tuple[bool, str]:
+    # The trace named in traces/FEATURED opens the replay; then the other published traces (under traces/),
+    # then the rest.
+    featured = _featured(data_dir)
+
+    def _order(p: Path) -> tuple[bool, bool, str]:
         rel = p.relative_to(data_dir).as_posix()
-        return (not rel.startswith("traces/"), rel)
+        return (rel != featured, not rel.startswith("traces/"), rel)
 
     for path in sorted(data_dir.rglob("*.json"), key=_order):
         if not path.is_file():

@@ -495,3 +495,24 @@ def test_index_groups_reports_by_family_in_reading_order(tmp_path: Path) -> None
     html = (out / "index.html").read_text()
     assert html.index('id="s-shape"') < html.index('id="s-drift"') < html.index('id="s-route"')
     assert 'href="#s-eval"' in html
+
+
+def test_featured_trace_opens_the_replay_and_a_wrong_name_stops_the_build(tmp_path):
+    """traces/FEATURED names the showcase (chosen by name, never by result): it comes first whatever its name."""
+    import shutil
+
+    import build
+
+    fixtures = Path(__file__).parent / "fixtures"
+    data = tmp_path / "data"
+    (data / "traces").mkdir(parents=True)
+    shutil.copy(fixtures / "trace-fake.json", data / "traces" / "a-first-by-name.json")
+    shutil.copy(fixtures / "trace-v2-fake.json", data / "traces" / "z-showcase.json")
+    traces, _ = build.discover(data)
+    assert traces[0].rel == "traces/a-first-by-name.json"
+    (data / "traces" / "FEATURED").write_text("# the showcase\nz-showcase.json\n")
+    traces, _ = build.discover(data)
+    assert [t.rel for t in traces] == ["traces/z-showcase.json", "traces/a-first-by-name.json"]
+    (data / "traces" / "FEATURED").write_text("missing.json\n")
+    with pytest.raises(build.BuildError, match="FEATURED: 'missing.json' is not a file"):
+        build.discover(data)
