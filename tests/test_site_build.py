@@ -514,5 +514,5 @@ def test_featured_trace_opens_the_replay_and_a_wrong_name_stops_the_build(tmp_pa
     traces, _ = build.discover(data)
     assert [t.rel for t in traces] == ["traces/z-showcase.json", "traces/a-first-by-name.json"]
     (data / "traces" / "FEATURED").write_text("missing.json\n")
-    with pytest.raises(build.BuildError, match="FEATURED: 'missing.json' is not a file"):
+    with pytest.raises(build.BuildError, match=r"FEATURED: 'missing\.json' is not a file"):
         build.discover(data)
