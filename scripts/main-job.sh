@@ -2,7 +2,7 @@
 # The main job on the embedded default model (qwen2.5-0.5b, torch fp32 on CPU):
 #   1. fetch + verify the model (sha256 pin),
 #   2. score the bundled example decisions and print a table,
-#   3. typed vs generated (`semif versus`) → a trace in data/traces/,
+#   3. typed vs free vs grammar-constrained generation (`semif versus`) → a trace in data/traces/,
 #   4. the small shape benchmark (direct / serial / shared / --exact) → a report in data/results/,
 #   5. build the static site → site/.
 # Nothing is overwritten: every run writes new, time-stamped files (records under out/).
@@ -23,9 +23,13 @@ $SEMIF models fetch "$MODEL"
 step "2/5 typed decisions on data/examples/decisions.jsonl"
 $SEMIF score --model "$MODEL" --input data/examples/decisions.jsonl --output "$OUT/examples.jsonl" --summary
 
-step "3/5 typed vs generated (semif versus)"
-TRACE=data/traces/versus-ticket-21-$MODEL-torch-cpu-$STAMP.json
-$SEMIF versus --model "$MODEL" --output "$TRACE"
+step "3/5 typed vs free vs constrained generation (semif versus, one labelled state of the shape workload)"
+# The state (s01) is fixed by a rule made before anything was scored (data/versus/build.py); its typed
+# decisions are calibrated by a prior estimated, without labels, on the other 36 states' records.
+TRACE=data/traces/versus-shape-s01-$MODEL-torch-cpu-$STAMP.json
+PRIOR=data/versus/shape-s01-prior-$MODEL-torch.json
+CAL=(); [ -f "$PRIOR" ] && CAL=(--calibration "$PRIOR")
+$SEMIF versus --model "$MODEL" --input data/versus/shape-s01.json "${CAL[@]}" --output "$TRACE"
 $SEMIF trace verify "$TRACE"
 $SEMIF trace summary "$TRACE"
 
