@@ -363,12 +363,18 @@ def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
 
 
 def _distinct_labels(traces: list[TraceFile]) -> None:
-    """Labels that match get the run's date, then (still matching) the file's name."""
-    for extra in (lambda t: str((t.obj.get("experiment") or {}).get("created_utc", ""))[:10], lambda t: t.slug):
-        labels = [t.label for t in traces]
+    """Labels that match get the input's id, then the run's date, then (still matching) the file's name; a
+    detail is added only where it tells the matching traces apart (so names stay short)."""
+    for extra in (lambda t: str((t.obj.get("inputs") or {}).get("id", "")),
+                  lambda t: str((t.obj.get("experiment") or {}).get("created_utc", ""))[:10], lambda t: t.slug):
+        groups: dict[str, list[TraceFile]] = {}
         for t in traces:
-            if labels.count(t.label) > 1 and extra(t):
-                t.label = f"{t.label} · {extra(t)}"
+            groups.setdefault(t.label, []).append(t)
+        for same in groups.values():
+            if len(same) > 1 and len({extra(t) for t in same}) > 1:
+                for t in same:
+                    if extra(t):
+                        t.label = f"{t.label} · {extra(t)}"
 
 
 # --- traces: lanes, the verdict in words, the numbers ----------------------------------------------------

@@ -347,7 +347,7 @@ def test_real_data_dir_builds_byte_identically(tmp_path: Path) -> None:
     build.build(ROOT / "data", tmp_path / "b")
     assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")
     docs = {p: json.loads(p.read_bytes()) for p in (ROOT / "data").rglob("*.json")}
-    n_traces = sum(1 for d in docs.values() if isinstance(d, dict) and d.get("format") == trace_mod.TRACE_FORMAT)
+    n_traces = sum(1 for d in docs.values() if isinstance(d, dict) and d.get("format") in trace_mod.FORMATS)
     n_reports = sum(1 for p, d in docs.items()
                     if p.relative_to(ROOT / "data").parts[0] == "results" and d.get("format") != trace_mod.TRACE_FORMAT)
     assert (len(traces), len(reports)) == (n_traces, n_reports)

@@ -26,7 +26,9 @@ from test_site_browser import CHROMIUM, ROOT, SHOTS, build
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 RUNS = int(os.environ.get("SEMIF_LIGHTHOUSE_RUNS", "3"))
 PAGES = ("index.html", "demo/index.html", "traces/index.html")
-MAX_DOM = {"index.html": 1600, "demo/index.html": 900, "traces/index.html": 400}
+# Element budgets: the index grows by one headline card per published trace and one chart per report (it was
+# 24,123 elements before the site was reworked); the Performance score itself is asserted separately.
+MAX_DOM = {"index.html": 2000, "demo/index.html": 900, "traces/index.html": 400}
 
 pytestmark = [
     pytest.mark.browser,
