@@ -7,8 +7,9 @@ part), alternating, ``--repeats`` times:
 
 * ``load``: ``AutoTokenizer`` + ``AutoModelForCausalLM.from_pretrained(folder)`` (what the backend does);
 * ``verify``: ``verify_manifest(folder, sha)`` alone;
-* ``verify_then_load``: both, in that order (the real path: the check reads the files first, and the
-  load then finds them in the page cache).
+* ``verify_then_load``: the backend's real path: every file but the weights is checked first (config,
+  tokenizer and template are read by nothing before they are verified), then the weights' digests are
+  checked on a thread while transformers loads them; the model is refused before use if one differs.
 
 With ``--drop-caches`` (root, Linux) the page cache is dropped before each measurement, so "cold" means
 cold from disk; without it the files are usually cached and "cold" means a fresh process. A single-
@@ -49,13 +50,22 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from scorer import store
 out = {}
 t0 = time.perf_counter()
-if what in ("verify", "verify_then_load"):
+if what == "verify":
     store.verify_manifest(folder, sha)
     out["verify_s"] = time.perf_counter() - t0
-if what in ("load", "verify_then_load"):
-    t1 = time.perf_counter()
+if what == "load":
     AutoTokenizer.from_pretrained(str(folder))
     AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    out["load_s"] = time.perf_counter() - t0
+if what == "verify_then_load":  # the backend's path: all but the weights first, their digests while they load
+    from scorer.backends.torch_backend import _Check
+    store.verify_manifest(folder, sha, weights=False)
+    out["verify_s"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    check = _Check(lambda: store.verify_weights(folder, sha))
+    AutoTokenizer.from_pretrained(str(folder))
+    AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    check.result()
     out["load_s"] = time.perf_counter() - t1
 out["total_s"] = time.perf_counter() - t0
 print(json.dumps(out))
@@ -132,9 +142,12 @@ def main() -> int:
         "hash": manifest["hash"], "page_cache": "dropped before each measurement" if args.drop_caches else
         "not dropped (fresh process, files likely cached)",
         "repeats": args.repeats, "runs": runs, "median": med,
+        # The whole check alone, against a cold load (what a check before the load would cost) ...
         "ratio_verify_to_load": round(med["verify_s"] / med["load_s"], 4),
+        # ... and what the backend's path (weights checked while they load) adds to a cold load: the budget.
         "ratio_overhead_to_load": round(overhead / med["load_s"], 4),
-        "budget": BUDGET, "within_budget": med["verify_s"] / med["load_s"] < BUDGET,
+        "budget": BUDGET, "budget_applies_to": "ratio_overhead_to_load",
+        "within_budget": overhead / med["load_s"] < BUDGET,
         "throughput_mib_s": _throughput(),
         "loadavg_before": list(load_before), "loadavg_after": list(load_after),
         "machine": machine_facts(), "versions": library_versions(),
@@ -142,7 +155,8 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("x") as f:
         f.write(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {out}: verify/load {report['ratio_verify_to_load']:.3f}, budget {BUDGET}", file=sys.stderr)
+    print(f"wrote {out}: the check adds {report['ratio_overhead_to_load']:+.1%} to a cold load (budget "
+          f"{BUDGET:.0%}); the whole check alone is {report['ratio_verify_to_load']:.1%} of one", file=sys.stderr)
     return 0
 
 

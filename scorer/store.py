@@ -319,6 +319,24 @@ def verify_manifest(folder: Path, gguf_sha256: str, weights: bool = True) -> dic
     return manifest
 
 
+def verify_weights(folder: Path, gguf_sha256: str) -> None:
+    """The weight files' digests: the part of :func:`verify_manifest` that ``weights=False`` skips.
+
+    The torch backend runs this on a thread *while* transformers loads the folder (after everything else in
+    it was verified), so the check costs little more than the load's own reads; the backend refuses the model
+    before anything is scored if a digest differs. Raises :class:`ModelError` naming the file.
+    """
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    if manifest.get("gguf_sha256") != gguf_sha256:
+        raise _refuse(folder, MANIFEST, f"built from GGUF sha256 {manifest.get('gguf_sha256')!r}, not {gguf_sha256}")
+    for name in sorted(manifest["files"]):
+        if name.endswith(WEIGHT_SUFFIXES):
+            want = manifest["files"][name].get(MANIFEST_HASH)
+            got = file_digest(folder / name)
+            if got != want:
+                raise _refuse(folder, name, f"has {MANIFEST_HASH} {got}, the manifest says {want}")
+
+
 def build_verified(target: Path, gguf_sha256: str, kind: str, build: Callable[[Path], None]) -> Path:
     """Create the verified folder ``target`` with ``build(tmp)``, write its manifest, rename it into place.
 

@@ -27,6 +27,7 @@ import platform
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,15 +121,17 @@ def _drop_quantization_config(config_json: Path) -> dict[str, Any] | None:
     return dropped
 
 
-def _dequantize_gguf(gguf: Path, sha256: str) -> Path:
+def _dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
     """The verified fp32 checkpoint of a GGUF: built once (transformers dequantizes it), checked on every load.
 
     The folder (``store.dequant_dir``) is refused with a :class:`ModelError` naming the file when any file
     differs from the manifest written at creation (``store.verify_manifest``); it is never scored from.
+    ``weights=False`` leaves the weight files' digests to the caller (the backend checks them while it loads:
+    :func:`scorer.store.verify_weights`); everything else, config and tokenizer included, is checked here.
     """
     target = store.dequant_dir(sha256)
     if target.exists():
-        store.verify_manifest(target, sha256)
+        store.verify_manifest(target, sha256, weights=weights)
         return target
 
     def build(tmp: Path) -> None:
@@ -150,6 +153,27 @@ def _dequantize_gguf(gguf: Path, sha256: str) -> Path:
         (tmp / "semif-dequant.json").write_text(json.dumps(meta, indent=1))
 
     return store.build_verified(target, sha256, "dequantized-fp32", build)
+
+
+class _Check:
+    """A verification running on a daemon thread; :meth:`result` waits for it and re-raises its error."""
+
+    def __init__(self, fn: Callable[[], None]):
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as exc:  # handed to the caller by result()
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="semif-weight-check", daemon=True)
+        self._thread.start()
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 class TorchBackend:
@@ -181,9 +205,13 @@ class TorchBackend:
         self.ref = ref
         info: dict[str, Any] = {"key": ref.key, "source": ref.kind}
         load_kwargs: dict[str, Any] = {}
+        weight_check: _Check | None = None
         if ref.kind in ("store", "gguf"):
             gguf, sha = store.gguf_for(ref)
-            folder = _dequantize_gguf(gguf, sha)
+            folder = _dequantize_gguf(gguf, sha, weights=False)
+            # The weights' digests are checked on a thread while transformers reads the same files (the check
+            # then costs about what the load's reads cost); the model is refused before it is ever used.
+            weight_check = _Check(lambda: store.verify_weights(folder, sha))
             info.update(gguf_file=gguf.name, gguf_sha256=sha, revision=None,
                         weights="fp32 dequantized from the GGUF")
             if ref.entry:
@@ -201,8 +229,12 @@ class TorchBackend:
             hf_tok = AutoTokenizer.from_pretrained(where, **load_kwargs)
             model = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **load_kwargs)
         except Exception as exc:  # corrupt or foreign files: a clear refusal, never a traceback
+            if weight_check is not None:
+                weight_check.result()  # a tampered weight file is named as such, not as a load failure
             raise ModelError(f"could not load {ref.name} from {where}: {type(exc).__name__}: "
                              f"{(str(exc).splitlines() or ['no detail'])[0][:300]}") from None
+        if weight_check is not None:
+            weight_check.result()
         self.load_s = time.perf_counter() - t0
         self.model = model.to(device).eval()
         self.tokenizer = HFTokenizer(hf_tok)
