@@ -142,6 +142,9 @@ class TraceFile:
     """The trace's paths as the replay shows them: typed, then the generated lanes."""
     control: bool = False
     """A timing control (random weights): listed and replayable, kept out of the headline numbers."""
+    workload: str = ""
+    """For calibrated typed decisions on one state of a labelled workload: how the same label-free calibration
+    does on the whole workload (from a committed calibration report), so one state's count is seen in context."""
 
 
 @dataclass
@@ -484,6 +487,8 @@ def verdict_sentences(t: TraceFile) -> list[dict[str, str]]:
                 if lane.calibrated_correct is not None:
                     text += f" ({lane.correct} before calibration)"
             out.append({"lane": lane.key, "name": lane.name, "text": text + "."})
+            if t.workload and all(cal):
+                out.append({"lane": "note", "name": "On the whole workload:", "text": t.workload})
             continue
         runs = lane.runs
         if lane.usable:
@@ -1223,9 +1228,43 @@ def write_site(files: dict[str, bytes], out_dir: Path) -> None:
         p.write_bytes(data)
 
 
+_STORED_PRIOR = "prior mean · stored (fitted on the other folds) · plain"
+
+
+def workload_context(t: TraceFile, reports: list[ReportFile], data_dir: Path) -> str:
+    """The whole-workload accuracy of the calibration a trace's typed lane used, or "" when none is committed.
+
+    A match needs a ``calibration`` report on the same model file, backend and dtype whose labelled rows
+    hold this trace's state, and a calibration of the same kind (a mean prior fitted on the other groups)."""
+    model = t.obj.get("model") or {}
+    state = (t.obj.get("inputs") or {}).get("state")
+    for r in reports:
+        run = (r.obj.get("run") or {}) if r.kind == "calibration" else {}
+        m = run.get("model") or {}
+        if not m or any(m.get(k) != model.get(k) for k in ("gguf_sha256", "backend", "dtype")):
+            continue
+        labels = data_dir.parent / str((r.obj.get("labels") or {}).get("path", ""))
+        if not labels.is_file():
+            continue
+        rows = [json.loads(ln) for ln in labels.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        if not any(row.get("state") == state for row in rows):
+            continue
+        for meth in r.obj.get("methods") or []:
+            if meth.get("method") == _STORED_PRIOR:
+                raw = next((x for x in r.obj["methods"] if x.get("method") == "raw · plain"), None)
+                acc = meth["accuracy"]["value"]
+                n = r.obj.get("rows", len(rows))
+                before = f" (raw readout {raw['accuracy']['value']:.3f})" if raw else ""
+                return (f"the same label-free calibration, each state's prior fitted on the other states, is right on "
+                        f"{acc:.3f} of all {n} decisions of {labels.name}{before}; report {r.rel}.")
+    return ""
+
+
 def build(data_dir: Path, out_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
     """Validate everything under ``data_dir``, then render and write the site to ``out_dir``."""
     traces, reports = discover(data_dir)
+    for t in traces:
+        t.workload = workload_context(t, reports, data_dir)
     schemas = load_trace_schemas()
     files = render_site(traces, reports, schemas)
     write_site(files, out_dir)

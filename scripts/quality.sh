@@ -105,8 +105,9 @@ done
 shape=data/workloads/shape-full.jsonl
 score q15-torch-shared-shape-full $shape --model qwen2.5-1.5b --mode shared
 score q05-torch-shared-shape-full $shape --model qwen2.5-0.5b --mode shared
-for m in q15 q05; do
-  calib $m-torch-shared-shape-full --run $RUNS/$m-torch-shared-shape-full.jsonl --labels $shape \
+score q15-llamacpp-shared-shape-full $shape --model qwen2.5-1.5b --backend llamacpp --mode shared
+for m in q15-torch q05-torch q15-llamacpp; do
+  calib $m-shared-shape-full --run $RUNS/$m-shared-shape-full.jsonl --labels $shape \
     --family-field criterion_id --group-field state_id --folds groups --skew
 done
 calib route-q05-to-q15-torch-shared-shape-full --run $RUNS/q15-torch-shared-shape-full.jsonl --labels $shape \

@@ -180,3 +180,30 @@ def test_demo_page_reads_without_javascript(tmp_path: Path) -> None:
         assert f'data-id="{c["id"]}"' in html and c["question"] in text and f"label: {c['label']}" in text
     assert not re.search(r"\b(on the (left|right)|left:|right:)", text, flags=re.IGNORECASE)
     assert json.loads(re.search(r'id="semif-index">(.*?)</script>', html).group(1))[0]["js"] == "a-v2.js"
+
+
+def test_a_calibrated_state_is_shown_with_its_whole_workload(tmp_path: Path) -> None:
+    """One state's right/wrong count is put beside the whole workload's accuracy under the same calibration,
+    from a committed calibration report on the same model whose labelled rows hold that state."""
+    trace = json.loads(V2.read_bytes())
+    data = tmp_path / "data"
+    (data / "traces").mkdir(parents=True)
+    (data / "results").mkdir()
+    (data / "traces" / "t.json").write_bytes(V2.read_bytes())
+    rows = tmp_path / "workload.jsonl"
+    rows.write_text(json.dumps({"id": "s1-c1", "state": trace["inputs"]["state"]}) + "\n"
+                    + json.dumps({"id": "s2-c1", "state": "another state"}) + "\n")
+    model = {k: trace["model"].get(k) for k in ("gguf_sha256", "backend", "dtype")}
+    report = {"kind": "calibration", "run": {"model": model}, "labels": {"path": "workload.jsonl"}, "rows": 42,
+              "methods": [{"method": "raw · plain", "accuracy": {"value": 0.5}},
+                          {"method": build._STORED_PRIOR, "accuracy": {"value": 0.8125}}]}
+    (data / "results" / "calibration-x.json").write_text(json.dumps(report))
+    traces, reports = build.discover(data)
+    text = build.workload_context(traces[0], reports, data)
+    assert "0.812" in text and "42 decisions of workload.jsonl" in text and "raw readout 0.500" in text
+    traces[0].workload = text
+    assert {"lane": "note", "name": "On the whole workload:", "text": text} in build.verdict_sentences(traces[0])
+    report["run"]["model"] = {**model, "backend": "other"}  # another model's report is never borrowed
+    (data / "results" / "calibration-x.json").write_text(json.dumps(report))
+    traces, reports = build.discover(data)
+    assert build.workload_context(traces[0], reports, data) == ""
