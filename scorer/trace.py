@@ -754,21 +754,30 @@ def _s(x: float | None, unit: str = "s") -> str:
     return "n/a" if x is None else f"{x:.2f} {unit}"
 
 
-def _summary_text_v2(trace: dict[str, Any]) -> str:
-    s, m, mach, proto = trace["summary"], trace["model"], trace["machine"], trace["protocol"]
-    ty = s["typed"]
-    n = len(trace["inputs"]["criteria"])
+def _summary_head(trace: dict[str, Any], per: str, escalated_median: float) -> tuple[list[str], str]:
+    """The lines every format's summary starts with (what ran where, the protocol) and the exact policy's text.
+
+    ``per`` names a run's unit ("path" in v1, "lane" in v2)."""
+    m, mach, proto = trace["model"], trace["machine"], trace["protocol"]
     ex = proto["exact"]
     exact_txt = (f"bound {ex.get('bound', float('nan')):.3g} from {ex.get('source')}, "
-                 f"{ty['tokens']['escalated_decisions_median']:g} decision(s) re-scored fresh per run (median)"
-                 if ex["enabled"] else "off")
-    lines = [
+                 f"{escalated_median:g} decision(s) re-scored fresh per run (median)" if ex["enabled"] else "off")
+    n = len(trace["inputs"]["criteria"])
+    return [
         f"{trace['format']} · {trace['experiment']['id']} · {trace['experiment']['created_utc']}",
         f"model {m.get('key')} ({m.get('backend')}, {m.get('dtype')}, {m.get('device')}) · "
         f"machine {mach.get('cpu')}, {mach.get('cores')} cores, GPU {mach.get('gpu') or 'none'}",
         f"input {trace['inputs']['id']}: {n} criteria · {proto['warmup']} warm-up + {proto['repeats']} measured runs "
-        f"per lane, {proto['order']} · typed mode {proto['typed_mode']} · grammar by "
-        f"{trace['prompts']['constrained']['engine']}",
+        f"per {per}, {proto['order']} · typed mode {proto['typed_mode']}",
+    ], exact_txt
+
+
+def _summary_text_v2(trace: dict[str, Any]) -> str:
+    s = trace["summary"]
+    ty = s["typed"]
+    lines, exact_txt = _summary_head(trace, "lane", ty["tokens"]["escalated_decisions_median"])
+    lines[-1] += f" · grammar by {trace['prompts']['constrained']['engine']}"
+    lines += [
         f"typed        median {_s(ty['median_s'])}: prefill {ty['tokens']['prefix']} tok "
         f"{_s(ty['phases']['prefill_s'])}, {ty['tokens']['passes']} suffix pass(es) {ty['tokens']['suffix']} tok "
         f"{_s(ty['phases']['suffix_s'])}; 0 output tokens; first decision at {_s(ty['first_decision_median_s'])}; "
@@ -806,20 +815,11 @@ def summary_text(trace: dict[str, Any]) -> str:
     """A few readable lines: what ran where, the medians, and the token counts behind them."""
     if trace["format"] == TRACE_FORMAT_V2:
         return _summary_text_v2(trace)
-    s, m, mach, proto = trace["summary"], trace["model"], trace["machine"], trace["protocol"]
+    s = trace["summary"]
     ph, tt, gt = s["phases"], s["typed_tokens"], s["generated_tokens"]
-    n = len(trace["inputs"]["criteria"])
     ratio = "n/a" if s["wall_ratio"] is None else f"{s['wall_ratio']:.2f}x"
-    ex = proto["exact"]
-    exact_txt = (f"bound {ex.get('bound', float('nan')):.3g} from {ex.get('source')}, "
-                 f"{tt.get('escalated_decisions_median', 0):g} decision(s) re-scored fresh per run (median)"
-                 if ex["enabled"] else "off")
-    lines = [
-        f"{trace['format']} · {trace['experiment']['id']} · {trace['experiment']['created_utc']}",
-        f"model {m.get('key')} ({m.get('backend')}, {m.get('dtype')}, {m.get('device')}) · "
-        f"machine {mach.get('cpu')}, {mach.get('cores')} cores, GPU {mach.get('gpu') or 'none'}",
-        f"input {trace['inputs']['id']}: {n} criteria · {proto['warmup']} warm-up + {proto['repeats']} measured runs "
-        f"per path, {proto['order']} · typed mode {proto['typed_mode']}",
+    lines, exact_txt = _summary_head(trace, "path", tt.get("escalated_decisions_median", 0))
+    lines += [
         f"typed      median {_s(s['typed_median_s'])}: encode {_s(ph['typed_encode_s'])}, prefill "
         f"{tt['prefix']} tok {_s(ph['typed_prefill_s'])}, {tt['passes']} suffix pass(es) {tt['suffix']} tok "
         f"{_s(ph['typed_suffix_s'])}; 0 output tokens; first decision at {_s(s['typed_first_decision_median_s'])}",
@@ -838,7 +838,8 @@ def summary_text(trace: dict[str, Any]) -> str:
                      f"generated {lab['generated_correct']}/{lab['labelled']}")
     if s["generated_limit_runs"]:
         lines.append(f"generated runs stopped by max_new_tokens: {s['generated_limit_runs']}/{s['runs']}; "
-                     f"all {n} values visible at {_s(s['generated_all_answers_median_s'])} (median)")
+                     f"all {len(trace['inputs']['criteria'])} values visible at "
+                     f"{_s(s['generated_all_answers_median_s'])} (median)")
     gen = measured(trace, "generated")
     if gen and not gen[0]["complete"]:
         lines.append(f"generated repeat 0 failed: {gen[0]['error']}")
