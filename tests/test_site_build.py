@@ -55,14 +55,8 @@ def hostile_trace() -> dict[str, Any]:
             continue
         run["tokens"][0]["text"] = HOSTILE + run["tokens"][0]["text"]
         run["text"] = "".join(t["text"] for t in run["tokens"] if not t["stop"])
-        valid, complete, parsed, error = trace_mod.parse_array(run["text"], n)
-        run.update(valid=valid, complete=complete, parsed=parsed, error=error)
-        choices = [d["choice"] for d in typed[(run["warmup"], run["repeat"])]["decisions"]]
-        run["agreement"] = trace_mod.agreement(parsed, complete, choices)
-    trace_mod.finalize(doc)
-    problems = trace_mod.verify(doc)
-    assert not problems, problems
-    return doc
+        _rejudge(run, typed, n)
+    return _finalized(doc)
 
 
 def capped_trace(limit: int = 12, end_of_turn: bool = False) -> dict[str, Any]:
@@ -87,10 +81,21 @@ def capped_trace(limit: int = 12, end_of_turn: bool = False) -> dict[str, Any]:
         run.update(total_s=end, output_tokens=limit, decode_steps=limit - 1,
                    stop_reason="end_of_turn" if end_of_turn else "max_new_tokens",
                    text="".join(t["text"] for t in run["tokens"] if not t["stop"]))
-        valid, complete, parsed, error = trace_mod.parse_array(run["text"], n, v1_wording=True)
-        run.update(valid=valid, complete=complete, parsed=parsed, error=error)
-        choices = [d["choice"] for d in typed[(run["warmup"], run["repeat"])]["decisions"]]
-        run["agreement"] = trace_mod.agreement(parsed, complete, choices)
+        _rejudge(run, typed, n, v1_wording=True)
+    return _finalized(doc)
+
+
+def _rejudge(run: dict[str, Any], typed: dict[tuple[bool, int], dict[str, Any]], n: int, v1_wording: bool = False,
+             ) -> None:
+    """Re-derive a generated run's judgement and agreement from its (edited) text."""
+    valid, complete, parsed, error = trace_mod.parse_array(run["text"], n, v1_wording=v1_wording)
+    run.update(valid=valid, complete=complete, parsed=parsed, error=error)
+    choices = [d["choice"] for d in typed[(run["warmup"], run["repeat"])]["decisions"]]
+    run["agreement"] = trace_mod.agreement(parsed, complete, choices)
+
+
+def _finalized(doc: dict[str, Any]) -> dict[str, Any]:
+    """Summary and checksums recomputed; the edited trace must verify."""
     trace_mod.finalize(doc)
     problems = trace_mod.verify(doc)
     assert not problems, problems
