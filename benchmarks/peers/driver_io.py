@@ -12,6 +12,7 @@ result. The result is written even when the tool fails, with the stage it failed
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import sys
@@ -72,3 +73,15 @@ def timed(result: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
     value = fn()
     result[key] = round(time.perf_counter() - t0, 6)
     return value
+
+
+def engine_args(description: str | None, default_device: str) -> argparse.ArgumentParser:
+    """The options every serving-engine driver (vLLM, SGLang) takes: the model folder, the exported prompts, the
+    result file, dtype and device."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--prompts", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--device", default=default_device, choices=("cpu", "cuda"))
+    return ap

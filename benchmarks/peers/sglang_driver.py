@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from driver_io import read_prompts, run_driver, timed
+from driver_io import engine_args, read_prompts, run_driver, timed
 
 DISTS = ["sglang", "torch", "transformers"]
 
@@ -61,12 +61,7 @@ def _body(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--prompts", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
+    ap = engine_args(__doc__, default_device="cuda")
     args = ap.parse_args()
     return run_driver("sglang", DISTS, Path(args.out), lambda r: _body(args, r))
 

