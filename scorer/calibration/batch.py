@@ -93,8 +93,9 @@ def mix_warnings(records: Sequence[dict[str, Any]], share: float = MIX_WARN_SHAR
 
 
 def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tuple[list[bytes], Calibration,
-                                                                                   list[str]]:
-    """Phase 2 on the raw file: the calibrated record lines, the calibration and the warnings."""
+                                                                                   list[str], float]:
+    """Phase 2 on the raw file: the calibrated record lines, the calibration, the warnings, and the scoring
+    seconds the raw records account for (their ``timing.total_s``, which calibration leaves untouched)."""
     records = read_records(raw)
     sigs = record_signatures(records, None, str(raw))  # raw records of this version always carry one
     source = {"kind": "in-run", "estimator": estimator, "min_rows": min_rows, "fallback": fallback}
@@ -103,7 +104,8 @@ def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tu
     warnings = mix_warnings(out)
     warnings += [f"signature {s.signature[:12]}… left uncalibrated: {s.reason}" for s in cal.uncalibrated
                  if not any(e.level == "family" for e in cal.entries)]
-    return [dumps_record(r) for r in out], cal, warnings
+    scoring_s = sum(float(r["timing"]["total_s"]) for r in records)
+    return [dumps_record(r) for r in out], cal, warnings, scoring_s
 
 
 def run_batch_calibrated(decisions: Sequence[Decision], backend: Any, output: Path, mode: str,
@@ -127,7 +129,7 @@ def run_batch_calibrated(decisions: Sequence[Decision], backend: Any, output: Pa
     written = score_run.run_score(list(decisions), backend, raw_sink if raw_sink is not None else raw, mode, parts,
                                   resume, **score_kwargs)
     t0 = time.perf_counter()
-    lines, cal, warnings = calibrate_raw(raw, estimator, min_rows, fallback)
+    lines, cal, warnings, scoring_s = calibrate_raw(raw, estimator, min_rows, fallback)
     data = b"".join(lines)
     if output.exists():
         if output.read_bytes() != data:
@@ -136,5 +138,4 @@ def run_batch_calibrated(decisions: Sequence[Decision], backend: Any, output: Pa
     else:
         write_atomic(output, data)  # create-only: a file that appeared meanwhile is never overwritten
     fit_s = time.perf_counter() - t0
-    scoring_s = sum(float(r["timing"]["total_s"]) for r in read_records(raw))
     return BatchResult(raw, written, len(lines), fit_s, scoring_s, cal, warnings)
