@@ -1,11 +1,13 @@
-"""Small fakes so logic tests need no weights: a character tokenizer and a deterministic backend.
+"""The tests' shared fakes (the one module tests import them from): no weights, deterministic.
 
 ``FakeTokenizer`` is character-level (so answer letters are single tokens and boundaries are stable)
 with a few special tokens and a ChatML-like template; ``merges`` adds multi-character tokens to
 imitate BPE merges across boundaries, and ``broken`` breaks one slot rule on purpose.
-``FakeBackend`` implements :class:`scorer.backends.base.Backend` with logits that are a pure function
-of the token ids (so prefix reuse is exact unless ``drift`` is set), and generation that follows a
-script (to emit, e.g., a broken JSON array).
+``FakeBackend`` derives from :class:`scorer.backends.base.Backend` (``tests/test_backend_contract.py``
+holds it to the contract) with logits that are a pure function of the token ids (so prefix reuse is
+exact unless ``drift`` is set), and generation that follows a script (to emit, e.g., a broken JSON array).
+``SlowFakeBackend`` makes its kernel calls take wall time; ``NearTieBackend`` builds near-ties that flip
+under the fast path's noise (with :func:`decision_rows` and :func:`write_rows` for its workloads).
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
-from scorer.backends.base import FanOutTiming, Prefix, pack_chunks
+from scorer.backends.base import Backend, FanOutTiming, Prefix
+from scorer.schema import Decision, parse_decision
 
 SPECIALS = ["<pad>", "<bos>", "<|im_start|>", "<|im_end|>", "<eos>"]
 _BASE = 16
@@ -96,21 +101,26 @@ class FakeTokenizer:
         return [SPECIALS.index(n) for n in names if n in SPECIALS]
 
 
+def _h(ids: list[int]) -> int:
+    """A stable 64-bit hash of token ids (the fake's logits are seeded by it)."""
+    return int.from_bytes(hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).digest()[:8], "little")
+
+
 def _logits_for(ids: list[int], bias: dict[int, float]) -> np.ndarray:
-    seed = int.from_bytes(hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).digest()[:8], "little")
-    out = np.random.default_rng(seed).normal(0.0, 1.0, VOCAB).astype(np.float32)
+    out = np.random.default_rng(_h(ids)).normal(0.0, 1.0, VOCAB).astype(np.float32)
     for t, b in bias.items():
         out[t] += b
     return out
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     """Deterministic backend: logits = f(token ids). ``drift`` adds reuse-path noise of that size;
     ``script`` is the text greedy generation emits (then end-of-turn)."""
 
     name = "fake"
     kernel = "fake.packed"
     logits_dtype = "float32"
+    n_vocab = VOCAB
 
     def __init__(self, tokenizer: FakeTokenizer | None = None, n_ctx: int = 100_000, drift: float = 0.0,
                  bias: dict[str, float] | None = None, script: str = '["yes","no"]', step_s: float = 0.0):
@@ -126,7 +136,7 @@ class FakeBackend:
         return {"key": "fake", "source": "fake", "revision": None, "gguf_sha256": None, "dtype": "float32",
                 "device": "cpu", "backend": "fake", "versions": {"semif": "test"}}
 
-    def score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int]) -> np.ndarray:
         self.calls["fresh"] += 1
         return _logits_for(list(ids), self.bias)
 
@@ -137,29 +147,27 @@ class FakeBackend:
             out = out + rng.uniform(-self.drift, self.drift, out.shape).astype(np.float32)
         return out
 
-    def prefill(self, ids: list[int]) -> Prefix:
+    def _prefill(self, ids: list[int]) -> Prefix:
         self.calls["prefill"] += 1
         return Prefix(list(ids), tuple(ids), 0.001)
 
-    def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
         self.calls["with_prefix"] += 1
         return self._drifted(list(prefix.handle) + list(suffix)), 0.0
 
     def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
                 ) -> tuple[list[np.ndarray], FanOutTiming]:
         self.calls["fan_out"] += 1
-        t = FanOutTiming()
-        out = []
-        for chunk in pack_chunks(suffixes, max_batch_tokens):
-            t.chunks += 1
-            self.calls["chunks"] += 1
-            out += [self._drifted(list(prefix.handle) + list(s)) for s in chunk]
-        return out, t
+        return super().fan_out(prefix, suffixes, max_batch_tokens)
 
-    def release(self, prefix: Prefix) -> None:
-        prefix.handle = None
+    def _branch(self, prefix: Prefix, part: list[list[int]]) -> tuple[int, ...]:
+        return tuple(prefix.handle)
 
-    def decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
+    def _pass(self, prefix: Prefix, branched: tuple[int, ...], part: list[list[int]]) -> list[np.ndarray]:
+        self.calls["chunks"] += 1
+        return [self._drifted([*branched, *s]) for s in part]
+
+    def _decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
         session = {"ids": list(ids), "script": [*self.tokenizer.encode(self.script), SPECIALS.index("<|im_end|>")],
                    "i": 0}
         return session, self._script_logits(session)
@@ -199,3 +207,105 @@ def fake_vocab(tok: FakeTokenizer) -> list[bytes]:
     merges = sorted(tok.merges)
     out += [merges[k].encode() if k < len(merges) else b"\xff<m%d>" % k for k in range(VOCAB - _BASE - 4096)]
     return out
+
+
+MERGES = ['["', '","', '"]', "yes", "no"]
+"""BPE-like merges for JSON arrays of "yes"/"no" (the versus traces' fake tokenizer)."""
+
+
+class SlowFakeBackend(FakeBackend):
+    """FakeBackend whose kernel calls take wall time, so timestamps mean something and a test can stop a run
+    between records: ``prefill_s`` before every prefill and generation prefill (``decode_start``),
+    ``pass_s`` before every packed fan-out pass, ``reuse_s`` before every fresh or prefix-reuse pass."""
+
+    def __init__(self, *args: Any, prefill_s: float = 0.0, pass_s: float = 0.0, reuse_s: float = 0.0,
+                 **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.prefill_sleep = prefill_s
+        self.pass_sleep = pass_s
+        self.reuse_sleep = reuse_s
+
+    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+        time.sleep(self.reuse_sleep)
+        return super()._score_fresh(ids)
+
+    def _prefill(self, ids: list[int]) -> Prefix:
+        time.sleep(self.prefill_sleep)
+        return super()._prefill(ids)
+
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+        time.sleep(self.reuse_sleep)
+        return super()._score_with_prefix(prefix, suffix)
+
+    def _pass(self, prefix: Prefix, branched: tuple[int, ...], part: list[list[int]]) -> list[np.ndarray]:
+        time.sleep(self.pass_sleep)
+        return super()._pass(prefix, branched, part)
+
+    def _decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
+        time.sleep(self.prefill_sleep)
+        return super()._decode_start(ids)
+
+
+SLOT_A, SLOT_B = ord("A") + _BASE, ord("B") + _BASE
+"""FakeTokenizer's ids of the answer letters A and B."""
+NEAR_TIE_NOISE = 0.02
+"""Logit noise of :class:`NearTieBackend`'s fast path."""
+
+
+class NearTieBackend(FakeBackend):
+    """Two-option rows; every other row is a near-tie (slot logit gap within ±2·D), the rest are clear.
+    The fast path adds per-row noise of ±D (:data:`NEAR_TIE_NOISE`) to every logit, so near-ties flip
+    without --exact. ``tie_every`` rows (prompt hash) have identical slot logits on both paths: a tie
+    either way."""
+
+    def __init__(self, tie_every: int = 0, **kw: Any):
+        super().__init__(**kw)
+        self.tie_every = tie_every
+
+    def _base(self, ids: list[int]) -> np.ndarray:
+        out = _logits_for(ids, {})
+        h = _h(ids)
+        d = NEAR_TIE_NOISE
+        gap = ((h % 2001) / 1000.0 - 1.0) * 2 * d if h % 2 == 0 else (1.5 if h % 4 == 1 else -1.5)
+        out[SLOT_A], out[SLOT_B] = 8.0, 8.0 + gap
+        return out
+
+    def _tie(self, ids: list[int]) -> bool:
+        return bool(self.tie_every) and _h(ids) % self.tie_every == 0
+
+    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+        self.calls["fresh"] += 1
+        out = self._base(list(ids))
+        if self._tie(list(ids)):
+            out[SLOT_B] = out[SLOT_A]
+        return out
+
+    def _drifted(self, ids: list[int]) -> np.ndarray:
+        out = self._base(ids)
+        if self._tie(ids):
+            out[SLOT_B] = out[SLOT_A]
+            return out
+        rng = np.random.default_rng(_h(ids) + 1)
+        return out + rng.uniform(-NEAR_TIE_NOISE, NEAR_TIE_NOISE, out.shape).astype(np.float32)
+
+
+def decision_rows(n_states: int = 6, n_q: int = 8, prefix: str = "s") -> list[Decision]:
+    """``n_states`` states × ``n_q`` yes/no criteria (ids ``{prefix}{state}-q{criterion}``), states in order."""
+    out = []
+    for s in range(n_states):
+        for q in range(n_q):
+            out.append(parse_decision({
+                "id": f"{prefix}{s}-q{q}", "state": {"ticket": f"{prefix}{s}", "n": s * 7},
+                "question": f"Is criterion number {q} met?",
+                "options": [{"id": "yes", "description": "Yes"}, {"id": "no", "description": "No"}]}, "mem", None))
+    return out
+
+
+def write_rows(folder: Path, rows: list[Decision], name: str = "rows.jsonl") -> Path:
+    """``rows`` as a JSONL input file in ``folder`` (id, state, question, options)."""
+    p = folder / name
+    lines = [orjson.dumps({"id": d.id, "state": d.state, "question": d.question,
+                           "options": [{"id": o.id, "description": o.description} for o in d.options]})
+             for d in rows]
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    return p

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from fakes import FakeBackend
-from test_drift import NearTieBackend, _rows, _write_rows
+from fakes import FakeBackend, NearTieBackend, decision_rows, write_rows
 
 from scorer import cli
 from scorer.errors import InputError
@@ -16,13 +15,13 @@ from scorer.runs.score import prepare
 
 
 def test_state_latency_is_time_between_completed_states():
-    rows = _rows(3, 2)
+    rows = decision_rows(3, 2)
     done = [0.5, 1.0, 1.2, 3.0, 3.1, 3.3]
     assert bench.state_latencies(rows, done) == pytest.approx([1.0, 2.0, 0.3])
 
 
 def test_report_numbers_follow_from_the_records(tmp_path):
-    rows = _rows(3, 5)
+    rows = decision_rows(3, 5)
     fb = NearTieBackend()
     out = bench.run_bench(fb, rows, ["serial", "shared"], ["shared"], repeats=2, safety=2.0, probe_rows=5,
                           drift_dir=tmp_path)
@@ -53,12 +52,12 @@ def test_report_numbers_follow_from_the_records(tmp_path):
 
 def test_exact_pass_needs_its_fast_pass():
     with pytest.raises(InputError, match="without the plain"):
-        bench.run_bench(FakeBackend(), _rows(2, 2), ["direct"], ["shared"], repeats=1)
+        bench.run_bench(FakeBackend(), decision_rows(2, 2), ["direct"], ["shared"], repeats=1)
 
 
 def test_drift_report_is_used_only_when_held_out_and_matching(tmp_path):
     fb = NearTieBackend()
-    rows, held = _rows(2, 4), _rows(2, 4, "h")
+    rows, held = decision_rows(2, 4), decision_rows(2, 4, "h")
     path = default_report_path(fb, "shared", tmp_path)
     rep = measure(fb, rows, ["shared"], 4096, 2.0, {"path": "mem"})["shared"]
     path.write_bytes(orjson.dumps(rep))
@@ -77,7 +76,7 @@ def test_drift_report_is_used_only_when_held_out_and_matching(tmp_path):
 
 def test_suffix_table_counts_tokens_per_criterion():
     fb = FakeBackend()
-    rows = _rows(2, 3)
+    rows = decision_rows(2, 3)
     t = bench.suffix_table(fb, rows)
     assert set(t["by_criterion"]) == {r.question for r in rows}
     for q, e in t["by_criterion"].items():
@@ -88,7 +87,7 @@ def test_suffix_table_counts_tokens_per_criterion():
 
 def test_cli_bench_writes_a_report(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "load_backend", lambda cfg: NearTieBackend())
-    inp = _write_rows(tmp_path, _rows(2, 4))
+    inp = write_rows(tmp_path, decision_rows(2, 4))
     out = tmp_path / "bench.json"
     assert cli.main(["bench", "shape", "--input", str(inp), "--output", str(out), "--repeats", "1",
                      "--drift-dir", str(tmp_path), "--exact-safety", "2"]) == 0
@@ -104,7 +103,7 @@ def test_cli_bench_writes_a_report(tmp_path, monkeypatch, capsys):
 
 def test_phases_account_for_the_wall_time():
     fb = NearTieBackend()
-    rows = _rows(2, 3)
+    rows = decision_rows(2, 3)
     for mode in ("direct", "serial", "shared"):
         p = bench.timed_pass(fb, rows, mode, 4096)
         ph = bench.phases(p)

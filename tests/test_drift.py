@@ -3,72 +3,17 @@ workload built with near-ties, drift-report identity checks, resume under --exac
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import orjson
 import pytest
-from fakes import _BASE, FakeBackend, _logits_for
+from fakes import NearTieBackend, decision_rows, write_rows
 
 from scorer import cli
 from scorer.errors import InputError, ValidationError
 from scorer.runs import drift
 from scorer.runs.drift import ExactPolicy, compare, exact_bound, measure
 from scorer.runs.score import prepare, run_score, score_items
-from scorer.schema import parse_decision, read_records, validate_records
-
-SLOT_A, SLOT_B = ord("A") + _BASE, ord("B") + _BASE
-D = 0.02  # logit noise of the fake fast path
-
-
-def _h(ids: list[int]) -> int:
-    return int.from_bytes(hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).digest()[:8], "little")
-
-
-class NearTieBackend(FakeBackend):
-    """Two-option rows; every other row is a near-tie (slot logit gap within ±2·D), the rest are clear.
-    The fast path adds per-row noise of ±D to every logit, so near-ties flip without --exact.
-    ``exact_tie`` rows (prompt hash) have identical slot logits on both paths: a tie either way."""
-
-    def __init__(self, tie_every: int = 0, **kw):
-        super().__init__(**kw)
-        self.tie_every = tie_every
-
-    def _base(self, ids: list[int]) -> np.ndarray:
-        out = _logits_for(ids, {})
-        h = _h(ids)
-        gap = ((h % 2001) / 1000.0 - 1.0) * 2 * D if h % 2 == 0 else (1.5 if h % 4 == 1 else -1.5)
-        out[SLOT_A], out[SLOT_B] = 8.0, 8.0 + gap
-        return out
-
-    def _tie(self, ids: list[int]) -> bool:
-        return bool(self.tie_every) and _h(ids) % self.tie_every == 0
-
-    def score_fresh(self, ids):
-        self.calls["fresh"] += 1
-        out = self._base(list(ids))
-        if self._tie(list(ids)):
-            out[SLOT_B] = out[SLOT_A]
-        return out
-
-    def _drifted(self, ids):
-        out = self._base(ids)
-        if self._tie(ids):
-            out[SLOT_B] = out[SLOT_A]
-            return out
-        rng = np.random.default_rng(_h(ids) + 1)
-        return out + rng.uniform(-D, D, out.shape).astype(np.float32)
-
-
-def _rows(n_states: int = 6, n_q: int = 8, prefix: str = "s") -> list:
-    out = []
-    for s in range(n_states):
-        for q in range(n_q):
-            out.append(parse_decision({
-                "id": f"{prefix}{s}-q{q}", "state": {"ticket": f"{prefix}{s}", "n": s * 7},
-                "question": f"Is criterion number {q} met?",
-                "options": [{"id": "yes", "description": "Yes"}, {"id": "no", "description": "No"}]}, "mem", None))
-    return out
+from scorer.schema import read_records, validate_records
 
 
 def _run(backend, rows, mode, policy=None, budget=4096):
@@ -112,14 +57,14 @@ def test_bound_is_twice_the_measured_drift_times_safety_floored_at_epsilon():
 # --- --exact on near-ties ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["serial", "shared"])
 def test_without_exact_near_ties_flip(mode):
-    rows = _rows()
+    rows = decision_rows()
     s = compare(_run(NearTieBackend(), rows, "direct"), _run(NearTieBackend(), rows, mode))
     assert len(s["flips"]) >= 3  # the workload really has near-ties that the fast path flips
 
 
 @pytest.mark.parametrize("mode", ["serial", "shared"])
 def test_exact_with_a_probe_gives_zero_flips(mode):
-    rows = _rows()
+    rows = decision_rows()
     fresh = _run(NearTieBackend(), rows, "direct")
     fb = NearTieBackend()
     pol = ExactPolicy(safety=2.0, probe_rows=8)
@@ -144,7 +89,7 @@ def test_exact_with_a_probe_gives_zero_flips(mode):
 
 
 def test_exact_with_a_held_out_drift_report(tmp_path):
-    held_out, rows = _rows(3, 8, "h"), _rows()
+    held_out, rows = decision_rows(3, 8, "h"), decision_rows()
     fb = NearTieBackend()
     rep = measure(fb, held_out, ["shared"], 4096, 2.0, {"path": "mem"})["shared"]
     path = tmp_path / "drift.json"
@@ -159,10 +104,10 @@ def test_exact_with_a_held_out_drift_report(tmp_path):
 
 def test_drift_report_of_another_configuration_is_refused(tmp_path):
     fb = NearTieBackend()
-    rep = measure(fb, _rows(1, 4, "h"), ["serial"], 4096, 2.0, {"path": "mem"})["serial"]
+    rep = measure(fb, decision_rows(1, 4, "h"), ["serial"], 4096, 2.0, {"path": "mem"})["serial"]
     path = tmp_path / "drift.json"
     path.write_bytes(orjson.dumps(rep))
-    items = prepare(fb, _rows(1, 4))
+    items = prepare(fb, decision_rows(1, 4))
     with pytest.raises(InputError, match=r"identity\.mode"):
         ExactPolicy(report=path).calibrate(fb, items, "shared", 4096)
     rep["identity"]["model"]["dtype"] = "bfloat16"
@@ -177,11 +122,11 @@ def test_drift_report_of_another_configuration_is_refused(tmp_path):
 def test_exact_refuses_direct_mode():
     fb = NearTieBackend()
     with pytest.raises(ValidationError, match="fast modes"):
-        ExactPolicy().calibrate(fb, prepare(fb, _rows(1, 2), with_prefix=False), "direct", 4096)
+        ExactPolicy().calibrate(fb, prepare(fb, decision_rows(1, 2), with_prefix=False), "direct", 4096)
 
 
 def test_an_escalated_tie_stays_a_tie():
-    rows = _rows(4, 6)
+    rows = decision_rows(4, 6)
     fb = NearTieBackend(tie_every=5)
     recs = _run(fb, rows, "shared", ExactPolicy(safety=2.0, probe_rows=4))
     ties = [r for r in recs if r["tie"] or r.get("fast_path", {}).get("tie")]
@@ -193,15 +138,6 @@ def test_an_escalated_tie_stays_a_tie():
 
 
 # --- run_score / CLI: resume under --exact ----------------------------------------------------------------------------
-def _write_rows(tmp_path, rows, name="rows.jsonl"):
-    p = tmp_path / name
-    lines = [orjson.dumps({"id": d.id, "state": d.state, "question": d.question,
-                           "options": [{"id": o.id, "description": o.description} for o in d.options]})
-             for d in rows]
-    p.write_bytes(b"\n".join(lines) + b"\n")
-    return p
-
-
 _VOLATILE = ("timing", "run", "exact", "fast_path")
 
 
@@ -213,7 +149,7 @@ def _stable(r):
 
 
 def test_resume_under_exact_equals_an_uninterrupted_run(tmp_path):
-    rows = _rows(4, 6)
+    rows = decision_rows(4, 6)
     full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
     parts = {"input_sha256": "x"}
     run_score(rows, NearTieBackend(), full, "shared", parts, False, exact=ExactPolicy(safety=2.0, probe_rows=4))
@@ -241,8 +177,8 @@ def test_resume_under_exact_equals_an_uninterrupted_run(tmp_path):
 
 def test_cli_score_exact_and_drift(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "load_backend", lambda cfg: NearTieBackend())
-    inp = _write_rows(tmp_path, _rows(3, 6))
-    h = _write_rows(tmp_path, _rows(2, 6, "h"), "held.jsonl")
+    inp = write_rows(tmp_path, decision_rows(3, 6))
+    h = write_rows(tmp_path, decision_rows(2, 6, "h"), "held.jsonl")
     assert cli.main(["drift", "--input", str(h), "--modes", "shared", "--results-dir", str(tmp_path),
                      "--exact-safety", "2"]) == 0
     rep_path = tmp_path / "drift-fake-fake-shared.json"

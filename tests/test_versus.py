@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import FakeBackend, FakeTokenizer, fake_vocab
+from fakes import MERGES, FakeBackend, FakeTokenizer, SlowFakeBackend, fake_vocab
 
 from scorer import trace
 from scorer.errors import InputError, ValidationError
@@ -32,9 +31,6 @@ from scorer.runs.versus import (
     run_versus,
     trace_name,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from build_trace_fake import MERGES, SlowFakeBackend
 
 SMALL = {"id": "mini", "state": "Order 17: paid, shipped 2024-05-02, customer asked for a refund.",
          "criteria": [{"id": "a", "question": "Is the order paid?", "label": "yes"},

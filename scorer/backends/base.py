@@ -1,24 +1,34 @@
-"""The backend protocol: the handful of kernel operations every mode is written on top of.
+"""The backend contract: the handful of kernel operations every mode is written on top of.
 
 Modes (direct, serial, shared) and generation live in :mod:`scorer.runs`; a backend implements only
-these calls. Contracts, shared by every implementation (the tests hold the torch and llama.cpp
-kernels and the fake to them):
+kernel calls. :class:`Backend` is the one base class of the torch and llama.cpp kernels and of the
+tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts below.
 
-* Logits come back as a 1-D ``numpy.float32`` array over the full vocabulary, for the LAST position of
-  what was fed. No token is sampled.
+* Logits come back as a 1-D ``numpy.float32`` array of :attr:`Backend.n_vocab` values, for the LAST
+  position of what was fed. No token is sampled.
 * A :class:`Prefix` is immutable from the caller's point of view: ``score_with_prefix`` and ``fan_out``
   never change what a later call over the same prefix sees.
 * Results over a prefix equal the fresh results over ``prefix.ids + suffix`` up to the backend's
   stated numerical drift; drift is measured (``semif drift``), never assumed zero.
+* Bad input is refused before any kernel runs, with a :class:`~scorer.errors.ValidationError` that says
+  what was wrong: an empty id list, an id outside ``0..n_vocab-1``, more tokens than :attr:`Backend.n_ctx`
+  (never truncated), a released prefix, a ``max_batch_tokens`` below 1. A closed backend refuses every
+  call that starts work with a :class:`~scorer.errors.ModelError`.
 
-Two optional hooks (looked up with ``getattr``; torch and the fake do without them):
+The public calls (:meth:`Backend.score_fresh`, :meth:`~Backend.prefill`, :meth:`~Backend.score_with_prefix`,
+:meth:`~Backend.fan_out`, :meth:`~Backend.decode_start`) check their input here, once, and hand it to the
+backend's kernel (``_score_fresh``…). Fan-out is written once, here: suffixes are packed into passes of at
+most ``max_batch_tokens`` tokens (:func:`pack_chunks`), and each pass is a kernel ``_branch`` (make the
+prefix state visible to the pass: copy a cache, restore a saved state) then ``_pass`` (one forward over the
+pass's suffixes).
 
-* ``validate_prompt(prompt)``: called by :func:`scorer.runs.score.prepare` for every rendered prompt
-  before anything is scored; raises :class:`~scorer.errors.ValidationError` when the backend would not
-  score exactly these token ids (llama.cpp: its GGUF tokenizer must reproduce them).
-* ``plan_memory(need)``: called by :func:`scorer.runs.score.score_items` with
-  :func:`scorer.runs.score.memory_need` of the run, so a fixed-size state (llama.cpp's KV cache) is
-  sized from the rows.
+Optional hooks, no-ops here (torch and the fake keep the defaults):
+
+* :meth:`Backend.validate_prompt`: called by :func:`scorer.runs.score.prepare` for every rendered prompt
+  before anything is scored (llama.cpp: its GGUF tokenizer must reproduce the ids).
+* :meth:`Backend.plan_memory`: called before a run with :func:`scorer.runs.score.memory_need`, so a
+  fixed-size state (llama.cpp's KV cache) is sized from the rows.
+* :meth:`Backend.close` (also the context manager's exit): free what the backend holds.
 
 Grammar-constrained generation (``semif versus``'s constrained lane) adds one call, ``grammar(gbnf)``:
 the backend compiles a GBNF grammar with its own engine (llama.cpp: its grammar sampler; torch:
@@ -29,12 +39,16 @@ written once, in :func:`scorer.generate.greedy`.
 
 from __future__ import annotations
 
+import sys
+import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from scorer.prompt import Tokenizer
+from scorer.errors import ModelError, ValidationError
+from scorer.prompt import Prompt, Tokenizer
 
 
 @dataclass
@@ -44,7 +58,7 @@ class Prefix:
     ids: list[int]
     """The prefix token ids."""
     handle: Any
-    """Backend-private state (a KV cache, a llama.cpp sequence id…)."""
+    """Backend-private state (a KV cache, a saved llama.cpp state…); ``None`` once released."""
     prefill_s: float = 0.0
     """Seconds the prefill took."""
 
@@ -93,70 +107,188 @@ class Grammar(Protocol):
         ...
 
 
-class Backend(Protocol):
-    """A model that can score prompts by the logits of their last position and generate greedily."""
+class Backend(ABC):
+    """A model that scores prompts by the logits of their last position and generates greedily.
+
+    Subclasses set the attributes below and implement the abstract kernel calls; the public calls, the
+    fan-out loop and the optional hooks are written here once. Usable as a context manager (exit closes).
+    """
 
     name: str
-    """``torch`` or ``llamacpp``."""
+    """``torch``, ``llamacpp`` (``fake`` in the tests)."""
     tokenizer: Tokenizer
     """The reference tokenizer (renders and encodes every prompt; the same for both backends)."""
     n_ctx: int
-    """Largest number of tokens one sequence may hold; longer prompts are an error, never truncated."""
+    """Largest number of tokens one sequence may hold; longer input is an error, never truncated."""
+    n_vocab: int
+    """Length of every logits vector; valid token ids are ``0 .. n_vocab - 1``."""
     logits_dtype: str
     """dtype the logits are computed in (for tie resolution): float32, bfloat16, float16."""
     kernel: str
     """Name of the shared-mode kernel this backend runs (recorded in each shared-mode record)."""
+    load_s: float = 0.0
+    """Seconds loading the weights took (0 when nothing was loaded)."""
+    _closed: bool = False
 
-    def model_info(self) -> dict[str, Any]:
-        """The record's ``model`` block: key, source, revision or GGUF sha256, dtype, device, backend,
-        library versions."""
-        ...
-
+    # --- the public calls: input checked here, then the kernel ------------------------------------------
     def score_fresh(self, ids: list[int]) -> np.ndarray:
         """Logits at the last position of one forward pass over ``ids`` from an empty state."""
-        ...
+        self._check_ids(ids, "prompt")
+        return self._score_fresh(ids)
 
     def prefill(self, ids: list[int]) -> Prefix:
-        """Run ``ids`` and keep the resulting state for reuse."""
-        ...
+        """Run ``ids`` and keep the resulting state for reuse (until :meth:`release`)."""
+        self._check_ids(ids, "prefix")
+        return self._prefill(ids)
 
     def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
         """Logits at the last suffix position, continuing ``prefix``; also the seconds spent restoring
         (copying) the prefix state. ``prefix`` is left as it was."""
-        ...
+        self._check_prefix(prefix)
+        self._check_ids(suffix, "suffix", len(prefix.ids))
+        return self._score_with_prefix(prefix, suffix)
 
     def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
                 ) -> tuple[list[np.ndarray], FanOutTiming]:
-        """Logits at the last position of every suffix, each continuing ``prefix`` independently, with
-        suffix tokens packed into passes of at most ``max_batch_tokens`` (one suffix is never split)."""
-        ...
+        """Logits at the last position of every suffix (in order), each continuing ``prefix`` independently,
+        with suffix tokens packed into passes of at most ``max_batch_tokens`` (one suffix is never split;
+        a backend may split a pass further, see :meth:`_max_branches`). ``prefix`` is left as it was."""
+        self._check_prefix(prefix)
+        if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, int) or max_batch_tokens < 1:
+            raise ValidationError(f"max_batch_tokens {max_batch_tokens!r} (expected an integer >= 1)")
+        for k, suffix in enumerate(suffixes):
+            self._check_ids(suffix, f"suffix {k}", len(prefix.ids))
+        timing = FanOutTiming()
+        results: list[np.ndarray] = []
+        width = self._max_branches()
+        for chunk in pack_chunks(suffixes, max_batch_tokens):
+            for k in range(0, len(chunk), width):
+                part = chunk[k:k + width]
+                t0 = time.perf_counter()
+                branched = self._branch(prefix, part)
+                t1 = time.perf_counter()
+                try:
+                    results += self._pass(prefix, branched, part)
+                finally:
+                    self._unbranch(branched)
+                t2 = time.perf_counter()
+                timing.copy_s += t1 - t0
+                timing.suffix_s += t2 - t1
+                timing.chunks += 1
+        return results, timing
 
     def release(self, prefix: Prefix) -> None:
-        """Free the prefix state."""
-        ...
+        """Free the prefix state; the prefix is refused by every later call. Idempotent."""
+        prefix.handle = None
 
     def decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
         """Begin greedy generation: prefill ``ids``; return a session and the last position's logits."""
-        ...
+        self._check_ids(ids, "prompt")
+        return self._decode_start(ids)
 
+    # --- optional hooks (no-ops unless a backend needs them) ------------------------------------------
+    def validate_prompt(self, prompt: Prompt) -> None:  # noqa: B027 (a no-op default on purpose)
+        """Raise :class:`~scorer.errors.ValidationError` when this backend would not score exactly
+        ``prompt.ids`` (called for every rendered prompt before anything is scored)."""
+
+    def plan_memory(self, need: dict[str, int]) -> None:  # noqa: B027 (a no-op default on purpose)
+        """Size fixed-size state for a run from :func:`scorer.runs.score.memory_need` (called before the run,
+        outside its clock)."""
+
+    def close(self) -> None:
+        """Free what the backend holds; afterwards every call that starts work raises
+        :class:`~scorer.errors.ModelError`. Idempotent."""
+        self._closed = True
+        self._free()
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the kernel: what each backend implements -------------------------------------------------------
+    @abstractmethod
+    def model_info(self) -> dict[str, Any]:
+        """The record's ``model`` block: key, source, revision or GGUF sha256, dtype, device, backend,
+        library versions."""
+
+    @abstractmethod
+    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+        """:meth:`score_fresh` on checked ids."""
+
+    @abstractmethod
+    def _prefill(self, ids: list[int]) -> Prefix:
+        """:meth:`prefill` on checked ids; the returned handle is never ``None``."""
+
+    @abstractmethod
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+        """:meth:`score_with_prefix` on a live prefix and a checked suffix."""
+
+    @abstractmethod
+    def _branch(self, prefix: Prefix, part: list[list[int]]) -> Any:
+        """Make the prefix state visible to one fan-out pass over ``part`` (timed as the pass's copy);
+        what it returns is handed to :meth:`_pass` and then :meth:`_unbranch`. Cleans up after itself
+        when it raises."""
+
+    @abstractmethod
+    def _pass(self, prefix: Prefix, branched: Any, part: list[list[int]]) -> list[np.ndarray]:
+        """One forward over every suffix of ``part``: the logits at each suffix's last token, in order."""
+
+    def _unbranch(self, branched: Any) -> None:  # noqa: B027 (a no-op default on purpose)
+        """Free what :meth:`_branch` made (called even when :meth:`_pass` raised)."""
+
+    def _max_branches(self) -> int:
+        """Most suffixes one pass may hold (a backend with a fixed number of sequences lowers it)."""
+        return sys.maxsize
+
+    @abstractmethod
+    def _decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
+        """:meth:`decode_start` on checked ids."""
+
+    @abstractmethod
     def decode_next(self, session: Any, token_id: int) -> np.ndarray:
-        """Append one token to the session and return the logits of the next position."""
-        ...
+        """Append one token (an id the generation loop picked from this backend's logits) to the session
+        and return the logits of the next position."""
 
+    @abstractmethod
     def decode_end(self, session: Any) -> None:
-        """Free the generation session."""
-        ...
+        """Free the generation session (idempotent)."""
 
+    @abstractmethod
     def stop_ids(self) -> list[int]:
         """Token ids that end the assistant turn (end-of-turn and end-of-sequence)."""
-        ...
 
+    @abstractmethod
     def grammar(self, gbnf: str) -> Grammar:
         """Compile a GBNF grammar (root rule ``root``) for this model's vocabulary. Once the grammar is
         complete, only :meth:`stop_ids` tokens are allowed. A grammar the engine rejects is a
         :class:`~scorer.errors.ValidationError`; a missing engine library a
         :class:`~scorer.errors.ModelError`."""
-        ...
+
+    def _free(self) -> None:  # noqa: B027 (a no-op default on purpose)
+        """What :meth:`close` frees (nothing by default: dropping the object frees a torch model)."""
+
+    # --- input checks ----------------------------------------------------------------------------------
+    def _check_ids(self, ids: list[int], what: str, before: int = 0) -> None:
+        """Refuse a closed backend, and ids that are empty, out of the vocabulary, or that would take the
+        sequence (``before`` tokens already in it) past ``n_ctx``."""
+        if self._closed:
+            raise ModelError(f"this {self.name} backend was closed; load the model again")
+        if len(ids) == 0:
+            raise ValidationError(f"the {what} has no tokens (expected at least one token id)")
+        bad = next((t for t in ids if isinstance(t, bool) or not isinstance(t, (int, np.integer))
+                    or not 0 <= t < self.n_vocab), None)
+        if bad is not None:
+            raise ValidationError(f"the {what} holds the token id {bad!r} (expected integers 0 to "
+                                  f"{self.n_vocab - 1}, this model's vocabulary)")
+        if before + len(ids) > self.n_ctx:
+            raise ValidationError(f"{before} + {len(ids)} tokens exceed the model's context ({self.n_ctx}); "
+                                  "SemIf never truncates")
+
+    def _check_prefix(self, prefix: Prefix) -> None:
+        if prefix.handle is None:
+            raise ValidationError("this prefix was released (prefill it again)")
 
 
 def pack_chunks(suffixes: list[list[int]], budget: int) -> list[list[list[int]]]:

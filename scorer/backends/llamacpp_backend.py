@@ -39,7 +39,7 @@ import numpy as np
 
 from scorer import __version__, store
 from scorer.backends import BackendConfig
-from scorer.backends.base import FanOutTiming, Grammar, Prefix, pack_chunks
+from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.errors import ModelError, ValidationError
 from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.gguf_tools import GGUFIdentity, identity
@@ -255,7 +255,7 @@ def _load_reference_tokenizer(ref: store.ModelRef, gguf_path: Path | None, gguf_
     return AutoTokenizer.from_pretrained(str(folder)), info
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(Backend):
     """A GGUF on llama.cpp. See :class:`scorer.backends.base.Backend` for the contracts."""
 
     name = "llamacpp"
@@ -307,6 +307,7 @@ class LlamaCppBackend:
         self._offloaded = sum(1 for d in devices.values() if not d.upper().startswith("CPU"))
         self._layer_slots = len(devices)
         self._vocab = LlamaVocab(lib, lib.llama_model_get_vocab(self._model))
+        self.n_vocab = self._vocab.n_vocab
         self.n_ctx = int(lib.llama_model_n_ctx_train(self._model))
         self.threads = cfg.threads or _usable_cores()
         ftype = int(lib.llama_model_ftype(self._model))
@@ -500,8 +501,8 @@ class LlamaCppBackend:
         s.n_past += n
         return got[0] if logits else None
 
-    def close(self) -> None:
-        """Free the context and the model (also done when the object is collected)."""
+    def _free(self) -> None:
+        """Free the context and the model (:meth:`close`; also done when the object is collected)."""
         lib = getattr(self, "_lib", None)
         if lib is None:
             return
@@ -517,7 +518,7 @@ class LlamaCppBackend:
         with contextlib.suppress(Exception):
             self.close()
 
-    # --- protocol ----------------------------------------------------------------------------------
+    # --- kernel ------------------------------------------------------------------------------------
     def model_info(self) -> dict[str, Any]:
         info = dict(self._info)
         info["llama"] = {
@@ -533,7 +534,7 @@ class LlamaCppBackend:
         check_row(prompt, self._vocab)
         check_slots(prompt, self._vocab, self._letters_ok)
 
-    def score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int]) -> np.ndarray:
         self._ensure(len(ids), 1)
         self._idle_reset()
         s = self._take()
@@ -544,7 +545,7 @@ class LlamaCppBackend:
         assert out is not None
         return out
 
-    def prefill(self, ids: list[int]) -> Prefix:
+    def _prefill(self, ids: list[int]) -> Prefix:
         """Decode the prefix, save its state (KV of every layer) off the cache, free the cache."""
         self._ensure(len(ids), 1)
         t0 = time.perf_counter()
@@ -562,7 +563,7 @@ class LlamaCppBackend:
             raise ValidationError("this prefix was released")
         return prefix.handle
 
-    def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
         """Serial: restore the saved prefix into cells 0…, decode the suffix after it, drop the sequence."""
         state = self._state(prefix)
         self._ensure(state.n_past + len(suffix), 1)
@@ -577,53 +578,46 @@ class LlamaCppBackend:
         assert out is not None
         return out, copy_s
 
-    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
-                ) -> tuple[list[np.ndarray], FanOutTiming]:
-        """Shared: per packed pass, restore the prefix, ``seq_cp`` it to one branch per suffix and decode
-        every suffix in ONE batch (logits at each branch's last token only); then drop all sequences."""
+    def _max_branches(self) -> int:
+        return int(self._lib.llama_max_parallel_sequences()) - 1  # one more sequence holds the restored prefix
+
+    def _branch(self, prefix: Prefix, part: list[list[int]]) -> list[_Seq]:
+        """Shared: restore the prefix once and ``seq_cp`` it to one branch per suffix (the branches share the
+        prefix's cells; no data is copied). Returns the prefix's sequence, then the branches."""
         state = self._state(prefix)
-        timing = FanOutTiming()
-        results: list[np.ndarray] = []
-        p = state.n_past
-        max_branches = int(self._lib.llama_max_parallel_sequences()) - 1
-        for chunk in pack_chunks(suffixes, max_batch_tokens):
-            for k in range(0, len(chunk), max_branches):
-                part = chunk[k:k + max_branches]
-                self._ensure(p + sum(len(x) for x in part), len(part) + 1)
-                t0 = time.perf_counter()
-                self._idle_reset()
-                src = self._restore(state)
-                branches: list[_Seq] = []
-                try:
-                    for _ in part:
-                        b = self._take(p)
-                        self._lib.llama_memory_seq_cp(self._mem, src.seq, b.seq, -1, -1)
-                        branches.append(b)
-                    t1 = time.perf_counter()
-                    tokens: list[int] = []
-                    pos: list[int] = []
-                    seqs: list[int] = []
-                    want: list[int] = []
-                    for b, suf in zip(branches, part, strict=True):
-                        tokens += suf
-                        pos += range(p, p + len(suf))
-                        seqs += [b.seq] * len(suf)
-                        want.append(len(tokens) - 1)
-                    results += self._decode(tokens, pos, seqs, want)
-                finally:
-                    for b in branches:
-                        self._drop(b)
-                    self._drop(src)
-                t2 = time.perf_counter()
-                timing.copy_s += t1 - t0
-                timing.suffix_s += t2 - t1
-                timing.chunks += 1
-        return results, timing
+        self._ensure(state.n_past + sum(len(x) for x in part), len(part) + 1)
+        self._idle_reset()
+        seqs = [self._restore(state)]
+        try:
+            for _ in part:
+                b = self._take(state.n_past)
+                self._lib.llama_memory_seq_cp(self._mem, seqs[0].seq, b.seq, -1, -1)
+                seqs.append(b)
+        except BaseException:
+            self._unbranch(seqs)
+            raise
+        return seqs
 
-    def release(self, prefix: Prefix) -> None:
-        prefix.handle = None
+    def _pass(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]]) -> list[np.ndarray]:
+        """Every suffix in ONE batch (each token tagged with its branch's sequence and position), logits at
+        each branch's last token only."""
+        p = branched[0].n_past
+        tokens: list[int] = []
+        pos: list[int] = []
+        seqs: list[int] = []
+        want: list[int] = []
+        for b, suf in zip(branched[1:], part, strict=True):
+            tokens += suf
+            pos += range(p, p + len(suf))
+            seqs += [b.seq] * len(suf)
+            want.append(len(tokens) - 1)
+        return self._decode(tokens, pos, seqs, want)
 
-    def decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
+    def _unbranch(self, branched: list[_Seq]) -> None:
+        for s in [*branched[1:], branched[0]]:  # the prefix's sequence last: it is the next one taken
+            self._drop(s)
+
+    def _decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
         self._ensure(len(ids) + _GEN_HEADROOM, 1)
         self._idle_reset()
         s = self._take()

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from scorer import __version__, store
-from scorer.backends.base import FanOutTiming, Grammar, Prefix, pack_chunks
+from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.errors import ModelError
 from scorer.tokenizer import HFTokenizer
 
@@ -176,7 +176,7 @@ class _Check:
             raise self._error
 
 
-class TorchBackend:
+class TorchBackend(Backend):
     """transformers model on cpu/cuda/mps. See :class:`scorer.backends.base.Backend` for the contracts."""
 
     name = "torch"
@@ -239,6 +239,7 @@ class TorchBackend:
         self.model = model.to(device).eval()
         self.tokenizer = HFTokenizer(hf_tok)
         cfg = model.config
+        self.n_vocab = int(cfg.vocab_size)
         self.n_ctx = int(getattr(cfg, "max_position_embeddings", 0) or hf_tok.model_max_length)
         info.update(dtype=dtype, device=device, backend=self.name,
                     architecture=getattr(cfg, "model_type", None),
@@ -269,7 +270,7 @@ class TorchBackend:
             self.model.set_attn_implementation("sdpa")
         self.kernel = kernel
 
-    # --- protocol -------------------------------------------------------------------------------
+    # --- kernel ---------------------------------------------------------------------------------
     def model_info(self) -> dict[str, Any]:
         return dict(self._info)
 
@@ -279,18 +280,18 @@ class TorchBackend:
     def _last(self, logits: Any) -> np.ndarray:
         return logits[0, -1].float().cpu().numpy()
 
-    def score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int]) -> np.ndarray:
         with self.torch.inference_mode():
             out = self.model(input_ids=self._ids(ids), use_cache=False, logits_to_keep=1)
         return self._last(out.logits)
 
-    def prefill(self, ids: list[int]) -> Prefix:
+    def _prefill(self, ids: list[int]) -> Prefix:
         t0 = time.perf_counter()
         with self.torch.inference_mode():
             out = self.model(input_ids=self._ids(ids), use_cache=True, logits_to_keep=1)
         return Prefix(list(ids), out.cache, time.perf_counter() - t0)
 
-    def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
         t0 = time.perf_counter()
         cache = copy.deepcopy(prefix.handle)
         copy_s = time.perf_counter() - t0
@@ -298,37 +299,29 @@ class TorchBackend:
             out = self.model(input_ids=self._ids(suffix), cache=cache, use_cache=True, logits_to_keep=1)
         return self._last(out.logits), copy_s
 
-    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
-                ) -> tuple[list[np.ndarray], FanOutTiming]:
+    def _branch(self, prefix: Prefix, part: list[list[int]]) -> Any:
+        return copy.deepcopy(prefix.handle)  # the pass appends to the cache: the prefix's own stays untouched
+
+    def _pass(self, prefix: Prefix, branched: Any, part: list[list[int]]) -> list[np.ndarray]:
+        """ONE packed forward: every suffix after the prefix, positions restarting at ``len(prefix)``."""
         torch = self.torch
-        timing = FanOutTiming()
-        results: list[np.ndarray] = []
         p = len(prefix.ids)
-        for chunk in pack_chunks(suffixes, max_batch_tokens):
-            t0 = time.perf_counter()
-            cache = copy.deepcopy(prefix.handle)
-            t1 = time.perf_counter()
-            flat = [t for s in chunk for t in s]
-            n = len(flat)
-            pos = torch.tensor([[p + i for s in chunk for i in range(len(s))]], device=self.device)
-            mask = self._packed_mask(p, [len(s) for s in chunk])
-            ends = torch.tensor(np.cumsum([len(s) for s in chunk]) - 1, device=self.device)
-            if self.kernel == KERNEL_BLOCKWISE:
-                _PACK.spec = (p, *self._own_blocks([len(s) for s in chunk]))
-            try:
-                with torch.inference_mode():
-                    out = self.model(input_ids=self._ids(flat), position_ids=pos, attention_mask=mask,
-                                     cache=cache, use_cache=True, logits_to_keep=ends)
-            finally:
-                _PACK.spec = None
-            logits = out.logits[0].float().cpu().numpy()
-            assert logits.shape[0] == len(chunk) and n == int(ends[-1]) + 1
-            results.extend(logits[i] for i in range(len(chunk)))
-            t2 = time.perf_counter()
-            timing.copy_s += t1 - t0
-            timing.suffix_s += t2 - t1
-            timing.chunks += 1
-        return results, timing
+        lens = [len(s) for s in part]
+        flat = [t for s in part for t in s]
+        pos = torch.tensor([[p + i for n in lens for i in range(n)]], device=self.device)
+        mask = self._packed_mask(p, lens)
+        ends = torch.tensor(np.cumsum(lens) - 1, device=self.device)
+        if self.kernel == KERNEL_BLOCKWISE:
+            _PACK.spec = (p, *self._own_blocks(lens))
+        try:
+            with torch.inference_mode():
+                out = self.model(input_ids=self._ids(flat), position_ids=pos, attention_mask=mask,
+                                 cache=branched, use_cache=True, logits_to_keep=ends)
+        finally:
+            _PACK.spec = None
+        logits = out.logits[0].float().cpu().numpy()
+        assert logits.shape[0] == len(part) and len(flat) == int(ends[-1]) + 1
+        return [logits[i] for i in range(len(part))]
 
     def _own_blocks(self, lens: list[int]) -> tuple[Any, Any]:
         """For each packed query: the indices of its own suffix's tokens [L, S] and which it may see."""
@@ -358,10 +351,7 @@ class TorchBackend:
         mask.masked_fill_(~allow, torch.finfo(dt).min)
         return mask[None, None].to(self.device)
 
-    def release(self, prefix: Prefix) -> None:
-        prefix.handle = None
-
-    def decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
+    def _decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
         with self.torch.inference_mode():
             out = self.model(input_ids=self._ids(ids), use_cache=True, logits_to_keep=1)
         return out.cache, self._last(out.logits)
