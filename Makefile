@@ -1,5 +1,6 @@
-# The two set-up commands of the README: `make demo` (main job) and `make test` (whole test suite).
-.PHONY: demo test install
+# The two set-up commands of the README: `make demo` (main job) and `make test` (whole test suite);
+# `make test-fast` runs the unit tests only (no model load, no browser) in under a minute.
+.PHONY: demo test test-fast install
 
 install:
 	scripts/install.sh
@@ -12,3 +13,6 @@ test:
 	scripts/install.sh --browser
 	.venv/bin/ruff check scorer tests build.py
 	.venv/bin/python -m pytest -q
+
+test-fast:
+	.venv/bin/python -m pytest -q -m "not slow"

@@ -204,9 +204,8 @@ class Scorer:
         """Free the backend this scorer loaded (a backend passed in is left to its owner). Idempotent."""
         with self._lock:
             backend, self._backend, self._closed = self._backend, None, True
-        close = getattr(backend, "close", None) if self._owned else None
-        if close is not None:  # llama.cpp frees its context; torch needs nothing beyond dropping the model
-            close()
+        if self._owned and backend is not None:  # llama.cpp frees its context; torch just drops the model
+            backend.close()
 
     def model_info(self) -> dict[str, Any]:
         """The records' ``model`` block (loads the model if needed)."""

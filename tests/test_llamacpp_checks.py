@@ -165,8 +165,13 @@ def test_prepare_calls_the_hook_for_every_row_and_names_the_failing_row() -> Non
 
 
 def test_prepare_without_hook_is_unchanged() -> None:
-    items = prepare(FakeBackend(), [_decision(2)])
-    assert len(items) == 1
+    # The base class's no-op hook: prepare gives exactly what it gives with a passing llama.cpp-style check.
+    tok = FakeTokenizer()
+    rows = [_decision(2, "a"), _decision(3, "b", "The Zebra is grey."), _decision(2, "c")]
+    plain, checked = prepare(FakeBackend(tok), rows), prepare(_CheckedFake(FakeGGUF(tok)), rows)
+    assert [(it.index, it.prompt, it.prefix) for it in plain] == [(it.index, it.prompt, it.prefix) for it in checked]
+    assert [it.prompt.ids for it in plain] == [render(tok, d).ids for d in rows]
+    assert plain[0].prefix == plain[2].prefix != plain[1].prefix  # grouped by state
 
 
 # --- memory plan --------------------------------------------------------------------------------------

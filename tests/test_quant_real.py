@@ -12,7 +12,6 @@ from scorer import store
 from scorer.cli import main
 from scorer.schema import load_decisions
 
-pytest.importorskip("llama_cpp")
 pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
 
 _RUNG_KEYS = {"name", "file", "bytes", "sha256", "quantization", "made_by", "quantize", "llama", "decisions",

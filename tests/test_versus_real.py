@@ -23,15 +23,6 @@ def small() -> VersusInput:
     return VersusInput(full.id, full.state, full.criteria[:4])
 
 
-@pytest.fixture(scope="module")
-def smol_llamacpp():
-    pytest.importorskip("llama_cpp")
-    from scorer import store
-    from scorer.backends import BackendConfig, load_backend
-
-    return load_backend(BackendConfig(model=store.TEST_MODEL, backend="llamacpp"))
-
-
 @pytest.mark.parametrize("backend_name", ["torch", pytest.param("llamacpp", marks=pytest.mark.llamacpp)])
 def test_constrained_lane_is_valid_and_the_trace_verifies(backend_name, request, small, tmp_path: Path, capsys):
     backend = request.getfixturevalue("smol_torch" if backend_name == "torch" else "smol_llamacpp")

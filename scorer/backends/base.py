@@ -133,17 +133,20 @@ class Backend(ABC):
     # --- the public calls: input checked here, then the kernel ------------------------------------------
     def score_fresh(self, ids: list[int]) -> np.ndarray:
         """Logits at the last position of one forward pass over ``ids`` from an empty state."""
+        self._check_open()
         self._check_ids(ids, "prompt")
         return self._score_fresh(ids)
 
     def prefill(self, ids: list[int]) -> Prefix:
         """Run ``ids`` and keep the resulting state for reuse (until :meth:`release`)."""
+        self._check_open()
         self._check_ids(ids, "prefix")
         return self._prefill(ids)
 
     def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
         """Logits at the last suffix position, continuing ``prefix``; also the seconds spent restoring
         (copying) the prefix state. ``prefix`` is left as it was."""
+        self._check_open()
         self._check_prefix(prefix)
         self._check_ids(suffix, "suffix", len(prefix.ids))
         return self._score_with_prefix(prefix, suffix)
@@ -153,6 +156,7 @@ class Backend(ABC):
         """Logits at the last position of every suffix (in order), each continuing ``prefix`` independently,
         with suffix tokens packed into passes of at most ``max_batch_tokens`` (one suffix is never split;
         a backend may split a pass further, see :meth:`_max_branches`). ``prefix`` is left as it was."""
+        self._check_open()
         self._check_prefix(prefix)
         if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, int) or max_batch_tokens < 1:
             raise ValidationError(f"max_batch_tokens {max_batch_tokens!r} (expected an integer >= 1)")
@@ -183,6 +187,7 @@ class Backend(ABC):
 
     def decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
         """Begin greedy generation: prefill ``ids``; return a session and the last position's logits."""
+        self._check_open()
         self._check_ids(ids, "prompt")
         return self._decode_start(ids)
 
@@ -191,7 +196,7 @@ class Backend(ABC):
         """Raise :class:`~scorer.errors.ValidationError` when this backend would not score exactly
         ``prompt.ids`` (called for every rendered prompt before anything is scored)."""
 
-    def plan_memory(self, need: dict[str, int]) -> None:  # noqa: B027 (a no-op default on purpose)
+    def plan_memory(self, need: dict[str, Any]) -> None:  # noqa: B027 (a no-op default on purpose)
         """Size fixed-size state for a run from :func:`scorer.runs.score.memory_need` (called before the run,
         outside its clock)."""
 
@@ -270,11 +275,13 @@ class Backend(ABC):
         """What :meth:`close` frees (nothing by default: dropping the object frees a torch model)."""
 
     # --- input checks ----------------------------------------------------------------------------------
-    def _check_ids(self, ids: list[int], what: str, before: int = 0) -> None:
-        """Refuse a closed backend, and ids that are empty, out of the vocabulary, or that would take the
-        sequence (``before`` tokens already in it) past ``n_ctx``."""
+    def _check_open(self) -> None:
         if self._closed:
             raise ModelError(f"this {self.name} backend was closed; load the model again")
+
+    def _check_ids(self, ids: list[int], what: str, before: int = 0) -> None:
+        """Refuse ids that are empty, out of the vocabulary, or that would take the sequence (``before``
+        tokens already in it) past ``n_ctx``."""
         if len(ids) == 0:
             raise ValidationError(f"the {what} has no tokens (expected at least one token id)")
         bad = next((t for t in ids if isinstance(t, bool) or not isinstance(t, (int, np.integer))

@@ -411,7 +411,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "settings": {"max_batch_tokens": args.max_batch_tokens, "repeats": args.repeats,
                      "exact_safety": args.exact_safety, "exact_probe_rows": args.exact_probe,
                      "exact_source": args.exact_source, "timing": "median wall over repeats; direct runs once",
-                     "load_s": round(getattr(backend, "load_s", 0.0), 3)},
+                     "load_s": round(backend.load_s, 3)},
         "suffix_tokens": suffix_table(backend, decisions),
         **body,
         "total_s": round(time.perf_counter() - t0, 3),

@@ -61,8 +61,6 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
     every full prompt is checked to start with it.
     """
     tok = backend.tokenizer
-    # Optional hook: a backend that runs its own tokenizer (llama.cpp) proves per prompt that it sees these ids.
-    validate = getattr(backend, "validate_prompt", None)
     items: list[Item] = []
     heads: list[list[int]] = []
     for i, d in enumerate(decisions):
@@ -73,11 +71,10 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
             raise ValidationError(f"{d.source}: {exc}") from None
         head = prefix_ids(tok, p) if with_prefix else []
         dt = time.perf_counter() - t0
-        if validate is not None:
-            try:
-                validate(p)
-            except ValidationError as exc:
-                raise ValidationError(f"{d.source}: row {d.id!r}: {exc}") from None
+        try:  # a backend that runs its own tokenizer (llama.cpp) proves per prompt that it sees these ids
+            backend.validate_prompt(p)
+        except ValidationError as exc:
+            raise ValidationError(f"{d.source}: row {d.id!r}: {exc}") from None
         if len(p.ids) + 1 > backend.n_ctx:
             raise ValidationError(f"{d.source}: the prompt of row {d.id!r} is {len(p.ids)} tokens but the "
                                   f"model's context holds {backend.n_ctx}; SemIf never truncates "
@@ -192,9 +189,7 @@ def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, A
     """
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
-    plan = getattr(backend, "plan_memory", None)
-    if plan is not None:  # optional hook: a fixed-size state (llama.cpp's KV cache) is sized from these rows
-        plan(memory_need(items, mode, max_batch_tokens))
+    backend.plan_memory(memory_need(items, mode, max_batch_tokens))  # a fixed-size state (llama.cpp's KV cache)
     info = backend.model_info()
     if mode == "direct":
         for it in items[skip:]:

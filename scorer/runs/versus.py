@@ -486,9 +486,8 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     prompts = _prompts_block(backend, inp, base_items, max_new, grammar, compiled)
     max_con = prompts["constrained"]["max_new_tokens"]
     want_gen = prompts["generated"]["prompt_sha256"]
-    plan = getattr(backend, "plan_memory", None)
-    if plan is not None:  # a fixed-size state (llama.cpp's KV cache) is sized once, outside every run's clock
-        plan(memory_need(base_items, "shared", cfg.max_batch_tokens))
+    # A fixed-size state (llama.cpp's KV cache) is sized once, outside every run's clock.
+    backend.plan_memory(memory_need(base_items, "shared", cfg.max_batch_tokens))
     if len(render_array(backend.tokenizer, inp)[1]) + max_con > backend.n_ctx:
         raise ValidationError(f"the generated prompt plus the constrained lane's {max_con} new tokens exceed the "
                               f"model's context ({backend.n_ctx}); SemIf never truncates")

@@ -1,0 +1,292 @@
+"""The backend contract (:class:`scorer.backends.base.Backend`), one suite run over every backend: the fake
+(tests/fakes.py), torch (SmolLM2-135M fp32, CPU) and llama.cpp (SmolLM2-135M Q4_1 GGUF).
+
+Paths that compute the same logits must agree within the backend's tolerance on the largest |Δ logit| over
+the whole vocabulary. Measured on this project's 2-core AVX-512 CPU, 3 criteria about one state:
+* fake: every path is the same pure function of the token ids (drift 0): exact.
+* torch fp32: prefix reuse and the packed fan-out sum in another order than a fresh pass (different
+  matrix shapes): measured at most 3e-5; allowed :data:`TOLERANCE` 1e-3.
+* llama.cpp Q4_1: serial restores the prefix into the cells a fresh run uses (measured 0.0); fan-out
+  branches sit behind other branches' KV cells and Q4_1's quantized activations amplify the difference
+  (measured up to 0.14); generation steps against fresh passes of other batch shapes up to 0.19 (seen on
+  other prompts, see tests/test_llamacpp_real.py). Allowed :data:`TOLERANCE`: 0.5.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from fakes import MERGES, FakeBackend, FakeTokenizer, decision_rows
+
+from scorer.backends.base import Backend, Prefix, pack_chunks
+from scorer.errors import ModelError, ValidationError
+from scorer.runs.score import Item, memory_need, prepare
+from scorer.schema import parse_decision
+
+TOLERANCE = {"fake": 0.0, "torch": 1e-3, "llamacpp": 0.5}
+"""Largest |Δ logit| between paths that compute the same position (see the module docstring)."""
+_GRAMMAR = 'root ::= "yes" | "no"'
+
+BACKENDS = [
+    "fake",
+    pytest.param("torch", marks=pytest.mark.slow),
+    pytest.param("llamacpp", marks=[pytest.mark.slow, pytest.mark.llamacpp]),
+]
+
+
+def _load(name: str) -> Backend:
+    """A backend of its own (for the tests that close it), never the session's shared one."""
+    if name == "fake":
+        return FakeBackend(FakeTokenizer(merges=MERGES))
+    from scorer import store
+    from scorer.backends import BackendConfig, load_backend
+
+    return load_backend(BackendConfig(model=store.TEST_MODEL, backend=name, device="cpu",
+                                      dtype="float32" if name == "torch" else None))
+
+
+@pytest.fixture(scope="module")
+def fake() -> FakeBackend:
+    return FakeBackend(FakeTokenizer(merges=MERGES))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    name = {"fake": "fake", "torch": "smol_torch", "llamacpp": "smol_llamacpp"}[request.param]
+    return request.getfixturevalue(name)
+
+
+@pytest.fixture
+def tol(backend: Backend) -> float:
+    return TOLERANCE[backend.name]
+
+
+_QUESTIONS = ("Is the order paid?", "Has it shipped?",
+              "Is the customer angry about the late delivery of a parcel that was promised for Monday?")
+
+
+@pytest.fixture
+def items(backend: Backend) -> list[Item]:
+    """Three criteria about one state (one shared prefix, suffixes of different lengths), then another state."""
+    state = "Order 17: paid, shipped 2024-05-02, the customer asked for a refund."
+    rows = [parse_decision({"id": f"q{k}", "state": state, "question": q,
+                            "options": [{"id": "yes", "description": "Yes"}, {"id": "no", "description": "No"}]},
+                           "contract", None) for k, q in enumerate(_QUESTIONS)]
+    return prepare(backend, rows + decision_rows(1, 1))
+
+
+def _split(items: list[Item]) -> tuple[list[int], list[list[int]]]:
+    """The first state's shared prefix and its three suffixes."""
+    prefix = items[0].prefix
+    assert all(it.prefix == prefix for it in items[:3]) and items[3].prefix != prefix
+    return prefix, [it.prompt.ids[len(prefix):] for it in items[:3]]
+
+
+def _dev(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+
+
+def _is_logits(backend: Backend, lg: Any) -> bool:
+    return (isinstance(lg, np.ndarray) and lg.dtype == np.float32 and lg.shape == (backend.n_vocab,)
+            and bool(np.isfinite(lg).all()))
+
+
+# --- what a backend says about itself ---------------------------------------------------------------------
+def test_attributes_and_model_info(backend: Backend) -> None:
+    assert isinstance(backend, Backend)
+    assert backend.name in ("fake", "torch", "llamacpp") and backend.kernel.startswith(backend.name)
+    assert backend.logits_dtype in ("float32", "bfloat16", "float16")
+    assert backend.n_ctx >= 2048 and backend.n_vocab >= 256 and backend.load_s >= 0.0
+    info = backend.model_info()
+    assert {"key", "source", "dtype", "device", "backend", "versions"} <= set(info)
+    assert info["backend"] == backend.name and info["versions"]["semif"]
+    info["key"] = "edited"
+    assert backend.model_info()["key"] != "edited"  # a copy: a caller cannot change the next record's block
+
+
+def test_tokenization_round_trip(backend: Backend, items: list[Item]) -> None:
+    tok = backend.tokenizer
+    text = "Order 17: paid, shipped 2024-05-02; the customer wrote \"où est mon colis?\"\nA. yes"
+    ids = tok.encode(text)
+    bos = getattr(tok, "bos_id_prepended", None)  # the Tokenizer protocol leaves it optional
+    assert tok.decode(ids[1:] if bos is not None else ids) == text
+    for it in items:
+        p = it.prompt
+        assert tok.encode(p.text, p.plain_spans) == p.ids and tok.decode(p.ids) == p.text
+        assert all(0 <= t < backend.n_vocab for t in p.ids)
+        assert [tok.decode([s]) for s in p.slot_ids] == list(p.letters)
+
+
+# --- scoring ----------------------------------------------------------------------------------------------
+def test_score_fresh_gives_the_last_positions_logits(backend: Backend, items: list[Item]) -> None:
+    ids = items[0].prompt.ids
+    lg = backend.score_fresh(ids)
+    assert _is_logits(backend, lg)
+    assert np.array_equal(backend.score_fresh(ids), lg)  # deterministic
+    assert _dev(backend.score_fresh(ids[:-1]), lg) > 0.1  # the last position, not a pooled or earlier one
+
+
+def test_prefix_reuse_equals_direct_and_leaves_the_prefix_as_it_was(backend: Backend, items: list[Item],
+                                                                    tol: float) -> None:
+    prefix, suffixes = _split(items)
+    pre = backend.prefill(prefix)
+    try:
+        assert isinstance(pre, Prefix) and pre.ids == prefix and pre.handle is not None and pre.prefill_s >= 0
+        got = [backend.score_with_prefix(pre, s) for s in suffixes]
+        again, _ = backend.score_with_prefix(pre, suffixes[0])
+    finally:
+        backend.release(pre)
+    for (lg, copy_s), s in zip(got, suffixes, strict=True):
+        assert _is_logits(backend, lg) and copy_s >= 0.0
+        assert _dev(lg, backend.score_fresh(prefix + s)) <= tol
+    assert np.array_equal(again, got[0][0])  # the first suffix did not change what the prefix holds
+
+
+@pytest.mark.parametrize("budget", [10_000, 1], ids=["one-pass", "pass-per-suffix"])
+def test_fan_out_equals_one_by_one(backend: Backend, items: list[Item], tol: float, budget: int) -> None:
+    prefix, suffixes = _split(items)
+    pre = backend.prefill(prefix)
+    try:
+        one_by_one = [backend.score_with_prefix(pre, s)[0] for s in suffixes]
+        fanned, timing = backend.fan_out(pre, suffixes, budget)
+        after = backend.score_with_prefix(pre, suffixes[0])[0]
+    finally:
+        backend.release(pre)
+    assert len(fanned) == len(suffixes) and all(_is_logits(backend, lg) for lg in fanned)
+    for i, (lg, s) in enumerate(zip(fanned, suffixes, strict=True)):
+        assert _dev(lg, one_by_one[i]) <= tol
+        assert _dev(lg, backend.score_fresh(prefix + s)) <= tol
+        # in order: each result is nearest its own suffix's (the three questions differ)
+        assert min(range(3), key=lambda j: _dev(lg, one_by_one[j])) == i
+    assert timing.chunks == len(pack_chunks(suffixes, budget)) == (1 if budget > 1 else 3)
+    assert timing.copy_s >= 0.0 and timing.suffix_s > 0.0
+    assert np.array_equal(after, one_by_one[0])  # fan-out left the prefix as it was
+
+
+def test_fan_out_over_no_suffixes_runs_no_pass(backend: Backend, items: list[Item]) -> None:
+    pre = backend.prefill(items[0].prefix)
+    try:
+        logits, timing = backend.fan_out(pre, [], 64)
+    finally:
+        backend.release(pre)
+    assert logits == [] and timing.chunks == 0
+
+
+def test_a_released_prefix_is_refused(backend: Backend, items: list[Item]) -> None:
+    prefix, suffixes = _split(items)
+    pre = backend.prefill(prefix)
+    backend.release(pre)
+    backend.release(pre)  # idempotent
+    with pytest.raises(ValidationError, match="released"):
+        backend.score_with_prefix(pre, suffixes[0])
+    with pytest.raises(ValidationError, match="released"):
+        backend.fan_out(pre, suffixes, 64)
+
+
+# --- generation -------------------------------------------------------------------------------------------
+def test_generation_steps_continue_the_prompt(backend: Backend, items: list[Item], tol: float) -> None:
+    ids = items[3].prompt.ids
+    session, lg = backend.decode_start(ids)
+    steps: list[np.ndarray] = []
+    out: list[int] = []
+    try:
+        for _ in range(3):
+            assert _is_logits(backend, lg)
+            steps.append(np.array(lg, copy=True))
+            out.append(int(np.argmax(lg)))
+            lg = backend.decode_next(session, out[-1])
+    finally:
+        backend.decode_end(session)
+    backend.decode_end(session)  # idempotent
+    if isinstance(backend, FakeBackend):
+        # The fake's generation follows its script by design (to emit e.g. a broken JSON array).
+        assert out == backend.tokenizer.encode(backend.script)[:3]
+        return
+    # Each step continues the session: its logits match a fresh pass over the prompt and the tokens generated
+    # so far (a wrong position or a lost cache entry would move them by whole logits).
+    for k, step in enumerate(steps):
+        assert _dev(step, backend.score_fresh([*ids, *out[:k]])) <= max(tol, TOLERANCE["llamacpp"])
+
+
+def test_stop_ids_hold_the_end_of_turn_token(backend: Backend) -> None:
+    stops = backend.stop_ids()
+    assert stops and all(isinstance(t, int) and 0 <= t < backend.n_vocab for t in stops)
+    im_end = backend.tokenizer.special_ids(["<|im_end|>"])  # type: ignore[attr-defined]
+    assert im_end and im_end[0] in stops
+
+
+def test_grammar_constrains_greedy_generation(backend: Backend, items: list[Item]) -> None:
+    from scorer.generate import greedy
+
+    g = backend.grammar(_GRAMMAR)
+    assert g.engine and g.compile_s >= 0.0
+    dec = greedy(backend, items[3].prompt.ids, 8, 0.0, g.start())
+    text = backend.tokenizer.decode([t for t in dec.ids if t not in backend.stop_ids()])
+    assert text in ("yes", "no") and dec.reason == "end_of_turn", (text, dec.reason)
+    with pytest.raises(ValidationError):
+        backend.grammar('root ::= "unterminated')
+
+
+# --- hooks --------------------------------------------------------------------------------------------------
+def test_hooks_accept_what_a_run_gives_them(backend: Backend, items: list[Item], tol: float) -> None:
+    for it in items:
+        assert backend.validate_prompt(it.prompt) is None
+    prefix, suffixes = _split(items)
+    backend.plan_memory(memory_need(items, "shared", 10_000))
+    pre = backend.prefill(prefix)
+    try:
+        fanned, _ = backend.fan_out(pre, suffixes, 10_000)  # what the plan was made for still runs
+    finally:
+        backend.release(pre)
+    for lg, s in zip(fanned, suffixes, strict=True):
+        assert _dev(lg, backend.score_fresh(prefix + s)) <= tol
+    backend.plan_memory(memory_need(items, "direct"))  # and the smallest plan still scores a whole prompt
+    assert _is_logits(backend, backend.score_fresh(items[0].prompt.ids))
+
+
+def test_hooks_are_no_ops_unless_a_backend_needs_them(fake: FakeBackend) -> None:
+    assert type(fake).validate_prompt is Backend.validate_prompt and type(fake).plan_memory is Backend.plan_memory
+    assert fake.validate_prompt(prepare(fake, decision_rows(1, 1))[0].prompt) is None
+    assert fake.plan_memory({"mode": "direct"}) is None
+
+
+# --- bad input ----------------------------------------------------------------------------------------------
+def test_bad_input_is_refused_before_any_kernel_runs(backend: Backend, items: list[Item]) -> None:
+    prefix, suffixes = _split(items)
+    top = backend.n_vocab
+    for bad, why in [([], "no tokens"), ([*prefix[:3], top], f"token id {top}"), ([-1], "token id -1"),
+                     ([1.5], "token id 1.5"), ([0] * (backend.n_ctx + 1), "exceed the model's context")]:
+        for call in (backend.score_fresh, backend.prefill, backend.decode_start):
+            with pytest.raises(ValidationError, match=why):
+                call(bad)  # type: ignore[operator]
+    pre = backend.prefill(prefix)
+    try:
+        with pytest.raises(ValidationError, match="no tokens"):
+            backend.score_with_prefix(pre, [])
+        with pytest.raises(ValidationError, match="suffix 1 has no tokens"):
+            backend.fan_out(pre, [suffixes[0], []], 64)
+        with pytest.raises(ValidationError, match="exceed the model's context"):
+            backend.score_with_prefix(pre, [0] * (backend.n_ctx - len(prefix) + 1))
+        for budget in (0, -3, 2.5):
+            with pytest.raises(ValidationError, match="max_batch_tokens"):
+                backend.fan_out(pre, suffixes, budget)  # type: ignore[arg-type]
+        ok, _ = backend.score_with_prefix(pre, suffixes[0])  # a refusal left the prefix usable
+    finally:
+        backend.release(pre)
+    assert _is_logits(backend, ok)
+
+
+# --- close ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", BACKENDS)
+def test_close_and_the_context_manager(name: str) -> None:
+    with _load(name) as backend:
+        ids = prepare(backend, decision_rows(1, 1), with_prefix=False)[0].prompt.ids
+        assert _is_logits(backend, backend.score_fresh(ids))
+        pre = backend.prefill(ids[:-1])
+    backend.close()  # idempotent
+    for call in (lambda: backend.score_fresh(ids), lambda: backend.prefill(ids), lambda: backend.decode_start(ids),
+                 lambda: backend.score_with_prefix(pre, ids[-1:]), lambda: backend.fan_out(pre, [ids[-1:]], 64)):
+        with pytest.raises(ModelError, match="closed"):
+            call()
