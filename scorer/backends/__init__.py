@@ -1,4 +1,4 @@
-"""Backends: one protocol (:mod:`scorer.backends.base`), two kernels (torch, llama.cpp)."""
+"""Backends: one base class with the contract (:mod:`scorer.backends.base`), two kernels (torch, llama.cpp)."""
 
 from __future__ import annotations
 
