@@ -31,7 +31,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _has_module(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a broken or blocked package is as good as missing
+        return False
 
 
 _PREREQUISITES: dict[str, tuple[Callable[[], bool], str]] = {
