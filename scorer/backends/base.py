@@ -204,7 +204,7 @@ class Backend(ABC):
         """Free what the backend holds; afterwards every call that starts work raises
         :class:`~scorer.errors.ModelError`. Idempotent."""
         self._closed = True
-        self._free()
+        self._free_resources()
 
     def __enter__(self) -> Backend:
         return self
@@ -271,7 +271,7 @@ class Backend(ABC):
         :class:`~scorer.errors.ValidationError`; a missing engine library a
         :class:`~scorer.errors.ModelError`."""
 
-    def _free(self) -> None:  # noqa: B027 (a no-op default on purpose)
+    def _free_resources(self) -> None:  # noqa: B027 (a no-op default on purpose)
         """What :meth:`close` frees (nothing by default: dropping the object frees a torch model)."""
 
     # --- input checks ----------------------------------------------------------------------------------

@@ -501,7 +501,7 @@ class LlamaCppBackend(Backend):
         s.n_past += n
         return got[0] if logits else None
 
-    def _free(self) -> None:
+    def _free_resources(self) -> None:
         """Free the context and the model (:meth:`close`; also done when the object is collected)."""
         lib = getattr(self, "_lib", None)
         if lib is None:
