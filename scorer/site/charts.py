@@ -10,42 +10,26 @@ from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.svg import svg_bars, svg_reliability
 
 
-def _find_rows(obj: dict[str, Any], keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    for k in keys:
-        v = obj.get(k)
-        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            return v
-        if isinstance(v, dict) and v and all(isinstance(x, dict) for x in v.values()):
-            return [{"name": kk, **vv} for kk, vv in v.items()]
-    return []
+def _objects(obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """``obj[key]`` when it is a list of objects, else an empty list (a kind's optional section is absent)."""
+    v = obj.get(key)
+    return v if isinstance(v, list) and all(isinstance(x, dict) for x in v) else []
 
 
-def _first(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    for k in keys:
-        if k in d:
-            return d[k]
-    return None
-
-
-def _require_rows(rel: str, obj: dict[str, Any], keys: tuple[str, ...], what: str) -> list[dict[str, Any]]:
-    rows = _find_rows(obj, keys)
-    if not rows:
-        raise BuildError(f"{rel}: a {what} report needs one of {', '.join(keys)} (a list or map of objects)")
-    return rows
-
-
-def _render_shape(rel: str, rep: ReportFile) -> None:
-    """Shape benchmark: decisions/s per pass, annotated with its drift against the fresh path."""
-    rows = _require_rows(rel, rep.obj, ("passes", "modes", "results", "rows"), "shape benchmark")
+def draw_bench(rel: str, rep: ReportFile) -> None:
+    """Shape benchmark (``kind: bench``): decisions/s per pass, annotated with its drift against the fresh path."""
+    passes = rep.obj.get("passes")
+    if not isinstance(passes, dict) or not passes or not all(isinstance(p, dict) for p in passes.values()):
+        raise BuildError(f"{rel}: a bench report needs 'passes' (an object of passes by name, each an object)")
     bars = []
-    for i, r in enumerate(rows):
-        label = _first(r, ("name", "mode", "key"))
-        rate = finite(_first(r, ("decisions_per_s", "decisions_s", "rate")))
-        if label is None or rate is None:
-            raise BuildError(f"{rel}: pass {i} needs a name/mode and a finite decisions_per_s")
-        vs = r.get("vs_fresh") if isinstance(r.get("vs_fresh"), dict) else r
-        drift = finite(_first(vs, ("max_abs_dp", "drift_max_abs_dp")))
-        flips = _first(vs, ("n_flips",))
+    for name, r in passes.items():
+        rate = finite(r.get("decisions_per_s"))
+        if rate is None:
+            raise BuildError(f"{rel}: passes.{name}.decisions_per_s: {r.get('decisions_per_s')!r} "
+                             "(expected a finite number)")
+        vs = r.get("vs_fresh") if isinstance(r.get("vs_fresh"), dict) else {}
+        drift = finite(vs.get("max_abs_dp"))
+        flips = vs.get("n_flips")
         notes = []
         if finite(r.get("speedup_vs_fresh")) is not None:
             notes.append(f"{r['speedup_vs_fresh']:.2f}× fresh")
@@ -55,45 +39,30 @@ def _render_shape(rel: str, rep: ReportFile) -> None:
             notes.append(f"{flips} flip{'' if flips == 1 else 's'}")
         if isinstance(r.get("escalated"), int):
             notes.append(f"{r['escalated']} escalated")
-        bars.append((str(label), rate, " · ".join(notes)))
+        bars.append((str(name), rate, " · ".join(notes)))
     rep.charts.append(svg_bars(bars, "decisions/s", "Decisions per second by pass (higher is faster); max |Δp| = "
                                "largest probability change against fresh scoring; flips = changed choices"))
 
 
-def _nested(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    """The first of ``keys`` in ``d`` or, failing that, in one of its object values (``vs_f32.max_abs_dp``)."""
-    hit = _first(d, keys)
-    if hit is not None:
-        return hit
-    for v in d.values():
-        if isinstance(v, dict):
-            hit = _first(v, keys)
-            if hit is not None:
-                return hit
-    return None
-
-
-def _render_quant(rel: str, rep: ReportFile) -> None:
-    """Quant ladder: speed and drift per rung (whichever the report measured). Its format is matched
-    loosely: a report without recognisable rungs is shown as tables only."""
-    rows = _find_rows(rep.obj, ("rungs", "ladder", "levels", "results", "rows", "quants"))
+def draw_quant(rel: str, rep: ReportFile) -> None:
+    """Quantization ladder (``kind: quant``): speed and drift against the reference weights per rung."""
+    rungs = rep.obj.get("rungs")
+    if not isinstance(rungs, list) or not rungs or not all(isinstance(r, dict) for r in rungs):
+        raise BuildError(f"{rel}: a quant report needs 'rungs' (a non-empty list of objects)")
     speed_bars, drift_bars = [], []
-    for r in rows:
-        label = _first(r, ("quant", "ftype", "type", "level", "name", "dtype"))
-        if label is None:
-            continue
-        size = finite(_nested(r, ("bytes", "size_bytes", "file_bytes")))
-        tail = f" ({size / 1e6:.0f} MB)" if size else ""
-        rate = finite(_nested(r, ("decisions_per_s", "decisions_s")))
-        drift = finite(_nested(r, ("max_abs_dp", "drift_max_abs_dp")))
-        flips = _nested(r, ("n_flips",))
-        agree = finite(_nested(r, ("choice_agreement", "agreement", "argmax_agreement")))
-        note = f"{flips} flip{'' if flips == 1 else 's'}" if isinstance(flips, int) else (
-            f"choices agree {fmt_value(agree)}" if agree is not None else "")
+    for i, r in enumerate(rungs):
+        if not isinstance(r.get("name"), str) or not r["name"]:
+            raise BuildError(f"{rel}: rungs[{i}].name: {r.get('name')!r} (expected the rung's name, e.g. 'Q8_0')")
+        size = finite(r.get("bytes"))
+        label = f"{r['name']} ({size / 1e6:.0f} MB)" if size else r["name"]
+        rate = finite(r.get("decisions_per_s"))
+        drift = finite(r.get("max_abs_dp"))
+        flips = r.get("changed_choices")
+        note = f"{flips} flip{'' if flips == 1 else 's'}" if isinstance(flips, int) else ""
         if rate is not None:
-            speed_bars.append((f"{label}{tail}", rate, ""))
+            speed_bars.append((label, rate, ""))
         if drift is not None:
-            drift_bars.append((f"{label}{tail}", drift, note))
+            drift_bars.append((label, drift, note))
     if speed_bars:
         rep.charts.append(svg_bars(speed_bars, "decisions/s", "Speed per quantization level (higher is faster)"))
     if drift_bars:
@@ -115,14 +84,13 @@ def _coverage_label(c: float | None) -> str:
     return "all rows" if c >= 1 else f"{c:.0%} most confident"
 
 
-def _render_eval(rel: str, rep: ReportFile) -> None:
+def draw_eval(rel: str, rep: ReportFile) -> None:
     """Quality report: per-family balanced accuracy, risk–coverage and the reliability diagram."""
-    fams = _find_rows(rep.obj, ("per_family",))
     bars = []
-    for f in fams:
+    for f in _objects(rep.obj, "per_family"):
         ba = finite(f.get("balanced_accuracy"))
         if ba is not None:
-            bars.append((str(f.get("family") or f.get("name")), ba,
+            bars.append((str(f.get("family")), ba,
                          f"accuracy {fmt_value(finite(f.get('accuracy')))} · {f.get('rows', '?')} rows · "
                          f"chance {fmt_value(finite(f.get('chance_accuracy')))}"))
     if bars:
@@ -130,7 +98,7 @@ def _render_eval(rel: str, rep: ReportFile) -> None:
                                    "right; chance is 1 / number of options)"))
     rc = [(_coverage_label(finite(r.get("coverage"))), finite(r.get("accuracy")),
            f"{r.get('rows', '?')} rows, confidence ≥ {fmt_value(finite(r.get('min_confidence')))}")
-          for r in _find_rows(rep.obj, ("risk_coverage",))]
+          for r in _objects(rep.obj, "risk_coverage")]
     rc = [(label, v, note) for label, v, note in rc if v is not None]
     if rc:
         rep.charts.append(svg_bars(rc, "accuracy", "Risk–coverage: accuracy on the most confident share of the "
@@ -139,7 +107,7 @@ def _render_eval(rel: str, rep: ReportFile) -> None:
                        "bin (on the diagonal = calibrated)")
 
 
-def _render_calibrate(rel: str, rep: ReportFile) -> None:
+def draw_calibrate(rel: str, rep: ReportFile) -> None:
     """Temperature scaling: ECE/NLL before and after, out of fold, and both reliability diagrams."""
     oof = rep.obj.get("out_of_fold") if isinstance(rep.obj.get("out_of_fold"), dict) else {}
     bars = []
@@ -157,7 +125,7 @@ def _render_calibrate(rel: str, rep: ReportFile) -> None:
                        "Reliability before and after calibration, out of fold")
 
 
-def _render_order(rel: str, rep: ReportFile) -> None:
+def draw_order(rel: str, rep: ReportFile) -> None:
     """Order robustness: flips under option reversal and accuracy, plain vs the order-averaged readout."""
     bars = []
     for side in ("plain", "permuted"):
@@ -177,10 +145,10 @@ def _render_order(rel: str, rep: ReportFile) -> None:
                                    + ("" if ratio is None else f"; the averaged readout costs {ratio:.2f}× the time")))
 
 
-def _render_route(rel: str, rep: ReportFile) -> None:
+def draw_route(rel: str, rep: ReportFile) -> None:
     """Two-path routing: accuracy per policy, with the share escalated and the time against the reference."""
     bars = []
-    for r in _find_rows(rep.obj, ("table",)):
+    for r in _objects(rep.obj, "table"):
         acc = metric_value(r.get("accuracy"))
         if acc is None:
             continue
@@ -194,7 +162,7 @@ def _render_route(rel: str, rep: ReportFile) -> None:
                                    "decisions whose margin is below a threshold, reference path alone"))
 
 
-def _render_peers(rel: str, rep: ReportFile) -> None:
+def draw_peers(rel: str, rep: ReportFile) -> None:
     """Peer benchmark (``kind: peers``): semif against lm-eval / vLLM / SGLang on the same prompts — speed per
     tool, agreement with semif direct, token identity, and every peer that did not run with its reason."""
     tools = rep.obj.get("tools")
@@ -247,8 +215,3 @@ def _render_peers(rel: str, rep: ReportFile) -> None:
         rep.tables.append({"caption": "tools that did not run here, and why", "columns": ["tool", "status", "stage",
                                                                                        "reason (the error's text)"],
                            "rows": missing, "note": ""})
-
-
-RENDERERS = {"shape": _render_shape, "quant": _render_quant, "eval": _render_eval,
-                     "calibrate": _render_calibrate, "order": _render_order, "route": _render_route,
-                     "peers": _render_peers}

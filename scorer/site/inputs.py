@@ -94,7 +94,7 @@ class TraceFile:
 
 @dataclass
 class ReportFile:
-    """One result report (shape benchmark, quant ladder, eval, compare, or a kind this build does not know)."""
+    """One result report, of a kind this build draws (``bench``, ``quant``, ``eval``…) or of one it does not know."""
 
     rel: str
     """Path relative to the data directory."""
@@ -107,12 +107,15 @@ class ReportFile:
     obj: dict[str, Any]
     """The parsed report (a JSON object)."""
     kind: str
-    """``shape``, ``quant`` or the report's own ``kind``/``report`` field (``generic`` when it has none)."""
+    """The report's own ``kind`` (the first field of its envelope; see scorer/envelope.py)."""
     family: str = ""
-    """The section of the index page it is listed under (``shape``, ``quant``, ``eval``…; see ``_SECTIONS``)."""
+    """The section of the index page it is listed under (``shape`` for ``bench``, else mostly the kind; see
+    ``scorer.site.reports``)."""
     title: str = ""
     """Heading on the index page."""
     charts: list[Markup] = field(default_factory=list)
-    """Inline SVG charts for the kinds this build knows."""
+    """Inline SVG charts for the kinds this build knows (each may be followed by a one-line caption)."""
+    note: str = ""
+    """Said above its charts and tables: for a kind this build does not know, that it is shown as tables only."""
     tables: list[dict[str, Any]] = field(default_factory=list)
     """Tables: ``{"caption", "columns", "rows", "note"}`` with every cell already a string."""

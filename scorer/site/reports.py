@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from scorer.site.charts import RENDERERS
+from scorer.site.calibration_charts import draw_calibration
+from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
 from scorer.site.files import unique_slug
 from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
@@ -15,62 +18,92 @@ from scorer.site.inputs import BuildError, ReportFile
 _GENERIC_MAX_ROWS = 200
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """How the site shows one report kind."""
+
+    section: str
+    """The index section it is listed under (a key of ``_SECTIONS``)."""
+    what: str
+    """The first words of its title when the report has no ``title`` of its own."""
+    draw: Callable[[str, ReportFile], None] | None = None
+    """Adds its charts (and any table of its own) to the report, or raises :class:`BuildError`; None: tables only."""
+
+
+# Every kind a report writer names in its envelope (scorer/envelope.py). A report is drawn by its `kind` alone:
+# never by its file name, never by guessing from other keys.
+_KINDS: dict[str, _Kind] = {
+    "bench": _Kind("shape", "Shape benchmark", draw_bench),
+    "drift": _Kind("drift", "Fast-path drift"),
+    "cache-verify": _Kind("cache-verify", "cache-verify report"),
+    "quant": _Kind("quant", "Quantization ladder", draw_quant),
+    "compare": _Kind("compare", "Cross-backend comparison"),
+    "eval": _Kind("eval", "eval report", draw_eval),
+    "calibrate": _Kind("calibrate", "calibrate report", draw_calibrate),
+    "calibration": _Kind("calibration", "calibration report", draw_calibration),
+    "prior": _Kind("calibration-files", "Label-free prior"),
+    "bias": _Kind("calibration-files", "Fitted bias offsets"),
+    "order": _Kind("order", "order report", draw_order),
+    "route": _Kind("route", "route report", draw_route),
+    "peers": _Kind("peers", "peers report", draw_peers),
+}
+
+# Index-page sections, in reading order: speed first, then agreement between paths, then quality.
+_SECTIONS = (
+    ("shape", "Fast paths (shape benchmark)"), ("drift", "Drift of the fast paths against fresh scoring"),
+    ("cache-verify", "Model cache verification"), ("quant", "Quantization ladder"),
+    ("compare", "Cross-backend parity"), ("eval", "Decision quality"),
+    ("calibrate", "Confidence calibration (temperature scaling)"),
+    ("calibration", "Calibration that changes decisions (priors, fitted bias)"),
+    ("calibration-files", "Calibration files (fitted priors and bias offsets)"),
+    ("order", "Order robustness"), ("route", "Two-path routing"),
+    ("peers", "Compared with other tools (lm-eval, vLLM, SGLang)"),
+)
+
+
 def _report_kind(rel: str, obj: dict[str, Any]) -> str:
-    """What a report is: its own ``kind``/``report`` field, else its ``schema``, else its file name's prefix."""
-    for key in ("kind", "report", "schema"):
-        value = obj.get(key)
-        if isinstance(value, str) and value:
-            return value
-    name = rel.rsplit("/", 1)[-1]
-    for prefix in ("shape", "quant", "eval", "compare", "drift"):
-        if name.startswith((prefix + "-", prefix + "_")):
-            return prefix
-    return "generic"
+    """The report's own ``kind`` (the envelope's first field); a report without one is refused."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        found = "no 'kind' field" if "kind" not in obj else f"'kind' is {kind!r}"
+        raise BuildError(f"{rel}: {found} (expected the report envelope of scorer/envelope.py: a non-empty string "
+                         f"'kind' such as {', '.join(repr(k) for k in _KINDS)}, then 'format', 'created_utc', …)")
+    return kind
 
 
-def _kind_family(kind: str, obj: dict[str, Any]) -> str:
-    """The chart family: ``shape`` (decisions/s per mode, drift), ``quant`` (the ladder) or the kind itself."""
-    k = kind.lower()
-    workload = obj.get("workload")
-    if k.startswith("shape") or ("bench" in k and (not isinstance(workload, dict) or workload.get("name") == "shape")):
-        return "shape"
-    if "quant" in k:
-        return "quant"
-    for family in ("drift", "compare"):
-        if family in k:
-            return family
-    return k
-
-
-def _default_title(kind: str, family: str, rel: str, obj: dict[str, Any]) -> str:
+def _default_title(kind: str, rel: str, obj: dict[str, Any]) -> str:
     name = rel.rsplit("/", 1)[-1]
     m = obj.get("model") if isinstance(obj.get("model"), dict) else {}
     mach = obj.get("machine") if isinstance(obj.get("machine"), dict) else {}
     who = " · ".join(str(x) for x in (m.get("key"), m.get("backend"), m.get("dtype"),
                                        mach.get("gpu") or mach.get("cpu")) if x)
-    what = {"shape": "Shape benchmark", "quant": "Quantization ladder", "compare": "Cross-backend comparison",
-            "drift": "Fast-path drift"}.get(family, f"{kind} report")
+    what = _KINDS[kind].what if kind in _KINDS else f"{kind} report"
     ident = obj.get("identity") if isinstance(obj.get("identity"), dict) else {}
-    if family == "drift" and isinstance(ident.get("mode"), str):
+    if kind == "drift" and isinstance(ident.get("mode"), str):
         what += f" ({ident['mode']} mode vs fresh)"
-    if family == "shape" and isinstance(obj.get("workload"), dict) and obj["workload"].get("size"):
+    if kind == "bench" and isinstance(obj.get("workload"), dict) and obj["workload"].get("size"):
         what += f" ({obj['workload']['size']})"
     return f"{what} · {who}" if who else f"{what} · {name}"
 
 
 def load_report(rel: str, raw: bytes, obj: Any, taken: set[str]) -> ReportFile:
+    """A report ready to render: drawn by its kind's function, then every field as tables. A kind this build
+    does not know is shown as tables with a note saying so; a report without a kind stops the build."""
     if not isinstance(obj, dict):
         raise BuildError(f"{rel}: a result report must be a JSON object, found {type(obj).__name__}")
     if not obj:
         raise BuildError(f"{rel}: empty report")
     kind = _report_kind(rel, obj)
-    family = _kind_family(kind, obj)
-    rep = ReportFile(rel, unique_slug(rel, taken), raw, hashlib.sha256(raw).hexdigest(), obj, kind, family)
+    known = _KINDS.get(kind)
+    rep = ReportFile(rel, unique_slug(rel, taken), raw, hashlib.sha256(raw).hexdigest(), obj, kind,
+                     known.section if known else kind)
     title = obj.get("title")
-    rep.title = title if isinstance(title, str) and title else _default_title(kind, family, rel, obj)
-    renderer = RENDERERS.get(family)
-    if renderer is not None:
-        renderer(rel, rep)
+    rep.title = title if isinstance(title, str) and title else _default_title(kind, rel, obj)
+    if known is None:
+        rep.note = (f"This build does not know reports of kind '{kind}', so it draws no chart for this one: "
+                    "every field is shown in the tables below.")
+    elif known.draw is not None:
+        known.draw(rel, rep)
     rep.tables.extend(generic_tables(rel, obj))
     return rep
 
@@ -116,15 +149,6 @@ def generic_tables(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
         tables.append({"caption": name, "columns": cols, "rows": [[fmt_value(r.get(c)) for c in cols] for r in shown],
                        "note": note})
     return tables
-
-
-# Index-page sections, in reading order: speed first, then agreement between paths, then quality.
-_SECTIONS = (
-    ("shape", "Fast paths (shape benchmark)"), ("drift", "Drift of the fast paths against fresh scoring"),
-    ("quant", "Quantization ladder"), ("compare", "Cross-backend parity"), ("eval", "Decision quality"),
-    ("calibrate", "Calibration"), ("order", "Order robustness"), ("route", "Two-path routing"),
-    ("peers", "Compared with other tools (lm-eval, vLLM, SGLang)"),
-)
 
 
 def report_sections(reports: list[ReportFile]) -> list[dict[str, Any]]:

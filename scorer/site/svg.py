@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from scorer.site.formatting import finite, fmt_value
 
@@ -15,12 +15,21 @@ def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str) -> Markup:
-    """A horizontal bar chart as inline SVG: one bar per (label, value, note); labels are escaped text."""
-    width, label_w, row_h, top = 480, 150, 30, 26
+def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str, *, label_w: int = 150,
+             ref: tuple[str, float] | None = None) -> Markup:
+    """A horizontal bar chart as inline SVG: one bar per (label, value, note); labels are escaped text.
+
+    ``label_w`` widens the label column for long labels (the plot keeps its width; a label longer than the
+    column is cut with "…", its full text kept as a tooltip). ``ref`` draws a dashed line across the bars at a
+    reference value, named below the chart (``("raw", 0.63)``: the value every bar is compared with)."""
+    row_h, top = 30, 26
+    width = label_w + 330
     plot_w = width - label_w - 70
-    vmax = max((v for _, v, _ in bars), default=0.0) or 1.0
+    max_chars = label_w * 24 // 150
+    vmax = max([v for _, v, _ in bars] + ([ref[1]] if ref else []), default=0.0) or 1.0
     height = top + row_h * len(bars) + 8
+    if ref:
+        height += 14
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(title)}" '
              f'xmlns="http://www.w3.org/2000/svg">',
              f'<title>{_esc(title)}</title>',
@@ -28,7 +37,7 @@ def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str) -> Marku
     for i, (label, value, note) in enumerate(bars):
         y = top + i * row_h
         w = max(0.0, value / vmax * plot_w)
-        short = label if len(label) <= 24 else label[:23] + "…"
+        short = label if len(label) <= max_chars else label[:max_chars - 1] + "…"
         parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end" class="chart-label">'
                      f'<title>{_esc(label)}</title>{_esc(short)}</text>')
         parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.2f}" height="14" rx="2" class="chart-bar"/>')
@@ -36,8 +45,18 @@ def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str) -> Marku
                      f'{_esc(fmt_value(value))}</text>')
         if note:
             parts.append(f'<text x="{label_w}" y="{y + 27}" class="chart-note">{_esc(note)}</text>')
+    if ref:
+        x = label_w + max(0.0, ref[1] / vmax * plot_w)
+        parts.append(f'<line x1="{x:.2f}" y1="{top - 4}" x2="{x:.2f}" y2="{height - 18}" class="chart-diagonal"/>')
+        parts.append(f'<text x="{x:.2f}" y="{height - 4}" text-anchor="middle" class="chart-note">'
+                     f'{_esc(ref[0])} {_esc(fmt_value(ref[1]))}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def with_caption(chart: Markup, caption: str) -> Markup:
+    """A chart followed by its one-line caption in plain words (escaped text, shown under the chart)."""
+    return Markup(f'{chart}<p class="small muted">{escape(caption)}</p>')
 
 
 def svg_reliability(series: list[tuple[str, list[dict[str, Any]]]], title: str) -> Markup:

@@ -1,0 +1,118 @@
+"""Charts of a calibration report (``kind: calibration``, written by ``semif calibrate report``): how well the
+raw scores rank each family (ROC AUC) next to how often the choices are right, balanced accuracy before and
+after each calibration method, and reliability diagrams before and after the best methods.
+
+Every number drawn is read from the report; the captions say in plain words what a newcomer is looking at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scorer.site.formatting import ci_note, finite, fmt_value, metric_value
+from scorer.site.inputs import BuildError, ReportFile
+from scorer.site.svg import svg_bars, svg_reliability, with_caption
+
+_LABELS = {"none": "label-free", "none (folds only)": "label-free, other folds", "out of fold": "labels, out of fold"}
+"""A method's ``labels`` field in words (what it needed to be fitted)."""
+
+
+def _metric(rel: str, where: str, block: dict[str, Any], key: str) -> float:
+    value = metric_value(block.get(key))
+    if value is None:
+        raise BuildError(f"{rel}: {where}.{key}: {block.get(key)!r} (expected a finite number or "
+                         "{\"value\": number, \"ci_lo\": …, \"ci_hi\": …})")
+    return value
+
+
+def _method(rel: str, methods: list[dict[str, Any]], best: Any, where: str) -> dict[str, Any]:
+    """The entry of ``methods`` that a ``best_…`` block names."""
+    name = best.get("method") if isinstance(best, dict) else None
+    hit = next((m for m in methods if m["method"] == name), None)
+    if hit is None:
+        raise BuildError(f"{rel}: {where}.method: {name!r} (expected the name of one of methods[].method)")
+    return hit
+
+
+def draw_calibration(rel: str, rep: ReportFile) -> None:
+    """Adds the report's charts; a report without ``raw`` and ``methods`` (and the best label-free method they
+    name) stops the build, naming the file and the field."""
+    obj = rep.obj
+    raw, methods = obj.get("raw"), obj.get("methods")
+    if not isinstance(raw, dict):
+        raise BuildError(f"{rel}: a calibration report needs 'raw' (the raw readout's metrics, an object)")
+    if not isinstance(methods, list) or not methods or \
+            not all(isinstance(m, dict) and isinstance(m.get("method"), str) for m in methods):
+        raise BuildError(f"{rel}: a calibration report needs 'methods' (a non-empty list of objects with a 'method')")
+    best = _method(rel, methods, obj.get("best_label_free"), "best_label_free")
+    _auc_chart(rel, rep, raw, best)
+    _methods_chart(rel, rep, raw, methods)
+    _reliability(rep, raw, best, "the best label-free method")
+    if "best_with_labels_or_folds" in obj:
+        fitted = _method(rel, methods, obj["best_with_labels_or_folds"], "best_with_labels_or_folds")
+        _reliability(rep, raw, fitted, "the best method fitted with labels (out of fold)")
+
+
+def _auc_chart(rel: str, rep: ReportFile, raw: dict[str, Any], best: dict[str, Any]) -> None:
+    """ROC AUC of the raw scores per family, each bar noting the family's balanced accuracy raw and calibrated."""
+    auc = raw.get("auc_per_family")
+    if not isinstance(auc, dict):
+        raise BuildError(f"{rel}: raw.auc_per_family: expected an object (ROC AUC by family)")
+    raw_ba = raw.get("per_family") if isinstance(raw.get("per_family"), dict) else {}
+    best_ba = best.get("per_family") if isinstance(best.get("per_family"), dict) else {}
+    bars, missing = [], []
+    for fam, value in auc.items():
+        v = finite(value)
+        if v is None:
+            missing.append(fam)  # a family with one class only has no AUC
+            continue
+        bars.append((str(fam), v, f"balanced accuracy of the choices: raw {fmt_value(finite(raw_ba.get(fam)))}, "
+                                  f"calibrated {fmt_value(finite(best_ba.get(fam)))}"))
+    if not bars:
+        return
+    mean = finite(raw.get("mean_auc"))
+    caption = ("How well the raw scores put each family's cases in the right order (ROC AUC: 0.5 is chance, 1 is "
+               f"perfect{'' if mean is None else f'; mean {fmt_value(mean)}'}), next to how often the choices are "
+               f"right before and after the best label-free method ({best['method']}): a model can rank well and "
+               "still decide badly.")
+    if missing:
+        caption += f" No AUC for {', '.join(missing)} (one class only)."
+    rep.charts.append(with_caption(svg_bars(bars, "ROC AUC of the raw scores (0.5 = chance, 1 = perfect order)",
+                                            "ROC AUC per decision family, raw scores"), caption))
+
+
+def _methods_chart(rel: str, rep: ReportFile, raw: dict[str, Any], methods: list[dict[str, Any]]) -> None:
+    """Balanced accuracy after each method on the plain option order, against the raw readout's."""
+    before = _metric(rel, "raw", raw, "balanced_accuracy")
+    bars = []
+    for i, m in enumerate(methods):
+        if m.get("orderings") != ["plain"]:
+            continue
+        ba = _metric(rel, f"methods[{i}]", m, "balanced_accuracy")
+        changed = m.get("changed_choices")
+        note = " · ".join(x for x in (_LABELS.get(str(m.get("labels")), str(m.get("labels"))),
+                                      ci_note(m.get("balanced_accuracy")),
+                                      f"{changed} changed" if isinstance(changed, int) else "") if x)
+        bars.append((m["method"].removesuffix(" · plain"), ba, note))
+    if not bars:
+        return
+    others = len(methods) - len(bars)
+    caption = ("How often the choices are right (balanced accuracy: the mean over the options of the share of each "
+               "option's cases answered right) after each calibration method, with the options in their plain order; "
+               "the dashed line is the raw readout, before calibration. Methods that use labels are scored out of "
+               "fold, on rows they were not fitted on."
+               + (f" The {others} methods on other option orders are in the methods table below." if others else ""))
+    rep.charts.append(with_caption(svg_bars(bars, "balanced accuracy after calibration (1 = every case right)",
+                                            "Balanced accuracy per calibration method, plain option order",
+                                            label_w=300, ref=("raw", before)), caption))
+
+
+def _reliability(rep: ReportFile, raw: dict[str, Any], method: dict[str, Any], which: str) -> None:
+    """Reliability diagram of the raw readout and of one method, when both carry their bins."""
+    series = [("raw", raw.get("reliability")), ("calibrated", method.get("reliability"))]
+    if not all(isinstance(b, list) and b and all(isinstance(x, dict) for x in b) for _, b in series):
+        return
+    caption = (f"Reliability before and after {which} ({method['method']}): the decisions are grouped by how "
+               "confident the model was, and each point shows how often that group's choice was right (its size: "
+               "how many decisions); on the dashed diagonal, confidence can be taken at face value.")
+    rep.charts.append(with_caption(svg_reliability(series, f"Reliability, raw and after {which}"), caption))
