@@ -22,6 +22,11 @@ from scorer.site.trace_view import replay_end, trace_view
 from scorer.site.verdict import verdict_sentences
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+REPLAY_SCRIPTS = ("details.js", "replay/format.js", "replay/link.js", "replay/prepare.js", "replay/timeline.js",
+                  "replay.js")
+"""The replay's scripts under templates/, concatenated in this order into the one file the page loads
+(``assets/replay.js``: no bundler, and it works from ``file://``). The pure parts come before the page code
+that uses them (``window.SemifReplay*``)."""
 
 
 
@@ -82,7 +87,7 @@ def trace_data_js(t: TraceFile) -> bytes:
 
 
 def _speeds() -> list[dict[str, str]]:
-    """The replay's speed choices (the same list as SPEEDS in templates/replay.js)."""
+    """The replay's speed choices (the same list as SPEEDS in templates/replay/timeline.js)."""
     out = []
     for s in (4, 2, 1, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01):
         label = "real time" if s == 1 else f"{s:g}× faster" if s > 1 else f"{round(1 / s)}× slower"
@@ -119,7 +124,7 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile],
         **common).encode()
     files["traces/index.html"] = env.get_template("traces.html.j2").render(root="../", csp=static_csp,
                                                                            **common).encode()
-    files["assets/replay.js"] = (_asset("details.js") + "\n" + _asset("replay.js")).encode()
+    files["assets/replay.js"] = "\n".join(_asset(name) for name in REPLAY_SCRIPTS).encode()
     files["assets/check.js"] = (_asset("validate.js") + "\nwindow.SemifSchemas = " + str(script_json(schemas))
                                 + ";\n").encode()
     sums = []

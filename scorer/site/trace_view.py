@@ -63,7 +63,8 @@ def numbers_table(t: TraceFile) -> dict[str, Any]:
 
 
 def replay_end(obj: dict[str, Any], repeat: int) -> float:
-    """When the replay of one repeat ends: its last timestamp on any lane (as replay.js computes it)."""
+    """When the replay of one repeat ends: its last timestamp on any lane (as ``prepare`` in
+    templates/replay/prepare.js computes it)."""
     end = 0.0
     for r in obj["runs"]:
         if r["warmup"] or r["repeat"] != repeat:
