@@ -80,7 +80,7 @@ def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
         raw = path.read_bytes()
         in_results = rel.startswith("results/")
         in_traces = rel.startswith("traces/")
-        obj = load_json(path, raw, rel)
+        obj = load_json(raw, rel)
         is_trace = isinstance(obj, dict) and obj.get("format") in TRACE_FORMATS
         if isinstance(obj, dict) and str(obj.get("format", "")).startswith("semif-trace") and not is_trace:
             raise BuildError(f"{rel}: trace format {obj.get('format')!r} is not supported (expected one of "

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from scorer.site.inputs import BuildError
 
 
-def load_json(path: Path, raw: bytes, rel: str) -> Any:
-    """Strict JSON: UTF-8, no NaN/Infinity (a browser's JSON.parse would refuse them too)."""
+def load_json(raw: bytes, rel: str) -> Any:
+    """A file's bytes as strict JSON: UTF-8, no NaN/Infinity (a browser's JSON.parse would refuse them too);
+    a :class:`BuildError` names the file (``rel``) and where it is wrong."""
 
     def _reject(const: str) -> Any:
         raise BuildError(f"{rel}: non-standard JSON constant {const} (expected null or a finite number)")

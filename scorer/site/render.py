@@ -29,7 +29,6 @@ REPLAY_SCRIPTS = ("details.js", "replay/format.js", "replay/link.js", "replay/pr
 that uses them (``window.SemifReplay*``)."""
 
 
-
 def script_json(obj: Any) -> Markup:
     """JSON for a ``<script type="application/json">`` element: ``<``, ``>``, ``&`` and the JS line
     separators escaped, so no text in the data (``</script>``, ``<!--``) can end the element."""

@@ -14,7 +14,6 @@ SCHEMA_DIR = ROOT / "scorer" / "schema"
 TRACE_FORMATS = ("semif-trace-v1", "semif-trace-v2")
 
 
-
 # JSON Schema keywords that the in-page validator (templates/validate.js) implements; the build refuses a
 # schema that needs any other, so the check a reader's browser runs is the same check the build runs.
 JS_SCHEMA_KEYWORDS = frozenset({
@@ -50,7 +49,7 @@ def load_trace_schemas() -> dict[str, dict[str, Any]]:
         rel = str(path.relative_to(ROOT))
         if not path.is_file():
             raise BuildError(f"{rel}: trace schema not found")
-        schema = load_json(path, path.read_bytes(), rel)
+        schema = load_json(path.read_bytes(), rel)
         unsupported = sorted(schema_keywords(schema) - JS_SCHEMA_KEYWORDS - ANNOTATION_KEYWORDS)
         if unsupported:
             raise BuildError(f"{rel}: uses JSON Schema keywords {unsupported} that the in-page validator "
