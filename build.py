@@ -14,13 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))  # `python build.py` from anywhere finds the scorer package beside it
+from scorer.site import build
+from scorer.site.discover import discover
+from scorer.site.inputs import BuildError, Lane, ReportFile, TraceFile
+from scorer.site.output import SITE_MARKER, write_site
 
-from scorer.site import build  # noqa: E402
-from scorer.site.discover import discover  # noqa: E402
-from scorer.site.inputs import BuildError, Lane, ReportFile, TraceFile  # noqa: E402
-from scorer.site.output import SITE_MARKER, write_site  # noqa: E402
+ROOT = Path(__file__).resolve().parent
 
 __all__ = ["SITE_MARKER", "BuildError", "Lane", "ReportFile", "TraceFile", "build", "discover", "main", "write_site"]
 
