@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scorer.site.files import object_at
 from scorer.site.formatting import ci_note, finite, fmt_value, metric_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.svg import svg_bars, svg_reliability, with_caption
@@ -58,8 +59,8 @@ def _auc_chart(rel: str, rep: ReportFile, raw: dict[str, Any], best: dict[str, A
     auc = raw.get("auc_per_family")
     if not isinstance(auc, dict):
         raise BuildError(f"{rel}: raw.auc_per_family: expected an object (ROC AUC by family)")
-    raw_ba = raw.get("per_family") if isinstance(raw.get("per_family"), dict) else {}
-    best_ba = best.get("per_family") if isinstance(best.get("per_family"), dict) else {}
+    raw_ba = object_at(raw, "per_family")
+    best_ba = object_at(best, "per_family")
     bars, missing = [], []
     for fam, value in auc.items():
         v = finite(value)
@@ -109,9 +110,11 @@ def _methods_chart(rel: str, rep: ReportFile, raw: dict[str, Any], methods: list
 
 def _reliability(rep: ReportFile, raw: dict[str, Any], method: dict[str, Any], which: str) -> None:
     """Reliability diagram of the raw readout and of one method, when both carry their bins."""
-    series = [("raw", raw.get("reliability")), ("calibrated", method.get("reliability"))]
-    if not all(isinstance(b, list) and b and all(isinstance(x, dict) for x in b) for _, b in series):
-        return
+    series: list[tuple[str, list[dict[str, Any]]]] = []
+    for name, bins in (("raw", raw.get("reliability")), ("calibrated", method.get("reliability"))):
+        if not isinstance(bins, list) or not bins or not all(isinstance(b, dict) for b in bins):
+            return
+        series.append((name, bins))
     caption = (f"Reliability before and after {which} ({method['method']}): the decisions are grouped by how "
                "confident the model was, and each point shows how often that group's choice was right (its size: "
                "how many decisions); on the dashed diagonal, confidence can be taken at face value.")

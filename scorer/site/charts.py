@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scorer.site.files import object_at
 from scorer.site.formatting import ci_note, finite, fmt_value, metric_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.svg import svg_bars, svg_reliability
@@ -27,7 +28,7 @@ def draw_bench(rel: str, rep: ReportFile) -> None:
         if rate is None:
             raise BuildError(f"{rel}: passes.{name}.decisions_per_s: {r.get('decisions_per_s')!r} "
                              "(expected a finite number)")
-        vs = r.get("vs_fresh") if isinstance(r.get("vs_fresh"), dict) else {}
+        vs = object_at(r, "vs_fresh")
         drift = finite(vs.get("max_abs_dp"))
         flips = vs.get("n_flips")
         notes = []
@@ -96,10 +97,12 @@ def draw_eval(rel: str, rep: ReportFile) -> None:
     if bars:
         rep.charts.append(svg_bars(bars, "balanced accuracy", "Balanced accuracy per family (1 = every class "
                                    "right; chance is 1 / number of options)"))
-    rc = [(_coverage_label(finite(r.get("coverage"))), finite(r.get("accuracy")),
-           f"{r.get('rows', '?')} rows, confidence ≥ {fmt_value(finite(r.get('min_confidence')))}")
-          for r in _objects(rep.obj, "risk_coverage")]
-    rc = [(label, v, note) for label, v, note in rc if v is not None]
+    rc = []
+    for r in _objects(rep.obj, "risk_coverage"):
+        acc = finite(r.get("accuracy"))
+        if acc is not None:
+            rc.append((_coverage_label(finite(r.get("coverage"))), acc,
+                       f"{r.get('rows', '?')} rows, confidence ≥ {fmt_value(finite(r.get('min_confidence')))}"))
     if rc:
         rep.charts.append(svg_bars(rc, "accuracy", "Risk–coverage: accuracy on the most confident share of the "
                                    "rows (a useful score is more accurate where it is more confident)"))
@@ -109,13 +112,14 @@ def draw_eval(rel: str, rep: ReportFile) -> None:
 
 def draw_calibrate(rel: str, rep: ReportFile) -> None:
     """Temperature scaling: ECE/NLL before and after, out of fold, and both reliability diagrams."""
-    oof = rep.obj.get("out_of_fold") if isinstance(rep.obj.get("out_of_fold"), dict) else {}
+    oof = object_at(rep.obj, "out_of_fold")
     bars = []
     for metric in ("ece", "nll", "brier"):
         for side in ("before", "after"):
-            v = (oof.get(side) or {}).get(metric) if isinstance(oof.get(side), dict) else None
-            if metric_value(v) is not None:
-                bars.append((f"{metric.upper() if metric == 'ece' else metric} {side}", metric_value(v), ci_note(v)))
+            v = object_at(oof, side).get(metric)
+            value = metric_value(v)
+            if value is not None:
+                bars.append((f"{metric.upper() if metric == 'ece' else metric} {side}", value, ci_note(v)))
     if bars:
         fit = rep.obj.get("fit_all_rows")
         t = finite(fit.get("temperature")) if isinstance(fit, dict) else None
@@ -138,7 +142,7 @@ def draw_order(rel: str, rep: ReportFile) -> None:
                      f"flips{share} · accuracy {fmt_value(metric_value(d.get('accuracy_original')))} original / "
                      f"{fmt_value(metric_value(d.get('accuracy_reversed')))} reversed"))
     if bars:
-        cost = rep.obj.get("cost") if isinstance(rep.obj.get("cost"), dict) else {}
+        cost = object_at(rep.obj, "cost")
         ratio = finite(cost.get("time_ratio"))
         rep.charts.append(svg_bars(bars, "decisions whose choice flips when the options are reversed",
                                    "Flips under option reversal (lower is more robust)"
@@ -168,11 +172,11 @@ def draw_peers(rel: str, rep: ReportFile) -> None:
     tools = rep.obj.get("tools")
     if not isinstance(tools, dict) or not tools or not all(isinstance(t, dict) for t in tools.values()):
         raise BuildError(f"{rel}: a peers report needs 'tools' (an object of tool blocks)")
-    agree = rep.obj.get("agreement") if isinstance(rep.obj.get("agreement"), dict) else {}
+    agree = object_at(rep.obj, "agreement")
     speed, whole, rows, missing = [], [], [], []
     for name, t in tools.items():
-        a = agree.get(name) if isinstance(agree.get(name), dict) else {}
-        ident = t.get("identity") if isinstance(t.get("identity"), dict) else {}
+        a = object_at(agree, name)
+        ident = object_at(t, "identity")
         same = f"{ident['identical']}/{ident['rows']}" if "identical" in ident and "rows" in ident else None
         rate = finite(t.get("decisions_per_s"))
         if t.get("status") == "ok" and rate is not None:
@@ -188,7 +192,7 @@ def draw_peers(rel: str, rep: ReportFile) -> None:
                      fmt_value(same), fmt_value(finite(a.get("max_abs_dp"))), fmt_value(a.get("differing_choices")),
                      "—" if rss is None else f"{rss / 2**30:.2f}"])
         if t.get("status") != "ok":
-            fail = t.get("failure") if isinstance(t.get("failure"), dict) else {}
+            fail = object_at(t, "failure")
             missing.append([str(name), fmt_value(t.get("status")), fmt_value(fail.get("stage")),
                             fmt_value(t.get("reason") or fail.get("error"))])
     ref = agree.get("reference", "the reference")

@@ -1,5 +1,5 @@
-"""Reading a build's input files: strict JSON (what a browser's ``JSON.parse`` accepts) and unique,
-URL-safe names for them."""
+"""Reading a build's input files: strict JSON (what a browser's ``JSON.parse`` accepts), typed access to its
+optional objects, and unique, URL-safe names for the files."""
 
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ def load_json(raw: bytes, rel: str) -> Any:
         return json.loads(text, parse_constant=_reject)
     except json.JSONDecodeError as exc:
         raise BuildError(f"{rel}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def object_at(d: dict[str, Any], key: str) -> dict[str, Any]:
+    """``d[key]`` when it is a JSON object, else an empty one (an optional block of a parsed file)."""
+    value = d.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def unique_slug(rel: str, taken: set[str]) -> str:

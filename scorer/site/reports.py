@@ -11,7 +11,7 @@ from typing import Any
 
 from scorer.site.calibration_charts import draw_calibration
 from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
-from scorer.site.files import unique_slug
+from scorer.site.files import object_at, unique_slug
 from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
 
@@ -73,12 +73,12 @@ def _report_kind(rel: str, obj: dict[str, Any]) -> str:
 
 def _default_title(kind: str, rel: str, obj: dict[str, Any]) -> str:
     name = rel.rsplit("/", 1)[-1]
-    m = obj.get("model") if isinstance(obj.get("model"), dict) else {}
-    mach = obj.get("machine") if isinstance(obj.get("machine"), dict) else {}
+    m = object_at(obj, "model")
+    mach = object_at(obj, "machine")
     who = " · ".join(str(x) for x in (m.get("key"), m.get("backend"), m.get("dtype"),
                                        mach.get("gpu") or mach.get("cpu")) if x)
     what = _KINDS[kind].what if kind in _KINDS else f"{kind} report"
-    ident = obj.get("identity") if isinstance(obj.get("identity"), dict) else {}
+    ident = object_at(obj, "identity")
     if kind == "drift" and isinstance(ident.get("mode"), str):
         what += f" ({ident['mode']} mode vs fresh)"
     if kind == "bench" and isinstance(obj.get("workload"), dict) and obj["workload"].get("size"):

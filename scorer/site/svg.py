@@ -82,8 +82,11 @@ def svg_reliability(series: list[tuple[str, list[dict[str, Any]]]], title: str) 
         parts.append(f'<text x="{pad - 4}" y="{y + 3:.1f}" text-anchor="end" class="chart-note">{tick:g}</text>')
     total = max(1.0, max((finite(b.get("n")) or 0.0) for _, bins in series for b in bins))
     for i, (name, bins) in enumerate(series):
-        pts = [(finite(b.get("confidence")), finite(b.get("accuracy")), finite(b.get("n")) or 0.0) for b in bins]
-        pts = [(c, a, n) for c, a, n in pts if c is not None and a is not None and n > 0]
+        pts: list[tuple[float, float, float]] = []
+        for b in bins:
+            c, a, n = finite(b.get("confidence")), finite(b.get("accuracy")), finite(b.get("n")) or 0.0
+            if c is not None and a is not None and n > 0:
+                pts.append((c, a, n))
         cls = f"chart-series-{i % 2}"
         if len(pts) > 1:
             path = " ".join(f"{xy(c, a)[0]:.1f},{xy(c, a)[1]:.1f}" for c, a, _ in pts)
