@@ -577,8 +577,8 @@ def test_calibration_report_charts_draw_the_reports_own_numbers(tmp_path: Path) 
     assert _chart_texts(auc, "chart-value") == [fmt_value(v) for v in raw["auc_per_family"].values()]
     best = next(m for m in obj["methods"] if m["method"] == obj["best_label_free"]["method"])
     fam = next(iter(raw["per_family"]))
-    assert (f"raw {fmt_value(raw['per_family'][fam])}, calibrated {fmt_value(best['per_family'][fam])}"
-            in _chart_texts(auc, "chart-note")[0])
+    assert (_chart_texts(auc, "chart-note")[0] == f"balanced accuracy: raw {fmt_value(raw['per_family'][fam])} → "
+                                                   f"calibrated {fmt_value(best['per_family'][fam])}")
     assert "ROC AUC of the raw scores" in auc and f"mean {fmt_value(raw['mean_auc'])}" in auc
     # methods: every plain-order method's balanced accuracy, and the raw readout as the dashed reference
     plain = [m for m in obj["methods"] if m["orderings"] == ["plain"]]

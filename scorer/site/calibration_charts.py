@@ -67,15 +67,14 @@ def _auc_chart(rel: str, rep: ReportFile, raw: dict[str, Any], best: dict[str, A
         if v is None:
             missing.append(fam)  # a family with one class only has no AUC
             continue
-        bars.append((str(fam), v, f"balanced accuracy of the choices: raw {fmt_value(finite(raw_ba.get(fam)))}, "
-                                  f"calibrated {fmt_value(finite(best_ba.get(fam)))}"))
+        bars.append((str(fam), v, f"balanced accuracy: raw {fmt_value(finite(raw_ba.get(fam)))} → calibrated "
+                                  f"{fmt_value(finite(best_ba.get(fam)))}"))
     if not bars:
         return
     mean = finite(raw.get("mean_auc"))
-    caption = ("How well the raw scores put each family's cases in the right order (ROC AUC: 0.5 is chance, 1 is "
-               f"perfect{'' if mean is None else f'; mean {fmt_value(mean)}'}), next to how often the choices are "
-               f"right before and after the best label-free method ({best['method']}): a model can rank well and "
-               "still decide badly.")
+    caption = (f"How well the raw scores order each family's cases (ROC AUC: 0.5 is chance, 1 is perfect"
+               f"{'' if mean is None else f'; mean {fmt_value(mean)}'}) and how often the choices are right, raw and "
+               f"after the best label-free method ({best['method']}): a model can rank well yet decide badly.")
     if missing:
         caption += f" No AUC for {', '.join(missing)} (one class only)."
     rep.charts.append(with_caption(svg_bars(bars, "ROC AUC of the raw scores (0.5 = chance, 1 = perfect order)",
@@ -98,10 +97,9 @@ def _methods_chart(rel: str, rep: ReportFile, raw: dict[str, Any], methods: list
     if not bars:
         return
     others = len(methods) - len(bars)
-    caption = ("How often the choices are right (balanced accuracy: the mean over the options of the share of each "
-               "option's cases answered right) after each calibration method, with the options in their plain order; "
-               "the dashed line is the raw readout, before calibration. Methods that use labels are scored out of "
-               "fold, on rows they were not fitted on."
+    caption = ("How often the choices are right after each calibration method (balanced accuracy: each option's "
+               "share of right answers, averaged), options in their plain order; the dashed line is the raw readout. "
+               "Methods that use labels are scored on rows they were not fitted on."
                + (f" The {others} methods on other option orders are in the methods table below." if others else ""))
     rep.charts.append(with_caption(svg_bars(bars, "balanced accuracy after calibration (1 = every case right)",
                                             "Balanced accuracy per calibration method, plain option order",
@@ -115,7 +113,7 @@ def _reliability(rep: ReportFile, raw: dict[str, Any], method: dict[str, Any], w
         if not isinstance(bins, list) or not bins or not all(isinstance(b, dict) for b in bins):
             return
         series.append((name, bins))
-    caption = (f"Reliability before and after {which} ({method['method']}): the decisions are grouped by how "
-               "confident the model was, and each point shows how often that group's choice was right (its size: "
-               "how many decisions); on the dashed diagonal, confidence can be taken at face value.")
+    caption = (f"Decisions grouped by the model's confidence, raw and after {which} ({method['method']}): each "
+               "point is how often a group's choice was right (its size: how many decisions); on the dashed "
+               "diagonal, confidence means what it says.")
     rep.charts.append(with_caption(svg_reliability(series, f"Reliability, raw and after {which}"), caption))
