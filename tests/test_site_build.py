@@ -475,7 +475,7 @@ def test_published_traces_come_first(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("name", "charts"), [
     ("eval-q15-torch-authored.json", 3), ("calibrate-q15-torch-authored.json", 2),
     ("order-q05-torch-authored.json", 1), ("route-q05-llamacpp-to-q15-torch-authored.json", 1),
-    ("calibration-q15-torch-authored.json", 4)])
+    ("calibration-q15-torch-authored.json", 5)])
 def test_quality_reports_get_their_charts(tmp_path: Path, name: str, charts: int) -> None:
     """The committed quality reports render as charts (plus their tables), with the numbers from the file."""
     data = make_data_dir(tmp_path, hostile=False, reports=False)
@@ -570,8 +570,12 @@ def test_calibration_report_charts_draw_the_reports_own_numbers(tmp_path: Path) 
     (data / "results").mkdir()
     (data / "results" / name).write_bytes((ROOT / "data" / "results" / name).read_bytes())
     _, (rep,) = build.discover(data)
-    auc, methods, rel_lf, rel_fit = (str(c) for c in rep.charts)
+    headline, auc, methods, rel_lf, rel_fit = (str(c) for c in rep.charts)
     raw = obj["raw"]
+    # the headline (the index page's chart): raw, best label-free, best with labels
+    blocks = [raw, obj["best_label_free"], obj["best_with_labels_or_folds"]]
+    assert _chart_texts(headline, "chart-value") == [fmt_value(b["balanced_accuracy"]["value"]) for b in blocks]
+    assert obj["best_label_free"]["method"] in headline and obj["best_with_labels_or_folds"]["method"] in headline
     # ROC AUC: one bar per family, its value, and the family's balanced accuracy raw and after the best label-free
     assert _chart_texts(auc, "chart-label") == list(raw["auc_per_family"])
     assert _chart_texts(auc, "chart-value") == [fmt_value(v) for v in raw["auc_per_family"].values()]

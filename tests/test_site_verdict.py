@@ -200,7 +200,8 @@ def test_a_calibrated_state_is_shown_with_its_whole_workload(tmp_path: Path) -> 
     report = {"kind": "calibration", "run": {"model": model}, "labels": {"path": "workload.jsonl"}, "rows": 42,
               "raw": {"balanced_accuracy": 0.5, "auc_per_family": {}},
               "methods": [{"method": "raw · plain", "accuracy": {"value": 0.5}},
-                          {"method": verdict.STORED_PRIOR, "accuracy": {"value": 0.8125}}],
+                          {"method": verdict.STORED_PRIOR, "accuracy": {"value": 0.8125},
+                           "balanced_accuracy": {"value": 0.8}}],
               "best_label_free": {"method": verdict.STORED_PRIOR}}
     (data / "results" / "calibration-x.json").write_text(json.dumps(report))
     traces, reports = build.discover(data)

@@ -46,12 +46,31 @@ def draw_calibration(rel: str, rep: ReportFile) -> None:
             not all(isinstance(m, dict) and isinstance(m.get("method"), str) for m in methods):
         raise BuildError(f"{rel}: a calibration report needs 'methods' (a non-empty list of objects with a 'method')")
     best = _method(rel, methods, obj.get("best_label_free"), "best_label_free")
+    fitted = _method(rel, methods, obj["best_with_labels_or_folds"], "best_with_labels_or_folds") \
+        if "best_with_labels_or_folds" in obj else None
+    _headline_chart(rel, rep, raw, best, fitted)
     _auc_chart(rel, rep, raw, best)
     _methods_chart(rel, rep, raw, methods)
     _reliability(rep, raw, best, "the best label-free method")
-    if "best_with_labels_or_folds" in obj:
-        fitted = _method(rel, methods, obj["best_with_labels_or_folds"], "best_with_labels_or_folds")
+    if fitted is not None:
         _reliability(rep, raw, fitted, "the best method fitted with labels (out of fold)")
+
+
+def _headline_chart(rel: str, rep: ReportFile, raw: dict[str, Any], best: dict[str, Any],
+                    fitted: dict[str, Any] | None) -> None:
+    """The report in three bars (the index page shows this one): balanced accuracy raw, after the best
+    label-free method, after the best method fitted with labels."""
+    rows = [("raw", "raw", raw), ("best label-free", "best_label_free", best)]
+    if fitted is not None:
+        rows.append(("best with labels", "best_with_labels_or_folds", fitted))
+    bars = [(label, _metric(rel, where, block, "balanced_accuracy"), ci_note(block.get("balanced_accuracy")))
+            for label, where, block in rows]
+    caption = (f"How often the choices are right (balanced accuracy), before calibration and after the best "
+               f"label-free method ({best['method']})"
+               + ("" if fitted is None else f" and the best method fitted with labels, scored on rows it was not "
+                                            f"fitted on ({fitted['method']})") + ".")
+    rep.charts.append(with_caption(svg_bars(bars, "balanced accuracy (1 = every case right)",
+                                            "Balanced accuracy before and after calibration"), caption))
 
 
 def _auc_chart(rel: str, rep: ReportFile, raw: dict[str, Any], best: dict[str, Any]) -> None:
