@@ -10,11 +10,12 @@ report's own body::
 * ``kind`` names what was measured (the site draws a report by its kind);
 * ``format`` is the versioned layout of the body (a reader refuses a format it does not know);
 * ``created_utc`` is when the report was made (ISO 8601, seconds, UTC);
-* ``machine`` and ``versions`` come from :mod:`scorer.machine`;
+* ``machine`` and ``versions`` come from :mod:`scorer.machine` (in a migrated report: what the old one
+  recorded, or a ``note`` that it recorded none);
 * ``inputs`` names every file the numbers depend on, with its sha256, so a reader can tell whether a
-  re-run used the same bytes. Each entry is ``{"path", "sha256"}`` (``bytes`` when hashed here); an
-  input of a report made before the envelope existed that could not be hashed when it was migrated
-  has ``"sha256": null`` and a ``note``;
+  re-run used the same bytes. Each entry is ``{"path", "sha256"}`` (``bytes`` when hashed here). A
+  migrated report cites the sha256 the old report recorded when it was made (the file may have changed
+  or gone since); an input whose sha256 was never recorded has ``"sha256": null`` and a ``note``;
 * ``migrated_from`` (only in a report rewritten into the envelope by ``scripts/migrate_reports.py``)
   gives the ``sha256`` and ``format`` of the bytes it was migrated from, so a record or trace that cites
   the old file's sha256 can still be traced to it.
