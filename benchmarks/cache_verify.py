@@ -39,8 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from scorer import store  # noqa: E402
 from scorer.envelope import make_report, write_report  # noqa: E402
-from scorer.errors import OutputError  # noqa: E402
-from scorer.io import check_writable  # noqa: E402
+from scorer.io import refuse_overwrite  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
 
 FORMAT = "semif-cache-verify-v1"
@@ -127,10 +126,8 @@ def main() -> int:
     ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before each measurement (root)")
     args = ap.parse_args()
     out = Path(args.output)
-    try:
-        check_writable(out)
-    except OutputError as exc:
-        raise SystemExit(str(exc)) from None
+    if out.exists():
+        raise SystemExit(str(refuse_overwrite(out)))
     from scorer.backends.torch_backend import _dequantize_gguf
 
     entry = store.get_entry(args.model)

@@ -32,10 +32,12 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scorer.envelope import envelope  # noqa: E402
-from scorer.io import write_atomic  # noqa: E402
+from scorer.envelope import envelope, write_report  # noqa: E402
+from scorer.io import refuse_overwrite  # noqa: E402
+from scorer.machine import load_average, load_span  # noqa: E402
 
-FORMAT = "semif-ray-scale-v1"
+FORMAT = "semif-ray-scale-v2"
+"""v2: ``load_average`` {before, after} (v1: ``loadavg_before``/``loadavg_after``)."""
 
 CONFIGS: dict[str, list[str]] = {
     "local-threads2": ["--threads", "2"],
@@ -98,8 +100,8 @@ def main() -> int:
     if "ray-1actor" not in args.configs or "ray-2actors" not in args.configs:
         raise SystemExit("--configs must include ray-1actor and ray-2actors (the comparison this report makes)")
     if args.output.exists():
-        raise SystemExit(f"{args.output}: exists; refusing to overwrite (choose another --output)")
-    load_before = os.getloadavg()
+        raise SystemExit(str(refuse_overwrite(args.output)))
+    load_before = load_average()
     runs: list[dict[str, Any]] = []
     ref: list[dict[str, Any]] | None = None
     with tempfile.TemporaryDirectory(prefix="semif-ray-scale-") as tmp:
@@ -116,7 +118,7 @@ def main() -> int:
                 print(f"[ray-scale]   wall {r['wall_s']:.1f} s, first record {r['first_record_s']} s, "
                       f"last {r['last_record_s']} s", file=sys.stderr, flush=True)
                 runs.append(r)
-    load_after = os.getloadavg()
+    load = load_span(load_before)
     summary = {}
     for name in args.configs:
         mine = [r for r in runs if r["config"] == name]
@@ -135,12 +137,12 @@ def main() -> int:
     report = {**envelope("ray-scale", FORMAT, {"workload": args.workload}),
               "title": f"Ray Data scale-out on this machine: {args.model}, {args.workload.name}, {args.mode} mode",
               "model": args.model, "mode": args.mode, "repeats": args.repeats,
-              "loadavg_before": list(load_before), "loadavg_after": list(load_after),
+              "load_average": load,
               "medians": summary, "runs": runs,
               "notes": ["wall_s includes process start, Ray start-up (ray configs) and every model load",
                         "first_record_s: first record on disk; scoring_span_s: first to last record",
                         "records_total_s: sum of the records' own timing.total_s (compute, not wall)"]}
-    write_atomic(args.output, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    write_report(args.output, report)
     print(f"[ray-scale] wrote {args.output}", file=sys.stderr)
     return 0
 

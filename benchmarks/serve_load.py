@@ -35,10 +35,12 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scorer.envelope import envelope  # noqa: E402
-from scorer.io import write_atomic  # noqa: E402
+from scorer.envelope import envelope, write_report  # noqa: E402
+from scorer.io import refuse_overwrite  # noqa: E402
+from scorer.machine import load_average, load_span  # noqa: E402
 
-FORMAT = "semif-serve-load-v1"
+FORMAT = "semif-serve-load-v2"
+"""v2: ``load_average`` {before, after} (v1: ``loadavg_before``/``loadavg_after``)."""
 
 
 def _free_port() -> int:
@@ -123,12 +125,12 @@ def main() -> int:
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args()
     if args.output.exists():
-        raise SystemExit(f"{args.output}: exists; refusing to overwrite (choose another --output)")
+        raise SystemExit(str(refuse_overwrite(args.output)))
     rows = [orjson.loads(line) for line in args.workload.read_bytes().splitlines() if line.strip()]
     port = _free_port()
     cmd = [str(ROOT / ".venv/bin/semif"), "serve", "--model", args.model, "--mode", args.mode,
            "--host", "127.0.0.1", "--port", str(port)]
-    load_before = os.getloadavg()
+    load_before = load_average()
     t0 = time.perf_counter()
     server = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -151,16 +153,16 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(timeout=60)
-    load_after = os.getloadavg()
+    load = load_span(load_before)
     report = {**envelope("serve-load", FORMAT, {"workload": args.workload}),
               "title": f"semif serve on loopback: {args.model}, {args.workload.name}, {args.mode} mode",
               "model": args.model, "mode": args.mode, "command": " ".join(cmd[1:]), "server_ready_s": round(ready_s, 2),
-              "served_model": models, "loadavg_before": list(load_before), "loadavg_after": list(load_after),
+              "served_model": models, "load_average": load,
               "phases": phases,
               "notes": ["latency: client-side, request sent to answer read, including waiting in the server's queue",
                         "single: one row per POST /v1/decide; batch: one state's rows per POST /v1/decide/batch",
                         "clients and server share this 2-core machine"]}
-    write_atomic(args.output, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    write_report(args.output, report)
     print(f"[serve-load] wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -56,6 +56,8 @@ KINDS: dict[str, str] = {
     "bias": "semif-calibration-v2",  # semif calibrate bias (also an input of --calibration)
     "peers": "semif-peers-v1",  # benchmarks/peers
     "cache-verify": "semif-cache-verify-v1",  # benchmarks/cache_verify.py
+    "ray-scale": "semif-ray-scale-v2",  # benchmarks/ray_scale.py
+    "serve-load": "semif-serve-load-v2",  # benchmarks/serve_load.py
     "grammar-mask-probe": "semif-grammar-mask-probe-v1",  # benchmarks/grammar-mask-probe.py
 }
 """Every report kind and the format its writer writes now."""

@@ -40,7 +40,14 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scorer.envelope import KINDS, carried_inputs, envelope_problems, report_bytes, utc_now  # noqa: E402
+from scorer.envelope import (  # noqa: E402
+    ENVELOPE_KEYS,
+    KINDS,
+    carried_inputs,
+    envelope_problems,
+    report_bytes,
+    utc_now,
+)
 from scorer.io import write_atomic  # noqa: E402
 
 DEFAULT_PATHS = ("data/results", "benchmarks/results")
@@ -121,18 +128,29 @@ def _compare(old: Old) -> Migrated:
     return old["compared_on"], dict(_NOT_RECORDED), carried_inputs(body), body
 
 
-def _cache_verify(old: Old) -> Migrated:
-    from benchmarks.cache_verify import cache_verify_inputs
-
+def _load_pair(old: Old, *drop: str) -> dict[str, Any]:
+    """``old`` without ``drop``, its ``loadavg_before``/``loadavg_after`` made one ``load_average`` in place."""
     body: dict[str, Any] = {}
     for k, v in old.items():
-        if k in ("kind", "created_utc", "machine", "versions", "loadavg_after"):
+        if k in drop or k == "loadavg_after":
             continue
         if k == "loadavg_before":
             body["load_average"] = _span(v, old.get("loadavg_after"))
         else:
             body[k] = v
+    return body
+
+
+def _cache_verify(old: Old) -> Migrated:
+    from benchmarks.cache_verify import cache_verify_inputs
+
+    body = _load_pair(old, "kind", "created_utc", "machine", "versions")
     return old["machine"], old["versions"], cache_verify_inputs(body), body
+
+
+def _enveloped_v1(old: Old) -> Migrated:
+    """A report that had the envelope already (ray-scale, serve-load v1): only its load averages change."""
+    return old["machine"], old["versions"], old["inputs"], _load_pair(old, *ENVELOPE_KEYS)
 
 
 def _grammar_probe(old: Old) -> Migrated:
@@ -158,6 +176,9 @@ _LAYOUTS: list[tuple[str, Callable[[Old], bool], Callable[[Old], str], Callable[
     ("semif-compare-v1", lambda o: o.get("format") == "semif-compare-v1", lambda o: "compare", _compare),
     ("cache-verify (no format)", lambda o: o.get("kind") == "cache-verify" and "format" not in o,
      lambda o: "cache-verify", _cache_verify),
+    ("semif-ray-scale-v1", lambda o: o.get("format") == "semif-ray-scale-v1", lambda o: "ray-scale", _enveloped_v1),
+    ("semif-serve-load-v1", lambda o: o.get("format") == "semif-serve-load-v1", lambda o: "serve-load",
+     _enveloped_v1),
     ("grammar-mask-probe (no format)", lambda o: o.get("kind") == "grammar-mask-probe" and "format" not in o,
      lambda o: "grammar-mask-probe", _grammar_probe),
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,18 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT_DIRS = (ROOT / "data" / "results", ROOT / "benchmarks" / "results")
 
 
-def _migration() -> Any:
-    spec = importlib.util.spec_from_file_location("migrate_reports", ROOT / "scripts" / "migrate_reports.py")
+def _script(path: Path) -> Any:
+    """A script (not a package module) loaded by its path."""
+    spec = importlib.util.spec_from_file_location(f"_script_{path.parent.name}_{path.stem}".replace("-", "_"), path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while it loads
     spec.loader.exec_module(mod)
     return mod
+
+
+def _migration() -> Any:
+    return _script(ROOT / "scripts" / "migrate_reports.py")
 
 
 def _committed_reports() -> list[tuple[Path, dict[str, Any]]]:
@@ -57,7 +64,7 @@ def test_every_committed_report_carries_the_envelope() -> None:
     assert not bad
     kinds = {doc["kind"] for _, doc in found}
     assert {"bench", "quant", "compare", "drift", "eval", "calibrate", "calibration", "order", "route", "prior",
-            "bias", "peers", "cache-verify"} <= kinds
+            "bias", "peers", "cache-verify", "ray-scale", "serve-load", "grammar-mask-probe"} <= kinds
 
 
 def test_the_migration_has_nothing_left_to_do(capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,6 +77,10 @@ def test_writers_write_the_format_listed_for_their_kind() -> None:
                "compare": compare.REPORT_FORMAT, "prior": CALIBRATION_FORMAT, "bias": CALIBRATION_FORMAT,
                **dict.fromkeys(("eval", "calibrate", "calibration", "order", "route"), ev.REPORT_FORMAT)}
     assert {k: KINDS[k] for k in written} == written
+    scripts = {"peers": "peers/main.py", "cache-verify": "cache_verify.py", "ray-scale": "ray_scale.py",
+               "serve-load": "serve_load.py", "grammar-mask-probe": "grammar-mask-probe.py"}
+    assert {k: _script(ROOT / "benchmarks" / f).FORMAT for k, f in scripts.items()} == {k: KINDS[k] for k in scripts}
+    assert set(KINDS) == set(written) | set(scripts)  # every kind has its writer checked here
 
 
 def test_make_report_leads_with_the_envelope_and_cites_the_body_inputs(tmp_path: Path) -> None:
