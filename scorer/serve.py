@@ -18,6 +18,9 @@ Contracts:
   bearer token. An unexpected error answers 500 ``internal error`` (the traceback goes to the server's
   stderr, never to the client).
 * Binding to an address that is not loopback requires a bearer token (compared in constant time).
+* ``--calibration FILE`` (a prior or bias file): every record carries the ``calibrated`` block that
+  ``semif score --calibration FILE`` writes; a row whose signature the file does not cover answers 422
+  naming the file and the signature; ``/v1/models`` names the file and its sha256.
 * A batch is scored as one :meth:`~scorer.api.Scorer.decide_many` call (shared-prefix batching inside the
   request); its records equal ``semif score``'s for a file holding the same rows.
 """
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from scorer.calibration.core import Calibration
 
 TOKEN_ENV = "SEMIF_SERVE_TOKEN"
 """Environment variable holding the bearer token (preferred over ``--token``, which ``ps`` can show)."""
@@ -286,7 +291,9 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
     async def models(request: Request) -> Response:
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        cal = scorer.calibration
         return _json({"models": [info], "mode": scorer.mode,
+                      "calibration": None if cal is None else {"method": cal.method, **cal.source},
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size}})
 
@@ -326,6 +333,9 @@ def register(sub: Any) -> None:
                    help="requests waiting for the scorer before 503")
     p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
     p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
+                        "a row it does not cover answers 422")
     g = p.add_argument_group("ray serve")
     g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
     g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
@@ -336,6 +346,7 @@ def register(sub: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from scorer.calibration.core import load_calibration
     from scorer.cli import backend_config
 
     try:
@@ -346,10 +357,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     check_bind(args.host, token)  # before the model loads
     cfg = backend_config(args)
+    calibration = load_calibration(args.calibration) if args.calibration else None  # a bad file: exit 2 now
     limits = Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows, queue_size=args.queue_size)
     if args.ray:
-        return _serve_on_ray(args, cfg, limits, token)
-    with Scorer.from_config(cfg, args.mode, args.max_batch_tokens) as scorer:
+        return _serve_on_ray(args, cfg, limits, token, calibration)
+    with Scorer.from_config(cfg, args.mode, args.max_batch_tokens, calibration) as scorer:
         app = build_app(scorer, limits, token)
         print(f"[semif] serving {cfg.model} ({args.mode}) on http://{args.host}:{args.port}", file=sys.stderr)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
@@ -361,11 +373,11 @@ class _ServeReplica:
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
-                 token: str | None) -> None:
+                 token: str | None, calibration: Calibration | None = None) -> None:
         from scorer.backends import BackendConfig
 
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
-        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token)
 
@@ -373,7 +385,8 @@ class _ServeReplica:
         return self._semif_app
 
 
-def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str | None) -> int:
+def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str | None,
+                  calibration: Calibration | None) -> int:
     """``semif serve --ray``: the app as ``--replicas`` Ray Serve replicas behind Ray's HTTP proxy on
     ``--host:--port``; blocks until interrupted."""
     from dataclasses import asdict
@@ -391,7 +404,7 @@ def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str
                                    ray_actor_options={"num_cpus": args.cpus_per_replica},
                                    max_ongoing_requests=limits.queue_size + 1)
         app = replica.bind({**asdict(cfg), "threads": cfg.threads or max(1, int(args.cpus_per_replica))},
-                           args.mode, args.max_batch_tokens, limits, token)
+                           args.mode, args.max_batch_tokens, limits, token, calibration)
         print(f"[semif] serving {cfg.model} ({args.mode}) on Ray Serve, {args.replicas} replicas, "
               f"http://{args.host}:{args.port}", file=sys.stderr)
         serve.run(app, name="semif", route_prefix="/", blocking=True)

@@ -19,7 +19,6 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import statistics
 import sys
 from itertools import pairwise
@@ -28,7 +27,8 @@ from typing import Any
 
 import orjson
 
-from scorer.errors import InputError, OutputExistsError, ValidationError
+from scorer.errors import InputError, ValidationError
+from scorer.io import FORCE_HINT, write_atomic
 
 TRACE_FORMAT = "semif-trace-v1"
 TRACE_FORMAT_V2 = "semif-trace-v2"
@@ -251,12 +251,7 @@ def dumps(trace: dict[str, Any]) -> bytes:
 
 def write(path: Path, trace: dict[str, Any], force: bool = False) -> None:
     """Write atomically; refuse to replace an existing file unless ``force``."""
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path} exists; refusing to overwrite it (pass --force, or choose another --output)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    tmp.write_bytes(dumps(trace))
-    os.replace(tmp, path)
+    write_atomic(path, dumps(trace), force, FORCE_HINT)
 
 
 def load(path: str | Path) -> dict[str, Any]:
@@ -963,10 +958,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         return 0
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(data)
+    write_atomic(out, data, args.force, FORCE_HINT)
     print(f"[semif] wrote {out} (open it in https://ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
     return 0
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from scorer import __version__, metrics
+from scorer import metrics
 from scorer.calibration.core import Calibration, file_sha256, load_calibration, write_calibration
 from scorer.calibration.signature import load_rows, record_signatures
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
+from scorer.io import check_writable, write_atomic
 
 SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report")
 
@@ -75,13 +75,11 @@ def _cmd_prior(args: argparse.Namespace) -> int:
     from scorer.calibration.prior import content_free_prior, fit_prior
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force)
     if args.min_rows < 1:
         raise InputError("--min-rows", None, None, f"{args.min_rows}", "an integer >= 1")
     recs, sigs = load_runs(args.runs, args.input)
-    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
-            "inputs": _sources(args.input or [])}
+    meta = {"runs": _sources(args.runs), "row_files": _sources(args.input or [])}
     if args.estimator == "content-free":
         from scorer.backends import load_backend
         from scorer.cli import backend_config
@@ -114,14 +112,12 @@ def _cmd_bias(args: argparse.Namespace) -> int:
     from scorer.calibration.evaluate import before_after, out_of_fold
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force)
     levels = [x.strip() for x in args.levels.split(",") if x.strip()]
     recs, sigs = load_runs(args.runs, [args.labels, *(args.input or [])])
     labs = metrics.labels_from_decisions(args.labels)
     gold = {lb.id: lb.label for lb in labs}
-    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
-            "labels": {"path": args.labels, "sha256": file_sha256(Path(args.labels))}}
+    meta = {"runs": _sources(args.runs), "labels": {"path": args.labels, "sha256": file_sha256(Path(args.labels))}}
 
     def fit(r: list[dict[str, Any]], s: list[str]) -> Calibration:
         try:
@@ -171,16 +167,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     from scorer.schema import RECORD_SCHEMA, dumps_record
 
     out = Path(args.output)
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+    check_writable(out)
     cal = load_calibration(args.calibration)
     recs, sigs = load_runs([args.run], args.input)
     lines = []
     for r, s in zip(recs, sigs, strict=True):
         rec = cal.apply({**r, "schema": RECORD_SCHEMA, "signature": s})
         lines.append(dumps_record(rec))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(b"".join(lines))
+    write_atomic(out, b"".join(lines))
     print(f"[semif] wrote {len(lines)} calibrated records ({cal.method}, {cal.source['sha256'][:12]}) to {out}",
           file=sys.stderr)
     return 0
@@ -206,7 +200,7 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
 def check_score_args(args: argparse.Namespace) -> Calibration | None:
     """Validate the calibration options before any model loads (and settle ``calibration_min_rows``);
     the loaded calibration file, if any."""
-    from scorer.calibration.batch import raw_path
+    from scorer.calibration.batch import raw_path, refuse_raw
     from scorer.calibration.prior import DEFAULT_MIN_ROWS
 
     if args.calibration_min_rows is not None and not args.batch_calibrate:
@@ -217,8 +211,7 @@ def check_score_args(args: argparse.Namespace) -> Calibration | None:
     if args.calibration_min_rows < 1:
         raise InputError("--calibration-min-rows", None, None, f"{args.calibration_min_rows}", "an integer >= 1")
     if args.batch_calibrate and raw_path(Path(args.output)).exists() and not args.resume:
-        raise OutputExistsError(f"{raw_path(Path(args.output))} (the raw phase of a batch-calibrated run) exists; "
-                                "pass --resume to continue that run, or choose another --output")
+        raise refuse_raw(Path(args.output))
     return load_calibration(args.calibration) if getattr(args, "calibration", None) else None
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,17 +39,16 @@ from typing import Any
 
 import numpy as np
 
-from scorer import __version__, metrics
+from scorer import metrics
 from scorer.calibrate import group_folds
 from scorer.calibration.batch import MIX_MIN_ROWS, mix_warnings
 from scorer.calibration.bias import fit_bias
 from scorer.calibration.core import Calibration
 from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_MIN_ROWS, fit_prior, log_softmax
 from scorer.calibration.signature import decision_signature
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
 from scorer.schema import Decision
 
-REPORT_SCHEMA = "semif-eval-v1"
 SKEW_RATIOS = (0.5, 0.75, 0.9)
 SKEW_SIZE = 12
 SKEW_DRAWS = 100
@@ -489,7 +487,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
-    from scorer.runs.eval import _run_info, file_sha256, machine
+    from scorer.runs.eval import _run_info, enveloped, file_sha256
     from scorer.schema import load_decisions, read_records
 
     rows_list = load_decisions(labels_path)
@@ -504,10 +502,9 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
     info = _run_info(run, read_records(run))
     m = info.get("model") or {}
     rep: dict[str, Any] = {
-        "schema": REPORT_SCHEMA, "kind": "calibration",
         "title": f"Calibration methods · {m.get('key')} {m.get('backend')} {info.get('mode')} · {Path(run).stem} "
                  f"({len(labels)} rows)",
-        "created_unix": round(time.time(), 3), "machine": machine(), "semif": __version__, "run": info,
+        "run": info,
         "labels": {"path": labels_path, "sha256": file_sha256(Path(labels_path)), "family_field": family_field,
                    "group_field": group_field},
         "extra_runs": {k: {"path": v, "sha256": file_sha256(Path(v))} for k, v in
@@ -538,7 +535,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
         fast_views = load_views(labels, rows, route_fast, None, None)
         rep["routing"] = {"fast": _run_info(route_fast, read_records(route_fast)),
                           **routing(labels, fast_views, views, fold, shares, reps, seed)}
-    return rep
+    return enveloped("calibration", rep)
 
 
 def print_report(rep: dict[str, Any]) -> None:
@@ -575,11 +572,11 @@ def print_report(rep: dict[str, Any]) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    import orjson
+    from scorer.envelope import write_report
+    from scorer.io import check_writable
 
     out = Path(args.output)
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (reports are create-only)")
+    check_writable(out, hint="reports are create-only; choose another --output")
     folds = None if args.folds == "groups" else int(args.folds)
     try:
         shares = tuple(float(x) for x in args.escalate.split(","))
@@ -590,8 +587,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     rep = report(args.run, args.labels, args.permuted, args.permuted_reversed, args.family_field, args.group_field,
                  folds, not args.label_free, args.skew, args.route_fast, shares, args.reps, args.seed)
     print_report(rep)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+    write_report(out, rep, hint="reports are create-only; choose another --output")
     import sys
 
     print(f"[semif] wrote {out}", file=sys.stderr)

@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from scorer.backends.base import Backend
 from scorer.errors import InputError
-from scorer.io import check_writable, write_atomic
+from scorer.io import FORCE_HINT, check_writable
 from scorer.prompt import state_text
 from scorer.runs.drift import (
     DEFAULT_PROBE_ROWS,
@@ -42,13 +41,13 @@ from scorer.runs.drift import (
     fast_tokens,
     identity_mismatch,
     load_report,
-    loadavg,
     numerics_identity,
 )
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, prepare, score_items
 from scorer.schema import Decision
 
-BENCH_SCHEMA = "semif-bench-v1"
+BENCH_FORMAT = "semif-bench-v2"
+"""Format of the report (v1: ``schema``/``created_unix``/``load_average.start|end``, no envelope)."""
 WORKLOADS = ("shape",)
 SIZES = ("small", "full")
 DEFAULT_REPEATS = 3
@@ -370,7 +369,8 @@ def targets(passes: dict[str, Any]) -> dict[str, Any]:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from scorer import cli
     from scorer.cli import backend_config, file_sha256
-    from scorer.machine import library_versions, machine_facts
+    from scorer.envelope import carried_inputs, make_report, write_report
+    from scorer.machine import load_average, load_span
     from scorer.progress import bar
     from scorer.runs.drift import safe_name
     from scorer.schema import load_decisions
@@ -386,39 +386,35 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     tag = args.size if not args.input else inp.stem
     out = Path(args.output) if args.output else RESULTS_DIR / (
         f"{args.workload}-{tag}-{safe_name(str(info.get('key')))}-{backend.name}.json")
-    check_writable(out, args.force, "pass --force, or choose another --output")
+    check_writable(out, args.force, FORCE_HINT)
     n_passes = 1 + args.repeats * (len([m for m in modes if m != "direct"]) + len(exact_modes))
     pb = bar(len(decisions) * n_passes, "bench")
-    load0 = loadavg()
+    load0 = load_average()
     t0 = time.perf_counter()
     try:
-        body = run_bench(backend, decisions, modes, exact_modes, args.repeats, args.max_batch_tokens,
-                         args.exact_safety, args.exact_probe, args.exact_source, Path(args.drift_dir),
-                         tick=lambda _r: pb.update(1), on_pass=lambda name: pb.set_description(f"bench {name}"))
+        measured = run_bench(backend, decisions, modes, exact_modes, args.repeats, args.max_batch_tokens,
+                             args.exact_safety, args.exact_probe, args.exact_source, Path(args.drift_dir),
+                             tick=lambda _r: pb.update(1), on_pass=lambda name: pb.set_description(f"bench {name}"))
     finally:
         pb.close()
     states = len({state_text(d.state) for d in decisions})
-    report = {
-        "schema": BENCH_SCHEMA,
-        "created_unix": round(time.time(), 3),
+    body = {
         "workload": {"name": args.workload, "size": None if args.input else args.size, "path": str(inp),
                      "sha256": file_sha256(inp), "rows": len(decisions), "states": states,
                      "criteria_per_state": len(decisions) / states},
         "model": info,
-        "machine": machine_facts(),
-        "versions": library_versions(),
-        "load_average": {"start": load0, "end": loadavg()},
+        "load_average": load_span(load0),
         "settings": {"max_batch_tokens": args.max_batch_tokens, "repeats": args.repeats,
                      "exact_safety": args.exact_safety, "exact_probe_rows": args.exact_probe,
                      "exact_source": args.exact_source, "timing": "median wall over repeats; direct runs once",
                      "load_s": round(getattr(backend, "load_s", 0.0), 3)},
         "suffix_tokens": suffix_table(backend, decisions),
-        **body,
+        **measured,
         "total_s": round(time.perf_counter() - t0, 3),
+        "targets": targets(measured["passes"]),
     }
-    report["targets"] = targets(body["passes"])
-    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n",
-                 args.force, "pass --force, or choose another --output")
+    report = make_report("bench", BENCH_FORMAT, carried_inputs(body), body)
+    write_report(out, report, args.force)
     print_summary(report)
     print(f"[semif] wrote {out}", file=sys.stderr)
     return 0

@@ -16,13 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from scorer.envelope import write_report
 from scorer.errors import InputError
-from scorer.io import write_atomic
 from scorer.schema import read_records
 
-REPORT_FORMAT = "semif-compare-v1"
+REPORT_FORMAT = "semif-compare-v2"
+"""v2: the report envelope, whose ``machine`` replaces v1's ``compared_on``."""
 DEFAULT_TOLERANCE = 0.01
 _SHOW = 20
 _NOTE = ("probabilities on both sides are uncalibrated conditional option scores (softmax over the declared "
@@ -125,11 +124,11 @@ def compare_files(path_a: str, path_b: str, tolerance: float = DEFAULT_TOLERANCE
     a, b = read_records(path_a), read_records(path_b)
     if not a or not b:
         raise InputError(path_a if not a else path_b, None, None, "no records", "a non-empty run")
-    from scorer.machine import machine_facts
+    from scorer.envelope import carried_inputs, make_report
 
     cmp = compare_records(a, b, path_a, path_b, tolerance)
-    return {"format": REPORT_FORMAT, "a": run_summary(a, path_a), "b": run_summary(b, path_b),
-            "compared_on": machine_facts(), "note": _NOTE, **cmp}
+    body = {"a": run_summary(a, path_a), "b": run_summary(b, path_b), "note": _NOTE, **cmp}
+    return make_report("compare", REPORT_FORMAT, carried_inputs(body), body)
 
 
 def _fmt(v: float | None, spec: str = ".4f") -> str:
@@ -177,8 +176,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     rep = compare_files(args.a, args.b, args.tolerance)
     if args.output:
         out = Path(args.output)
-        write_atomic(out, orjson.dumps(rep, option=orjson.OPT_INDENT_2) + b"\n", args.force,
-                     "pass --force or choose another --output")
+        write_report(out, rep, args.force)
         print(f"[semif] wrote {out}", file=sys.stderr)
     print_report(rep, args.show)
     return 0

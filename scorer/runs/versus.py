@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import os
 import re
 import shlex
 import sys
@@ -42,6 +41,7 @@ from scorer.backends.base import Backend, Grammar, pack_chunks
 from scorer.errors import InputError, ValidationError
 from scorer.generate import ARRAY_PROMPT_VERSION, default_max_new_tokens, render_array, run_generated
 from scorer.grammar import ArrayGrammar
+from scorer.machine import load_average
 from scorer.prompt import sha256_text, sha256_tokens
 from scorer.runs.drift import (
     DEFAULT_PROBE_ROWS,
@@ -460,14 +460,6 @@ def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
 RunFn = Callable[[dict[str, Any]], None]
 
 
-def _load_average() -> list[float] | None:
-    """1/5/15-minute load averages: other work on the machine shows in the timings, so it is recorded."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
-
-
 def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: str = "",
                on_run: RunFn | None = None, calibration: Calibrator | None = None) -> dict[str, Any]:
     """Run the whole protocol and return the finalized ``semif-trace-v2`` trace (not yet written)."""
@@ -495,7 +487,7 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     policy, exact_block = _calibrate(backend, base_items, cfg)
     runs: list[dict[str, Any]] = []
     created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
-    load_before = _load_average()
+    load_before = load_average()
     clock0 = time.perf_counter()
     schedule = [(True, i) for i in range(cfg.warmup)] + [(False, i) for i in range(cfg.repeats)]
     for warm, rep in schedule:
@@ -518,7 +510,7 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     check = _check_direct(backend, decisions, first_measured) if cfg.check_direct else None
     from scorer.machine import library_versions, machine_facts
 
-    mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": _load_average()}
+    mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": load_average()}
     if info.get("device") == "cpu":
         mach["gpu"] = None  # a GPU in the box that the run did not use must not be credited with the numbers
     exp_id = (f"{trace_name(inp.id, str(info.get('key')), str(info.get('backend')), str(info.get('device')))[:-5]}"
@@ -578,7 +570,7 @@ def _cmd_versus(args: argparse.Namespace) -> int:
     from scorer import store
     from scorer.backends import load_backend
     from scorer.cli import backend_config
-    from scorer.errors import OutputExistsError
+    from scorer.io import FORCE_HINT, check_writable
 
     inp = load_input(args.input)  # validated before any model loads
     calibration = load_calibrator(args.calibration) if args.calibration else None
@@ -589,8 +581,7 @@ def _cmd_versus(args: argparse.Namespace) -> int:
     device = args.device if args.backend == "torch" else ("cpu" if args.llama_gpu_layers == "0" else "gpu")
     key = store.resolve(args.model, args.revision).key
     out = Path(args.output) if args.output else DEFAULT_TRACES / trace_name(inp.id, key, args.backend, device)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force, FORCE_HINT)
     backend = load_backend(backend_config(args))
 
     def progress(run: dict[str, Any]) -> None:
