@@ -46,6 +46,8 @@ _KINDS: dict[str, _Kind] = {
     "order": _Kind("order", "order report", draw_order),
     "route": _Kind("route", "route report", draw_route),
     "peers": _Kind("peers", "peers report", draw_peers),
+    "ray-scale": _Kind("serving", "Ray Data scale-out"),
+    "serve-load": _Kind("serving", "HTTP decision service under load"),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -58,6 +60,7 @@ _SECTIONS = (
     ("calibration-files", "Calibration files (fitted priors and bias offsets)"),
     ("order", "Order robustness"), ("route", "Two-path routing"),
     ("peers", "Compared with other tools (lm-eval, vLLM, SGLang)"),
+    ("serving", "Serving and scaling out (HTTP service, Ray Data)"),
 )
 
 
