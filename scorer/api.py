@@ -250,7 +250,7 @@ class Scorer:
 
         with self._lock:
             backend = self._load_locked()
-            parts = config_parts(backend, run_parts, self.mode, self.max_batch_tokens)
+            parts = config_parts(backend.model_info(), run_parts, self.mode, self.max_batch_tokens)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=self.mode != "direct")

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scorer.calibration.core import Calibration
 from scorer.calibration.prior import fit_prior
@@ -32,6 +32,9 @@ from scorer.calibration.signature import record_signatures
 from scorer.errors import OutputExistsError
 from scorer.io import RecordsOutput, write_atomic
 from scorer.schema import Decision, dumps_record, read_records
+
+if TYPE_CHECKING:
+    from scorer.runs.score import ProgressFn, ScoreConfig
 
 # A signature whose calibrated choices put at least this share of its rows on one option (with at
 # least MIX_MIN_ROWS rows) gets a warning: the in-run prior assumes a batch that is not heavily skewed.
@@ -108,26 +111,27 @@ def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tu
     return [dumps_record(r) for r in out], cal, warnings, scoring_s
 
 
-def run_batch_calibrated(decisions: Sequence[Decision], backend: Any, output: Path, mode: str,
-                         run_parts: dict[str, Any], resume: bool, estimator: str = "mean",
-                         min_rows: int = 8, fallback: str = "none", raw_sink: RecordsOutput | None = None,
-                         **score_kwargs: Any) -> BatchResult:
-    """Both phases (module docstring). ``score_kwargs`` go to :func:`scorer.runs.score.run_score`.
+def run_batch_calibrated(decisions: Sequence[Decision], backend: Any, output: Path, cfg: ScoreConfig,
+                         estimator: str = "mean", min_rows: int = 8, fallback: str = "none",
+                         raw_sink: RecordsOutput | None = None, on_record: ProgressFn | None = None,
+                         on_start: Callable[[int, int], None] | None = None) -> BatchResult:
+    """Both phases (module docstring). The raw phase is :func:`scorer.runs.score.run_score` under ``cfg``
+    (its ``run_parts`` gain the batch calibration's settings; ``on_record``/``on_start`` go to it).
 
     ``raw_sink``: the raw phase's records file, already opened and locked by the caller (the CLI takes the
     lock before the model loads); without it the raw file is opened here."""
-    from scorer.runs import score as score_run
+    from scorer.runs.score import run_score
 
     raw = raw_path(output)
-    if output.exists() and not resume:
+    if output.exists() and not cfg.resume:
         raise OutputExistsError(f"{output} exists; refusing to overwrite it (pass --resume to continue that run, "
                                 "or choose another --output)")
-    if raw_sink is None and raw.exists() and not resume:
+    if raw_sink is None and raw.exists() and not cfg.resume:
         raise OutputExistsError(f"{raw} (the raw phase of a batch-calibrated run) exists; pass --resume to continue "
                                 "that run, or choose another --output")
-    parts = {**run_parts, "batch_calibrate": {"estimator": estimator, "min_rows": min_rows, "fallback": fallback}}
-    written = score_run.run_score(list(decisions), backend, raw_sink if raw_sink is not None else raw, mode, parts,
-                                  resume, **score_kwargs)
+    parts = {**cfg.run_parts, "batch_calibrate": {"estimator": estimator, "min_rows": min_rows, "fallback": fallback}}
+    written = run_score(list(decisions), backend, raw_sink if raw_sink is not None else raw,
+                        replace(cfg, run_parts=parts), on_record, on_start)
     t0 = time.perf_counter()
     lines, cal, warnings, scoring_s = calibrate_raw(raw, estimator, min_rows, fallback)
     data = b"".join(lines)
