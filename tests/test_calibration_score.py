@@ -265,7 +265,7 @@ def test_content_free_prior_with_the_fake(tmp_path):
     backend = FakeBackend(bias={"A": 1.0})
     rows = load_decisions(BOUNDARY)[:6]
     out = tmp_path / "r.jsonl"
-    score_run.run_score(rows, backend, out, "direct", {"input": "x"}, False)
+    score_run.run_score(rows, backend, out, score_run.ScoreConfig(run_parts={"input": "x"}))
     recs = read_records(out)
     cal = prior_mod.content_free_prior(backend, rows, recs, [r["signature"] for r in recs])
     (entry,) = cal.entries
@@ -287,7 +287,7 @@ def test_content_free_prior_with_the_fake(tmp_path):
 def test_content_free_and_batch_prior_on_smollm2(smol_torch, tmp_path):
     rows = load_decisions(BOUNDARY)[:8]
     out = tmp_path / "smol.jsonl"
-    score_run.run_score(rows, smol_torch, out, "direct", {"input": "boundary8"}, False)
+    score_run.run_score(rows, smol_torch, out, score_run.ScoreConfig(run_parts={"input": "boundary8"}))
     recs = read_records(out)
     validate_records(recs)
     sigs = [r["signature"] for r in recs]
