@@ -136,7 +136,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 else:
                     backend = load_model(args)
                     if args.batch_calibrate:
-                        from scorer.calibration.batch import run_batch_calibrated
+                        from scorer.runs.score import run_batch_calibrated
 
                         report_batch(run_batch_calibrated(decisions, backend, out, cfg, args.batch_calibrate,
                                                           args.calibration_min_rows, raw_sink=sink,

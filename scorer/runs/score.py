@@ -32,6 +32,7 @@ from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_toke
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
 
 if TYPE_CHECKING:
+    from scorer.calibration.batch import BatchResult
     from scorer.calibration.core import Calibration
 
 MODES = ("direct", "serial", "shared")
@@ -435,6 +436,24 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         if on_record:
             on_record(rec)
     return written
+
+
+def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Path, cfg: ScoreConfig,
+                         estimator: str = "mean", min_rows: int = 8, fallback: str = "none",
+                         raw_sink: RecordsOutput | None = None, on_record: ProgressFn | None = None,
+                         on_start: Callable[[int, int], None] | None = None) -> BatchResult:
+    """``semif score --batch-calibrate``: the raw phase is :func:`run_score` under ``cfg`` into
+    ``OUT.raw.jsonl``, then the in-run prior is fitted and applied into ``output``
+    (:mod:`scorer.calibration.batch`). ``raw_sink``: the raw phase's records file, already opened and locked
+    by the caller (the CLI takes the lock before the model loads); without it the raw file is opened here."""
+    from dataclasses import replace
+
+    from scorer.calibration import batch
+
+    raw = batch.check_outputs(output, cfg.resume, raw_sink is not None)
+    raw_cfg = replace(cfg, run_parts=batch.run_parts(cfg.run_parts, estimator, min_rows, fallback))
+    written = run_score(decisions, backend, raw_sink if raw_sink is not None else raw, raw_cfg, on_record, on_start)
+    return batch.finish(raw, output, written, estimator, min_rows, fallback)
 
 
 # --- the order-averaged readout (semif score --permute K) ----------------------------------------------------
