@@ -89,12 +89,14 @@ def _cmd_prior(args: argparse.Namespace) -> int:
             "inputs": _sources(args.input or [])}
     if args.estimator == "content-free":
         from scorer.backends import load_backend
+        from scorer.runs.score import fresh_scorer
 
         if not args.input:
             raise InputError("--input", None, None, "missing", "the rows the runs scored (content-free rebuilds their "
                                                                "questions)")
         backend = load_backend(backend_config(args))
-        cal = content_free_prior(backend, _rows(args.input) or [], recs, sigs, meta=meta)
+        cal = content_free_prior(backend.model_info(), _rows(args.input) or [], recs, sigs, fresh_scorer(backend),
+                                 meta=meta)
     else:
         rows = {d.id: d.question for d in _rows(args.input) or []}
         questions = {s: rows[r["id"]] for r, s in zip(recs, sigs, strict=True) if r.get("id") in rows}

@@ -271,6 +271,16 @@ def _shared(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
     assert not done and next_out == len(items), "shared mode lost a record"
 
 
+def fresh_scorer(backend: Backend) -> Callable[[list[Decision]], Iterator[dict[str, Any]]]:
+    """A function that scores rows fresh on ``backend`` (direct mode, plain readout) and yields their records
+    in order: how a content-free prior (:func:`scorer.calibration.prior.content_free_prior`) scores its
+    probe rows."""
+    def score(rows: list[Decision]) -> Iterator[dict[str, Any]]:
+        return score_items(backend, prepare(backend, rows, with_prefix=False), "direct", {"content_free": True})
+
+    return score
+
+
 def config_sha256(parts: dict[str, Any]) -> str:
     """Hash of everything that must match for ``--resume`` to continue a run."""
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
