@@ -12,6 +12,7 @@ from typing import Any
 
 from scorer import store
 from scorer.backends import BACKENDS, BackendConfig
+from scorer.backends.base import Backend
 from scorer.errors import InputError
 from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY
 from scorer.runs.exact import ExactPolicy
@@ -65,7 +66,7 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
                          llama_gpu_layers=args.llama_gpu_layers)
 
 
-def load_model(args: argparse.Namespace) -> Any:
+def load_model(args: argparse.Namespace) -> Backend:
     """Load the backend of the ``model`` group's arguments through :data:`scorer.cli.load_backend` (looked up
     at call time: the one seam tests replace with a fake backend)."""
     from scorer import cli
