@@ -462,7 +462,8 @@ def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Pa
 
     raw = batch.check_outputs(output, cfg.resume, raw_sink is not None)
     raw_cfg = replace(cfg, run_parts=batch.run_parts(cfg.run_parts, estimator, min_rows, fallback))
-    written = run_score(decisions, backend, raw_sink if raw_sink is not None else raw, raw_cfg, on_record, on_start)
+    written = run_score(decisions, backend, raw_sink if raw_sink is not None else raw, raw_cfg,
+                        on_record=on_record, on_start=on_start)
     return batch.finish(raw, output, written, estimator, min_rows, fallback)
 
 
