@@ -178,7 +178,7 @@ def token_texts(tok: Tokenizer, ids: list[int]) -> list[str]:
         if i < len(ids) - 1 and cur.endswith("\ufffd"):
             out.append("")
             continue
-        keep = len(common_prefix([list(acc), list(cur)])) if not cur.startswith(acc) else len(acc)
+        keep = len(common_prefix([acc, cur])) if not cur.startswith(acc) else len(acc)
         out.append(cur[keep:])
         acc = cur
     return out

@@ -18,6 +18,9 @@ Contracts:
   bearer token. An unexpected error answers 500 ``internal error`` (the traceback goes to the server's
   stderr, never to the client).
 * Binding to an address that is not loopback requires a bearer token (compared in constant time).
+* ``--calibration FILE`` (a prior or bias file): every record carries the ``calibrated`` block that
+  ``semif score --calibration FILE`` writes; a row whose signature the file does not cover answers 422
+  naming the file and the signature; ``/v1/models`` names the file and its sha256.
 * A batch is scored as one :meth:`~scorer.api.Scorer.decide_many` call (shared-prefix batching inside the
   request); its records equal ``semif score``'s for a file holding the same rows.
 """
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from scorer.calibration.core import Calibration
 
 TOKEN_ENV = "SEMIF_SERVE_TOKEN"
 """Environment variable holding the bearer token (preferred over ``--token``, which ``ps`` can show)."""
@@ -284,7 +289,9 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
     async def models(request: Request) -> Response:
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        cal = scorer.calibration
         return _json({"models": [info], "mode": scorer.mode,
+                      "calibration": None if cal is None else {"method": cal.method, **cal.source},
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size}})
 
@@ -314,9 +321,9 @@ class _ServeReplica:
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
-                 token: str | None) -> None:
+                 token: str | None, calibration: Calibration | None = None) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
-        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token)
 
@@ -340,6 +347,8 @@ class ServeConfig:
     """Bearer token clients must send (None: no token)."""
     limits: Limits = Limits()
     """What one request may ask."""
+    calibration: str | None = None
+    """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
 
 
 @dataclass(frozen=True)
@@ -363,12 +372,20 @@ def _uvicorn() -> Any:
     return uvicorn
 
 
+def _calibration(cfg: ServeConfig) -> Calibration | None:
+    """The calibration file of ``cfg``, loaded (a bad file is an input error before the model loads)."""
+    from scorer.calibration.core import load_calibration
+
+    return load_calibration(cfg.calibration) if cfg.calibration else None
+
+
 def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     """Serve ``model`` over HTTP with uvicorn until interrupted (the serve extra). Refuses a non-loopback
     address without a token before the model loads."""
     uvicorn = _uvicorn()
     check_bind(cfg.host, cfg.token)  # before the model loads
-    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens) as scorer:
+    calibration = _calibration(cfg)
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token)
         print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False)
@@ -381,6 +398,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
 
     _uvicorn()  # the app is the same Starlette app: the serve extra first, as plain `semif serve` asks
     check_bind(cfg.host, cfg.token)  # before the model loads
+    calibration = _calibration(cfg)
     try:
         import ray
         from ray import serve as ray_serve
@@ -395,7 +413,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
                                        ray_actor_options={"num_cpus": ray_opts.cpus_per_replica},
                                        max_ongoing_requests=cfg.limits.queue_size + 1)
         app = replica.bind({**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
-                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token)
+                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import statistics
 from itertools import pairwise
 from pathlib import Path
@@ -26,7 +25,8 @@ from typing import Any
 
 import orjson
 
-from scorer.errors import InputError, OutputExistsError, ValidationError
+from scorer.errors import InputError, ValidationError
+from scorer.io import FORCE_HINT, write_atomic
 
 TRACE_FORMAT = "semif-trace-v1"
 TRACE_FORMAT_V2 = "semif-trace-v2"
@@ -249,12 +249,7 @@ def dumps(trace: dict[str, Any]) -> bytes:
 
 def write(path: Path, trace: dict[str, Any], force: bool = False) -> None:
     """Write atomically; refuse to replace an existing file unless ``force``."""
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path} exists; refusing to overwrite it (pass --force, or choose another --output)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    tmp.write_bytes(dumps(trace))
-    os.replace(tmp, path)
+    write_atomic(path, dumps(trace), force, FORCE_HINT)
 
 
 def load(path: str | Path) -> dict[str, Any]:

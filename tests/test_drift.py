@@ -11,6 +11,7 @@ import pytest
 from fakes import _BASE, FakeBackend, _logits_for
 
 from scorer import cli
+from scorer.envelope import envelope_problems
 from scorer.errors import InputError, ValidationError
 from scorer.runs import drift
 from scorer.runs.drift import compare, exact_bound, measure
@@ -251,7 +252,8 @@ def test_cli_score_exact_and_drift(tmp_path, monkeypatch, capsys):
                      "--exact-safety", "2"]) == 0
     rep_path = tmp_path / "drift-fake-fake-shared.json"
     rep = orjson.loads(rep_path.read_bytes())
-    assert rep["schema"] == "semif-drift-v1" and rep["input"]["rows"] == 12
+    assert (rep["kind"], rep["format"]) == ("drift", "semif-drift-v2") and not envelope_problems(rep)
+    assert rep["input"]["rows"] == 12 and rep["inputs"]["input"]["sha256"] == rep["input"]["sha256"]
     assert "max |Δp|" in capsys.readouterr().out
     out = tmp_path / "o.jsonl"
     assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared", "--exact",

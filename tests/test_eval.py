@@ -11,6 +11,7 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli, permute
+from scorer.envelope import envelope_problems
 from scorer.runs import eval as ev
 from scorer.runs.score import ScoreConfig, prepare, run_score, score_items
 from scorer.schema import load_decisions, read_records, validate_records
@@ -111,10 +112,11 @@ def test_eval_cli_end_to_end(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "accuracy" in text and "paired" in text
     doc = orjson.loads(rep.read_bytes())
-    assert doc["schema"] == "semif-eval-v1" and doc["kind"] == "eval"
+    assert (doc["kind"], doc["format"]) == ("eval", "semif-eval-v2") and not envelope_problems(doc)
+    assert set(doc["inputs"]) == {"run", "labels", "compare.run_b"}
     # 12 of the 24 labelled rows have records: the other 12 count as missing and wrong.
     assert doc["counts"]["rows"] == 24 and doc["counts"]["missing"] == 12
-    assert doc["labels"]["sha256"] and doc["run"]["sha256"] and doc["machine"]["semif"]
+    assert doc["labels"]["sha256"] and doc["run"]["sha256"] and doc["versions"]["semif"]
     assert doc["metrics"]["accuracy"]["value"] <= 0.5
     assert doc["compare"]["rows"] == 24
     assert doc["time"]["rows_timed"] == 12

@@ -33,7 +33,7 @@ from scorer.calibration.core import Calibration
 from scorer.calibration.prior import fit_prior
 from scorer.calibration.signature import record_signatures
 from scorer.errors import OutputExistsError
-from scorer.io import write_atomic
+from scorer.io import refuse_overwrite, write_atomic
 from scorer.schema import dumps_record, read_records
 
 # A signature whose calibrated choices put at least this share of its rows on one option (with at
@@ -65,6 +65,12 @@ class BatchResult:
 def raw_path(output: Path) -> Path:
     """``out.jsonl`` → ``out.raw.jsonl`` (the raw phase's file)."""
     return output.with_name(f"{output.stem}.raw{output.suffix or '.jsonl'}")
+
+
+def refuse_raw(output: Path) -> OutputExistsError:
+    """The refusal of a new run whose raw phase's file (:func:`raw_path`) exists."""
+    return refuse_overwrite(raw_path(output), "it holds the raw phase of a batch-calibrated run; pass --resume to "
+                                              "continue that run, or choose another --output")
 
 
 def mix_warnings(records: Sequence[dict[str, Any]], share: float = MIX_WARN_SHARE,
@@ -116,11 +122,9 @@ def check_outputs(output: Path, resume: bool, raw_locked: bool) -> Path:
     (unless resuming, or the caller already holds it open and locked). Returns the raw phase's path."""
     raw = raw_path(output)
     if output.exists() and not resume:
-        raise OutputExistsError(f"{output} exists; refusing to overwrite it (pass --resume to continue that run, "
-                                "or choose another --output)")
+        raise refuse_overwrite(output, "pass --resume to continue that run, or choose another --output")
     if not raw_locked and raw.exists() and not resume:
-        raise OutputExistsError(f"{raw} (the raw phase of a batch-calibrated run) exists; pass --resume to continue "
-                                "that run, or choose another --output")
+        raise refuse_raw(output)
     return raw
 
 
@@ -140,8 +144,7 @@ def finish(raw: Path, output: Path, written: int, estimator: str = "mean", min_r
     data = b"".join(lines)
     if output.exists():
         if output.read_bytes() != data:
-            raise OutputExistsError(f"{output} exists and differs from the calibration of {raw}; refusing to "
-                                    "overwrite it")
+            raise refuse_overwrite(output, f"it differs from the calibration of {raw}")
     else:
         write_atomic(output, data)  # create-only: a file that appeared meanwhile is never overwritten
     fit_s = time.perf_counter() - t0

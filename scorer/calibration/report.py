@@ -30,8 +30,6 @@ One report per scored set (``--run`` records, ``--labels`` rows), written create
 from __future__ import annotations
 
 import math
-import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from scorer import __version__, metrics
+from scorer import metrics
 from scorer.calibrate import group_folds
 from scorer.calibration.batch import MIX_MIN_ROWS, mix_warnings
 from scorer.calibration.bias import fit_bias
@@ -50,7 +48,6 @@ from scorer.calibration.signature import decision_signature
 from scorer.errors import InputError
 from scorer.schema import Decision
 
-REPORT_SCHEMA = "semif-eval-v1"
 SKEW_RATIOS = (0.5, 0.75, 0.9)
 SKEW_SIZE = 12
 SKEW_DRAWS = 100
@@ -489,7 +486,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
-    from scorer.runs.eval import _run_info, machine
+    from scorer.runs.eval import _run_info, enveloped
     from scorer.schema import load_decisions, read_records
     from scorer.store import sha256_file
 
@@ -505,10 +502,9 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
     info = _run_info(run, read_records(run))
     m = info.get("model") or {}
     rep: dict[str, Any] = {
-        "schema": REPORT_SCHEMA, "kind": "calibration",
         "title": f"Calibration methods · {m.get('key')} {m.get('backend')} {info.get('mode')} · {Path(run).stem} "
                  f"({len(labels)} rows)",
-        "created_unix": round(time.time(), 3), "machine": machine(), "semif": __version__, "run": info,
+        "run": info,
         "labels": {"path": labels_path, "sha256": sha256_file(Path(labels_path)), "family_field": family_field,
                    "group_field": group_field},
         "extra_runs": {k: {"path": v, "sha256": sha256_file(Path(v))} for k, v in
@@ -539,7 +535,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
         fast_views = load_views(labels, rows, route_fast, None, None)
         rep["routing"] = {"fast": _run_info(route_fast, read_records(route_fast)),
                           **routing(labels, fast_views, views, fold, shares, reps, seed)}
-    return rep
+    return enveloped("calibration", rep)
 
 
 def print_report(rep: dict[str, Any]) -> None:
@@ -573,12 +569,3 @@ def print_report(rep: dict[str, Any]) -> None:
             print(f"  {x['margins']:<10} {x['policy']:<24} bal.acc {x['balanced_accuracy']['value']:.3f} "
                   f"acc {x['accuracy']['value']:.3f} escalated {100 * x['escalated_share']:5.1f}% "
                   f"time x{x['time_vs_reference'] or 0:.2f}")
-
-
-def write_report(rep: dict[str, Any], out: Path) -> None:
-    """Write the report as JSON to ``out`` (the caller has refused an existing file)."""
-    import orjson
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
-    print(f"[semif] wrote {out}", file=sys.stderr)

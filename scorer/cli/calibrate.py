@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from scorer import __version__, metrics
+from scorer import metrics
 from scorer.calibration.core import Calibration, load_calibration, write_calibration
 from scorer.calibration.signature import load_rows, record_signatures
 from scorer.cli.options import add_model_args, add_report_args, backend_config, comma_list
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
+from scorer.io import check_writable, write_atomic
 from scorer.store import sha256_file
 
 SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report")
@@ -80,13 +80,11 @@ def _cmd_prior(args: argparse.Namespace) -> int:
     from scorer.calibration.prior import content_free_prior, fit_prior
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force)
     if args.min_rows < 1:
         raise InputError("--min-rows", None, None, f"{args.min_rows}", "an integer >= 1")
     recs, sigs = load_runs(args.runs, args.input)
-    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
-            "inputs": _sources(args.input or [])}
+    meta = {"runs": _sources(args.runs), "row_files": _sources(args.input or [])}
     if args.estimator == "content-free":
         from scorer.backends import load_backend
         from scorer.runs.score import fresh_scorer
@@ -120,14 +118,12 @@ def _cmd_bias(args: argparse.Namespace) -> int:
     from scorer.calibration.evaluate import before_after, out_of_fold, print_before_after
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force)
     levels = comma_list(args.levels)
     recs, sigs = load_runs(args.runs, [args.labels, *(args.input or [])])
     labs = metrics.labels_from_decisions(args.labels)
     gold = {lb.id: lb.label for lb in labs}
-    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
-            "labels": {"path": args.labels, "sha256": sha256_file(Path(args.labels))}}
+    meta = {"runs": _sources(args.runs), "labels": {"path": args.labels, "sha256": sha256_file(Path(args.labels))}}
 
     def fit(r: list[dict[str, Any]], s: list[str]) -> Calibration:
         try:
@@ -157,16 +153,14 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     from scorer.schema import RECORD_SCHEMA, dumps_record
 
     out = Path(args.output)
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+    check_writable(out)
     cal = load_calibration(args.calibration)
     recs, sigs = load_runs([args.run], args.input)
     lines = []
     for r, s in zip(recs, sigs, strict=True):
         rec = cal.apply({**r, "schema": RECORD_SCHEMA, "signature": s})
         lines.append(dumps_record(rec))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(b"".join(lines))
+    write_atomic(out, b"".join(lines))
     print(f"[semif] wrote {len(lines)} calibrated records ({cal.method}, {cal.source['sha256'][:12]}) to {out}",
           file=sys.stderr)
     return 0
@@ -192,7 +186,7 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
 def check_score_args(args: argparse.Namespace) -> Calibration | None:
     """Validate the calibration options before any model loads (and settle ``calibration_min_rows``);
     the loaded calibration file, if any."""
-    from scorer.calibration.batch import raw_path
+    from scorer.calibration.batch import raw_path, refuse_raw
     from scorer.calibration.prior import DEFAULT_MIN_ROWS
 
     if args.calibration_min_rows is not None and not args.batch_calibrate:
@@ -203,8 +197,7 @@ def check_score_args(args: argparse.Namespace) -> Calibration | None:
     if args.calibration_min_rows < 1:
         raise InputError("--calibration-min-rows", None, None, f"{args.calibration_min_rows}", "an integer >= 1")
     if args.batch_calibrate and raw_path(Path(args.output)).exists() and not args.resume:
-        raise OutputExistsError(f"{raw_path(Path(args.output))} (the raw phase of a batch-calibrated run) exists; "
-                                "pass --resume to continue that run, or choose another --output")
+        raise refuse_raw(Path(args.output))
     return load_calibration(args.calibration) if getattr(args, "calibration", None) else None
 
 
@@ -301,14 +294,14 @@ def register(sub: Any) -> None:
 
 # --- semif calibrate temperature ----------------------------------------------------------------------------------
 def _cmd_temperature(args: argparse.Namespace) -> int:
-    from scorer.runs.eval import apply_file, calibrate_report, check_outputs, default_out, print_calibrate, write_report
+    from scorer.runs.eval import apply_file, calibrate_report, check_outputs, default_out, print_calibrate, save_report
 
     rep = calibrate_report(args.run, args.labels, args.folds, args.reps, args.seed)
     print_calibrate(rep)
     report_out = Path(args.output) if args.output else default_out("calibrate", args.run)
     if args.apply:
         check_outputs(report_out, args.force, Path(args.apply))
-    write_report(rep, report_out, args.force)
+    save_report(rep, report_out, args.force)
     if args.apply:
         t = args.temperature if args.temperature is not None else rep["fit_all_rows"]["temperature"]
         n = apply_file(args.run, Path(args.apply), t)
@@ -318,11 +311,11 @@ def _cmd_temperature(args: argparse.Namespace) -> int:
 
 # --- semif calibrate report ---------------------------------------------------------------------------------------
 def _cmd_report(args: argparse.Namespace) -> int:
-    from scorer.calibration.report import print_report, report, write_report
+    from scorer.calibration.report import print_report, report
+    from scorer.envelope import write_report
 
     out = Path(args.output)
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (reports are create-only)")
+    check_writable(out, hint="reports are create-only; choose another --output")
     folds = None if args.folds == "groups" else int(args.folds)
     try:
         shares = tuple(float(x) for x in args.escalate.split(","))
@@ -333,5 +326,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     rep = report(args.run, args.labels, args.permuted, args.permuted_reversed, args.family_field, args.group_field,
                  folds, not args.label_free, args.skew, args.route_fast, shares, args.reps, args.seed)
     print_report(rep)
-    write_report(rep, out)
+    write_report(out, rep, hint="reports are create-only; choose another --output")
+    print(f"[semif] wrote {out}", file=sys.stderr)
     return 0

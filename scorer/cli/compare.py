@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,13 @@ def register(sub: Any) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from scorer.runs.compare import compare_files, print_report, write_report
+    from scorer.envelope import write_report
+    from scorer.runs.compare import compare_files, print_report
 
     rep = compare_files(args.a, args.b, args.tolerance)
     if args.output:
-        write_report(rep, Path(args.output), args.force)
+        out = Path(args.output)
+        write_report(out, rep, args.force)
+        print(f"[semif] wrote {out}", file=sys.stderr)
     print_report(rep, args.show)
     return 0

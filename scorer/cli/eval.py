@@ -19,9 +19,9 @@ def register(sub: Any) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from scorer.runs.eval import default_out, eval_report, print_eval, write_report
+    from scorer.runs.eval import default_out, eval_report, print_eval, save_report
 
     rep = eval_report(args.run, args.labels, args.compare, args.reps, args.seed)
     print_eval(rep)
-    write_report(rep, Path(args.output) if args.output else default_out("eval", args.run), args.force)
+    save_report(rep, Path(args.output) if args.output else default_out("eval", args.run), args.force)
     return 0

@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
 
 
 def _cmd_order(args: argparse.Namespace) -> int:
-    from scorer.runs.eval import default_out, order_report, print_order, write_report
+    from scorer.runs.eval import default_out, order_report, print_order, save_report
 
     if bool(args.permuted) != bool(args.permuted_reversed):
         raise InputError("--permuted", None, None, "only one of --permuted/--permuted-reversed given",
@@ -30,5 +30,5 @@ def _cmd_order(args: argparse.Namespace) -> int:
     rep = order_report(args.labels, args.base, args.reversed, args.permuted, args.permuted_reversed, args.reps,
                        args.seed)
     print_order(rep)
-    write_report(rep, Path(args.output) if args.output else default_out("order", args.base), args.force)
+    save_report(rep, Path(args.output) if args.output else default_out("order", args.base), args.force)
     return 0

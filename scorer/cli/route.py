@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 
 def _cmd_route(args: argparse.Namespace) -> int:
     from scorer.io import write_atomic
-    from scorer.runs.eval import check_outputs, default_out, print_route, route_records, route_report, write_report
+    from scorer.runs.eval import check_outputs, default_out, print_route, route_records, route_report, save_report
 
     try:
         ths = tuple(float(x) for x in args.thresholds.split(","))
@@ -64,7 +64,7 @@ def _cmd_route(args: argparse.Namespace) -> int:
         out = Path(args.routed_output)
         check_outputs(report_out, args.force, out)
         recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
-    write_report(rep, report_out, args.force)
+    save_report(rep, report_out, args.force)
     if args.apply is not None:
         write_atomic(out, b"".join(dumps_record(r) for r in recs))
         print(f"[semif] wrote {len(recs)} routed records (margin < {args.apply:g} escalated) to {out}",

@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
                    help="requests waiting for the scorer before 503")
     p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
     p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
+                        "a row it does not cover answers 422")
     g = p.add_argument_group("ray serve")
     g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
     g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
@@ -38,7 +41,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     cfg = ServeConfig(host=args.host, port=args.port, mode=args.mode, max_batch_tokens=args.max_batch_tokens,
                       token=args.token or os.environ.get(TOKEN_ENV) or None,
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
-                                    queue_size=args.queue_size))
+                                    queue_size=args.queue_size),
+                      calibration=args.calibration)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))

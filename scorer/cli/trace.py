@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 
 from scorer import trace
-from scorer.errors import OutputExistsError, ValidationError
+from scorer.errors import ValidationError
+from scorer.io import FORCE_HINT, write_atomic
 
 
 def register(sub: Any) -> None:
@@ -58,9 +59,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)
         return 0
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(data)
+    write_atomic(out, data, args.force, FORCE_HINT)
     print(f"[semif] wrote {out} (open it in https://ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
     return 0

@@ -52,7 +52,8 @@ def register(sub: Any) -> None:
 def _cmd_versus(args: argparse.Namespace) -> int:
     from scorer import store, trace
     from scorer.backends import load_backend
-    from scorer.errors import OutputExistsError, ValidationError
+    from scorer.errors import ValidationError
+    from scorer.io import FORCE_HINT, check_writable
     from scorer.runs.drift import load_report
     from scorer.runs.versus import load_calibrator, load_input, run_versus, trace_name
 
@@ -63,8 +64,7 @@ def _cmd_versus(args: argparse.Namespace) -> int:
     device = args.device if args.backend == "torch" else ("cpu" if args.llama_gpu_layers == "0" else "gpu")
     key = store.resolve(args.model, args.revision).key
     out = Path(args.output) if args.output else DEFAULT_TRACES / trace_name(inp.id, key, args.backend, device)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force, FORCE_HINT)
     backend = load_backend(backend_config(args))
 
     def progress(run: dict[str, Any]) -> None:

@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from scorer.backends.base import Backend
 from scorer.errors import InputError
-from scorer.io import check_writable, write_atomic
+from scorer.io import FORCE_HINT, check_writable
 from scorer.prompt import state_text
 from scorer.runs.drift import (
     DEFAULT_PROBE_ROWS,
@@ -40,7 +39,6 @@ from scorer.runs.drift import (
     fast_tokens,
     identity_mismatch,
     load_report,
-    loadavg,
     numerics_identity,
 )
 from scorer.runs.exact import ExactPolicy
@@ -48,7 +46,8 @@ from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, prepare, score_items
 from scorer.schema import Decision
 from scorer.store import sha256_file
 
-BENCH_SCHEMA = "semif-bench-v1"
+BENCH_FORMAT = "semif-bench-v2"
+"""Format of the report (v1: ``schema``/``created_unix``/``load_average.start|end``, no envelope)."""
 WORKLOADS = ("shape",)
 SIZES = ("small", "full")
 DEFAULT_REPEATS = 3
@@ -411,7 +410,8 @@ class BenchConfig:
 def bench(backend: Backend, decisions: list[Decision], cfg: BenchConfig) -> dict[str, Any]:
     """Run every pass of ``cfg`` over ``decisions`` (the rows of ``cfg.input_path``), write the report (never
     over an existing one unless ``cfg.force``), print its table, and return it."""
-    from scorer.machine import library_versions, machine_facts
+    from scorer.envelope import carried_inputs, make_report, write_report
+    from scorer.machine import load_average, load_span
     from scorer.progress import bar
     from scorer.runs.drift import safe_name
 
@@ -421,39 +421,35 @@ def bench(backend: Backend, decisions: list[Decision], cfg: BenchConfig) -> dict
     tag = cfg.size if not cfg.input else inp.stem
     out = cfg.output if cfg.output else RESULTS_DIR / (
         f"{cfg.workload}-{tag}-{safe_name(str(info.get('key')))}-{backend.name}.json")
-    check_writable(out, cfg.force, "pass --force, or choose another --output")
+    check_writable(out, cfg.force, FORCE_HINT)
     n_passes = 1 + cfg.repeats * (len([m for m in modes if m != "direct"]) + len(exact_modes))
     pb = bar(len(decisions) * n_passes, "bench")
-    load0 = loadavg()
+    load0 = load_average()
     t0 = time.perf_counter()
     try:
-        body = run_bench(backend, decisions, modes, exact_modes, cfg.repeats, cfg.max_batch_tokens,
-                         cfg.exact_safety, cfg.exact_probe, cfg.exact_source, cfg.drift_dir,
-                         tick=lambda _r: pb.update(1), on_pass=lambda name: pb.set_description(f"bench {name}"))
+        measured = run_bench(backend, decisions, modes, exact_modes, cfg.repeats, cfg.max_batch_tokens,
+                             cfg.exact_safety, cfg.exact_probe, cfg.exact_source, cfg.drift_dir,
+                             tick=lambda _r: pb.update(1), on_pass=lambda name: pb.set_description(f"bench {name}"))
     finally:
         pb.close()
     states = len({state_text(d.state) for d in decisions})
-    report = {
-        "schema": BENCH_SCHEMA,
-        "created_unix": round(time.time(), 3),
+    body = {
         "workload": {"name": cfg.workload, "size": None if cfg.input else cfg.size, "path": str(inp),
                      "sha256": sha256_file(inp), "rows": len(decisions), "states": states,
                      "criteria_per_state": len(decisions) / states},
         "model": info,
-        "machine": machine_facts(),
-        "versions": library_versions(),
-        "load_average": {"start": load0, "end": loadavg()},
+        "load_average": load_span(load0),
         "settings": {"max_batch_tokens": cfg.max_batch_tokens, "repeats": cfg.repeats,
                      "exact_safety": cfg.exact_safety, "exact_probe_rows": cfg.exact_probe,
                      "exact_source": cfg.exact_source, "timing": "median wall over repeats; direct runs once",
                      "load_s": round(getattr(backend, "load_s", 0.0), 3)},
         "suffix_tokens": suffix_table(backend, decisions),
-        **body,
+        **measured,
         "total_s": round(time.perf_counter() - t0, 3),
+        "targets": targets(measured["passes"]),
     }
-    report["targets"] = targets(body["passes"])
-    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n",
-                 cfg.force, "pass --force, or choose another --output")
+    report = make_report("bench", BENCH_FORMAT, carried_inputs(body), body)
+    write_report(out, report, cfg.force)
     print_summary(report)
     print(f"[semif] wrote {out}", file=sys.stderr)
     return report

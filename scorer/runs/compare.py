@@ -10,18 +10,15 @@ boundary they were). Probabilities are uncalibrated conditional option scores on
 from __future__ import annotations
 
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from scorer.errors import InputError
-from scorer.io import write_atomic
 from scorer.schema import read_records
 from scorer.store import sha256_file
 
-REPORT_FORMAT = "semif-compare-v1"
+REPORT_FORMAT = "semif-compare-v2"
+"""v2: the report envelope, whose ``machine`` replaces v1's ``compared_on``."""
 DEFAULT_TOLERANCE = 0.01
 SHOW = 20
 _NOTE = ("probabilities on both sides are uncalibrated conditional option scores (softmax over the declared "
@@ -124,11 +121,11 @@ def compare_files(path_a: str, path_b: str, tolerance: float = DEFAULT_TOLERANCE
     a, b = read_records(path_a), read_records(path_b)
     if not a or not b:
         raise InputError(path_a if not a else path_b, None, None, "no records", "a non-empty run")
-    from scorer.machine import machine_facts
+    from scorer.envelope import carried_inputs, make_report
 
     cmp = compare_records(a, b, path_a, path_b, tolerance)
-    return {"format": REPORT_FORMAT, "a": run_summary(a, path_a), "b": run_summary(b, path_b),
-            "compared_on": machine_facts(), "note": _NOTE, **cmp}
+    body = {"a": run_summary(a, path_a), "b": run_summary(b, path_b), "note": _NOTE, **cmp}
+    return make_report("compare", REPORT_FORMAT, carried_inputs(body), body)
 
 
 def _fmt(v: float | None, spec: str = ".4f") -> str:
@@ -170,10 +167,3 @@ def print_report(rep: dict[str, Any], show: int = SHOW) -> None:
               f"{r['margin_a']:>8.4f} {r['margin_b']:>8.4f}  {flags}")
     if len(rep["rows"]) > show:
         print(f"… {len(rep['rows']) - show} more differing rows in the JSON report")
-
-
-def write_report(rep: dict[str, Any], out: Path, force: bool) -> None:
-    """Write the full report as JSON (never over an existing file unless ``force``)."""
-    write_atomic(out, orjson.dumps(rep, option=orjson.OPT_INDENT_2) + b"\n", force,
-                 "pass --force or choose another --output")
-    print(f"[semif] wrote {out}", file=sys.stderr)

@@ -20,7 +20,6 @@ Escalated records carry the fresh numbers, ``escalated: true`` and their fast-pa
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sys
 import time
@@ -34,12 +33,14 @@ import orjson
 from scorer import readout
 from scorer.backends.base import Backend
 from scorer.errors import InputError, ValidationError
-from scorer.io import check_writable, write_atomic
+from scorer.io import FORCE_HINT, check_writable
 from scorer.prompt import PROMPT_VERSION
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, kernel_name, prepare, score_items
 from scorer.schema import Decision
 
-DRIFT_SCHEMA = "semif-drift-v1"
+DRIFT_FORMAT = "semif-drift-v2"
+"""Format of a drift report (v1, still read: ``schema``/``created_unix``, ``timing.load_average`` a list)."""
+_DRIFT_FORMATS = ("semif-drift-v1", DRIFT_FORMAT)
 FAST_MODES = ("serial", "shared")
 DEFAULT_SAFETY = 4.0
 DEFAULT_PROBE_ROWS = 4
@@ -222,54 +223,48 @@ def run_mode(backend: Backend, decisions: list[Decision], mode: str, max_batch_t
 def measure(backend: Backend, decisions: list[Decision], modes: list[str], max_batch_tokens: int,
             safety: float, source: dict[str, Any], on_record: Any = None) -> dict[str, dict[str, Any]]:
     """Score ``decisions`` fresh once and in each of ``modes``; one drift report per mode."""
-    from scorer.machine import library_versions, machine_facts
+    from scorer.envelope import carried_inputs, make_report
+    from scorer.machine import load_average, load_span
 
+    load0 = load_average()
     fresh = run_mode(backend, decisions, "direct", max_batch_tokens, on_record)
     out: dict[str, dict[str, Any]] = {}
     for mode in modes:
         fast = run_mode(backend, decisions, mode, max_batch_tokens, on_record)
         summary = compare(fresh.records, fast.records)
-        out[mode] = {
-            "schema": DRIFT_SCHEMA,
-            "created_unix": round(time.time(), 3),
+        body = {
             "identity": numerics_identity(backend, mode, max_batch_tokens),
             "model": backend.model_info(),
-            "machine": machine_facts(),
-            "versions": library_versions(),
             "input": {**source, "rows": len(decisions), "ids": [d.id for d in decisions]},
             "summary": summary,
             "bound": {"safety": safety, "dtype_epsilon": dtype_epsilon(backend.logits_dtype),
                       "bound": exact_bound(summary["max_abs_dp"], backend.logits_dtype, safety),
                       "rule": ESCALATION_RULE},
             "timing": {"fresh_wall_s": round(fresh.wall_s, 4), "fast_wall_s": round(fast.wall_s, 4),
-                       "load_average": loadavg(),
+                       "load_average": load_span(load0),
                        "note": "wall times only: the drift numbers do not depend on timing (see semif bench)"},
         }
+        out[mode] = make_report("drift", DRIFT_FORMAT, carried_inputs(body), body)
     return out
-
-
-def loadavg() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
 
 
 def load_report(path: Path) -> tuple[dict[str, Any], str]:
     """A drift report and the sha256 of its bytes, with file/field errors."""
     name = str(path)
     if not path.is_file():
-        raise InputError(name, None, None, "file not found", f"a {DRIFT_SCHEMA} report written by `semif drift`")
+        raise InputError(name, None, None, "file not found", "a drift report written by `semif drift`")
     data = path.read_bytes()
     try:
         rep = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(name, None, None, f"invalid JSON ({exc})", f"a {DRIFT_SCHEMA} report") from None
-    if not isinstance(rep, dict) or rep.get("schema") != DRIFT_SCHEMA:
-        raise InputError(name, None, "schema", "not a drift report", f'"schema": "{DRIFT_SCHEMA}"')
+        raise InputError(name, None, None, f"invalid JSON ({exc})", "a drift report") from None
+    # Drift reports are inputs too: a v1 report kept from an older semif still reads.
+    fmt = (rep.get("format") or rep.get("schema")) if isinstance(rep, dict) else None
+    if fmt not in _DRIFT_FORMATS or (fmt == DRIFT_FORMAT and rep.get("kind") != "drift"):
+        raise InputError(name, None, "format", "not a drift report", f'"kind": "drift", "format": "{DRIFT_FORMAT}"')
     for key in ("identity", "summary", "input"):
         if not isinstance(rep.get(key), dict):
-            raise InputError(name, None, key, "missing", f"a {DRIFT_SCHEMA} report written by `semif drift`")
+            raise InputError(name, None, key, "missing", f"a {DRIFT_FORMAT} report written by `semif drift`")
     return rep, hashlib.sha256(data).hexdigest()
 
 
@@ -298,15 +293,16 @@ def report_paths(backend: Backend, cfg: DriftConfig) -> dict[str, Path]:
     if cfg.output and len(cfg.modes) > 1:
         raise InputError("--output", None, None, "one path for several modes", "--results-dir with several modes")
     for p in outs.values():
-        check_writable(p, cfg.force, "pass --force, or choose another --output")
+        check_writable(p, cfg.force, FORCE_HINT)
     return outs
 
 
 def write_reports(reps: dict[str, dict[str, Any]], outs: dict[str, Path], force: bool) -> None:
     """Write each mode's report to its path and print its one-line summary."""
+    from scorer.envelope import write_report
+
     for m, rep in reps.items():
-        write_atomic(outs[m], orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n",
-                     force, "pass --force, or choose another --output")
+        write_report(outs[m], rep, force)
         s = rep["summary"]
         print(f"{m:>7}: {s['rows']} rows · max |Δp| {s['max_abs_dp']:.3g} · mean |Δp| {s['mean_abs_dp']:.3g} · "
               f"flips {len(s['flips'])} · ties {len(s['ties'])} · exact bound {rep['bound']['bound']:.3g} · "

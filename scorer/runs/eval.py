@@ -1,38 +1,35 @@
 """Evaluation runs: ``semif eval``, ``calibrate`` (temperature), ``order`` and ``route``.
 
-Everything here reads records (JSONL) and labels and writes plain-JSON reports (schema
-``semif-eval-v1``) under ``data/results/`` plus a readable table on stdout. Only :func:`route_live`
-touches a backend, through :func:`scorer.runs.score.prepare` and :func:`scorer.runs.score.score_items`.
+Everything here reads records (JSONL) and labels and writes plain-JSON reports (format ``semif-eval-v2``:
+the report envelope of :mod:`scorer.envelope`, then the body) under ``data/results/`` plus a readable table
+on stdout. Only :func:`route_live` touches a backend, through :func:`scorer.runs.score.prepare` and
+:func:`scorer.runs.score.score_items`.
 """
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import orjson
-
-from scorer import __version__, metrics
+from scorer import metrics
+from scorer.envelope import carried_inputs, make_report, write_report
 from scorer.errors import InputError
-from scorer.io import check_writable, write_atomic
+from scorer.io import FORCE_HINT, check_writable, write_atomic
 from scorer.schema import Decision
 from scorer.store import sha256_file
 
-REPORT_SCHEMA = "semif-eval-v1"
+REPORT_FORMAT = "semif-eval-v2"
+"""v2: the report envelope (v1: ``schema``, ``created_unix`` and a ``machine`` block of its own)."""
 RESULTS_DIR = Path("data/results")
 DEFAULT_THRESHOLDS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 
 
 # --- shared helpers -----------------------------------------------------------------------------------------------
-def machine() -> dict[str, Any]:
-    """Where a report was computed (the records carry where they were scored)."""
-    return {"platform": platform.platform(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__, "semif": __version__}
+def enveloped(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A ``semif-eval-v2`` report of ``kind``: the envelope (where the report was computed; the records
+    carry where they were scored), its inputs being the files ``body`` cites, then ``body``."""
+    return make_report(kind, REPORT_FORMAT, carried_inputs(body), body)
 
 
 def _load(run: str, labels: str | None) -> tuple[list[dict[str, Any]], list[metrics.Label], metrics.Table, int]:
@@ -55,12 +52,9 @@ def _labels_info(labels: str | None) -> dict[str, Any] | None:
     return None if labels is None else {"path": labels, "sha256": sha256_file(Path(labels))}
 
 
-_FORCE_HINT = "pass --force, or choose another --output"
-
-
-def write_report(report: dict[str, Any], out: Path, force: bool) -> None:
-    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n", force,
-                 _FORCE_HINT)
+def save_report(report: dict[str, Any], out: Path, force: bool) -> None:
+    """Write ``report`` to ``out`` (never over an existing file unless ``force``) and say so on stderr."""
+    write_report(out, report, force)
     print(f"[semif] wrote {out}", file=sys.stderr)
 
 
@@ -68,7 +62,7 @@ def check_outputs(report: Path, force: bool, records: Path) -> None:
     """A report plus a records file: refuse either before writing any (the records file is never overwritten)."""
     if report.resolve() == records.resolve():
         raise InputError(str(records), None, None, "is also the report's --output", "two different paths")
-    check_writable(report, force, _FORCE_HINT)
+    check_writable(report, force, FORCE_HINT)
     check_writable(records, False)
 
 
@@ -96,8 +90,7 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
     recs, labs, table, unlabelled = _load(run, labels)
     info = _run_info(run, recs)
     report: dict[str, Any] = {
-        "schema": REPORT_SCHEMA, "kind": "eval", "title": _title("Decision quality", info, len(labs)),
-        "created_unix": round(time.time(), 3), "machine": machine(),
+        "title": _title("Decision quality", info, len(labs)),
         "run": info, "labels": _labels_info(labels), "groups": len({lb.group for lb in labs}),
         "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
         "conventions": {"missing_or_invalid": f"wrong, p(label) = {metrics.FLOOR_P}, Brier 2, confidence 1",
@@ -119,7 +112,7 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
         table_b, _ = metrics.align(labs, recs_b, compare)
         report["compare"] = {"run_b": _run_info(compare, recs_b), "counts_b": table_b.counts(),
                              **metrics.paired(table, table_b, reps, seed)}
-    return report
+    return enveloped("eval", report)
 
 
 def letter_bias(recs: list[dict[str, Any]], labs: list[metrics.Label]) -> dict[str, dict[str, int]]:
@@ -207,9 +200,8 @@ def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metri
     fit = calibrate.fit_table(table)
     oof = calibrate.out_of_fold(table, folds, reps, seed)
     info = _run_info(run, recs)
-    return {
-        "schema": REPORT_SCHEMA, "kind": "calibrate", "title": _title("Calibration", info, table.n),
-        "created_unix": round(time.time(), 3), "machine": machine(), "run": info, "labels": _labels_info(labels),
+    return enveloped("calibrate", {
+        "title": _title("Calibration", info, table.n), "run": info, "labels": _labels_info(labels),
         "counts": table.counts(),
         "method": "temperature scaling, softmax(option_logits / T); T minimises mean NLL (golden-section "
                   f"search over log T in [{calibrate.T_MIN}, {calibrate.T_MAX}])",
@@ -218,7 +210,7 @@ def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metri
                          "note": "in-sample: this is the T to apply; judge it by the out-of-fold numbers"},
         "out_of_fold": oof,
         "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
-    }
+    })
 
 
 def print_calibrate(rep: dict[str, Any]) -> None:
@@ -267,9 +259,7 @@ def order_report(labels: str | None, base: str, reversed_: str, permuted: str | 
                 "time_s": [float(ta.seconds.sum()), float(tb.seconds.sum())]}
 
     title = _title("Order robustness (options reversed)", _run_info(base, recs_a), len(labs))
-    rep: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "order", "title": title,
-                           "created_unix": round(time.time(), 3),
-                           "machine": machine(), "labels": _labels_info(labels),
+    rep: dict[str, Any] = {"title": title, "labels": _labels_info(labels),
                            "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
                            "rows": len(labs), "plain": side(base, reversed_)}
     if permuted and permuted_reversed:
@@ -278,7 +268,7 @@ def order_report(labels: str | None, base: str, reversed_: str, permuted: str | 
         rep["cost"] = {"plain_time_s": plain_t, "permuted_time_s": perm_t,
                        "time_ratio": perm_t / plain_t if plain_t else None,
                        "k": (rep["permuted"]["original"].get("permute"))}
-    return rep
+    return enveloped("order", rep)
 
 
 def print_order(rep: dict[str, Any]) -> None:
@@ -365,13 +355,13 @@ def route_report(fast: str, reference: str, labels: str | None, thresholds: tupl
     fm, rm = fi.get("model") or {}, ri.get("model") or {}
     title = (f"Two-path routing · fast {fm.get('key')} {fm.get('backend')} → reference {rm.get('key')} "
              f"{rm.get('backend')} · {Path(reference).stem} ({len(labs)} rows)")
-    return {"schema": REPORT_SCHEMA, "kind": "route", "title": title, "created_unix": round(time.time(), 3),
-            "machine": machine(), "fast": fi, "reference": ri, "labels": _labels_info(labels),
+    return enveloped("route", {
+            "title": title, "fast": fi, "reference": ri, "labels": _labels_info(labels),
             "rows": len(labs), "policy": "escalate a decision to the reference path when its fast-path margin "
                                          "(top minus second probability) is below the threshold",
             "time_accounting": "fast time for every row + reference time for escalated rows (timing.total_s)",
             "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
-            "table": rows}
+            "table": rows})
 
 
 def print_route(rep: dict[str, Any]) -> None:

@@ -17,9 +17,7 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import gc
-import os
 import statistics
 import sys
 import time
@@ -27,21 +25,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from scorer import metrics, store
 from scorer.backends import BackendConfig, load_backend
 from scorer.backends.base import Backend
+from scorer.envelope import carried_inputs, make_report, write_report
 from scorer.errors import InputError, ModelError
 from scorer.generate import Criterion, VersusInput
 from scorer.gguf_tools import FTYPES, write_f32
 from scorer.io import check_writable, write_atomic
+from scorer.machine import load_average, load_span
 from scorer.prompt import state_text
 from scorer.runs.compare import compare_records
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES, prepare, score_items
 from scorer.schema import Decision, dumps_record, load_decisions
 
-REPORT_FORMAT = "semif-quant-v1"
+REPORT_FORMAT = "semif-quant-v2"
+"""v2: the report envelope; per run ``load_average`` {before, after} (v1: ``loadavg_1m_before_after``)."""
 DEFAULT_RUNGS = ("Q8_0", "Q5_K_M", "Q4_K_M", "Q4_0", "Q3_K_M")
 REFERENCE_NOTE = (
     "Reference weights: the model's GGUF dequantized to fp32. For the models of the embedded store that GGUF "
@@ -99,8 +98,8 @@ class _Run:
     score_s: float
     load_s: float
     generation: dict[str, Any] | None
-    loadavg: tuple[float, float]
-    """The machine's 1-minute load average before and after (other work on the CPUs skews the timings)."""
+    load_average: dict[str, Any]
+    """The machine's load averages before and after (other work on the CPUs skews the timings)."""
 
 
 def array_inputs(decisions: list[Decision]) -> list[VersusInput]:
@@ -140,7 +139,7 @@ def _generate(backend: Backend, inputs: list[Any], max_new: int | None) -> dict[
 
 def _score(backend: Backend, decisions: list[Decision], cfg: QuantConfig, load_s: float,
            arrays: list[Any]) -> _Run:
-    before = _loadavg()
+    before = load_average()
     t0 = time.perf_counter()
     items = prepare(backend, decisions, with_prefix=cfg.mode != "direct")
     t1 = time.perf_counter()
@@ -148,14 +147,7 @@ def _score(backend: Backend, decisions: list[Decision], cfg: QuantConfig, load_s
     records = list(score_items(backend, items, cfg.mode, run, 0, cfg.max_batch_tokens))
     t2 = time.perf_counter()
     gen = _generate(backend, arrays, cfg.max_new_tokens) if cfg.generation and arrays else None
-    return _Run(records, t1 - t0, t2 - t1, load_s, gen, (before, _loadavg()))
-
-
-def _loadavg() -> float:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:  # not available on this platform
-        return -1.0
+    return _Run(records, t1 - t0, t2 - t1, load_s, gen, load_span(before))
 
 
 def _labels(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -179,7 +171,7 @@ def _summary(run: _Run, reference: _Run | None) -> dict[str, Any]:
         "score_s": round(run.score_s, 3), "decisions_per_s": len(recs) / run.score_s if run.score_s > 0 else None,
         "labels": _labels(recs), "ties": sum(r["tie"] for r in recs),
         "median_allowed_mass": _median([r["allowed_token_mass"] for r in recs]),
-        "loadavg_1m_before_after": list(run.loadavg),
+        "load_average": run.load_average,
     }
     if reference is not None:
         s = compare_records(reference.records, recs, "reference", "rung")["summary"]
@@ -227,8 +219,6 @@ def _log(msg: str) -> None:
 
 def run_quant(cfg: QuantConfig) -> dict[str, Any]:
     """Build the ladder, score everything, return the report (not yet written)."""
-    from scorer.machine import library_versions, machine_facts
-
     bad = [r for r in cfg.rungs if r not in FTYPES or r in ("F32", "F16", "BF16")]
     if bad:
         raise ModelError(f"--rungs {','.join(bad)}: not llama.cpp quantization types "
@@ -245,7 +235,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
     key = ref.key if ref.kind == "store" else src.stem
     arrays = array_inputs(decisions) if cfg.generation else []
-    created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    created = time.time()
     t_start = time.perf_counter()
 
     _log(f"writing the F32 reference GGUF of {src.name} …")
@@ -312,13 +302,9 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
                      "reference": {"choice": rec["choice"], "p": rec["probabilities"]},
                      **{name: {"choice": run.records[i]["choice"], "p": run.records[i]["probabilities"]}
                         for name, run in runs.items()}})
-    report = {
-        "format": REPORT_FORMAT,
-        "created_utc": created.isoformat().replace("+00:00", "Z"),
+    body = {
         "command": cfg.command,
         "wall_s": round(time.perf_counter() - t_start, 3),
-        "machine": machine_facts(),
-        "versions": library_versions(),
         "model": {"key": key, "source_gguf": _file_block(src), "source_quantization": rungs[-1]["quantization"]
                   if cfg.include_source else None},
         "reference_weights_note": REFERENCE_NOTE,
@@ -331,7 +317,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
                      "decoding": "greedy, stop at end-of-turn or the token limit; arrays judged strictly",
                      "reference_backend": "torch fp32 on cpu", "rung_backend": "llama.cpp (CPU), flash attention off",
                      "timing": "wall clock of the scoring loop (prompts already rendered and validated), one pass, "
-                               "no warm-up; loadavg_1m_before_after shows other work on the machine"},
+                               "no warm-up; load_average shows other work on the machine"},
         "reference": {"backend": ref_info.get("backend"), "dtype": ref_info.get("dtype"),
                       "device": ref_info.get("device"), "weights": ref_info.get("weights"),
                       **_summary(reference, None),
@@ -339,11 +325,18 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
         "rungs": rungs,
         "rows": rows,
     }
-    return report
+    return make_report("quant", REPORT_FORMAT, quant_inputs(body, src), body, created=created)
+
+
+def quant_inputs(body: dict[str, Any], source: Path | None = None) -> dict[str, dict[str, Any]]:
+    """A quant report's ``inputs``: the decision set and the source GGUF (at ``source``, else by its file name)."""
+    gguf = body["model"]["source_gguf"]
+    return {**carried_inputs(body), "model.source_gguf": {"path": str(source or gguf["file"]),
+                                                          "sha256": gguf["sha256"], "bytes": gguf["bytes"]}}
 
 
 def _write(report: dict[str, Any], out: Path, overwrite: bool) -> None:
-    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", overwrite, _FORCE_HINT)
+    write_report(out, report, overwrite, _FORCE_HINT)
 
 
 def print_report(rep: dict[str, Any]) -> None:

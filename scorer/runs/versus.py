@@ -23,7 +23,6 @@ the run, so it does not inflate any lane's time.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import re
 import time
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from scorer.generate import (
     run_generated,
 )
 from scorer.grammar import ArrayGrammar
+from scorer.machine import load_average
 from scorer.prompt import sha256_text, sha256_tokens
 from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, default_report_path
 from scorer.runs.exact import ExactPolicy
@@ -429,14 +429,6 @@ def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
 RunFn = Callable[[dict[str, Any]], None]
 
 
-def _load_average() -> list[float] | None:
-    """1/5/15-minute load averages: other work on the machine shows in the timings, so it is recorded."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
-
-
 def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: str = "",
                on_run: RunFn | None = None, calibration: Calibrator | None = None) -> dict[str, Any]:
     """Run the whole protocol and return the finalized ``semif-trace-v2`` trace (not yet written)."""
@@ -464,7 +456,7 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     policy, exact_block = _calibrate(backend, base_items, cfg)
     runs: list[dict[str, Any]] = []
     created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
-    load_before = _load_average()
+    load_before = load_average()
     clock0 = time.perf_counter()
     schedule = [(True, i) for i in range(cfg.warmup)] + [(False, i) for i in range(cfg.repeats)]
     for warm, rep in schedule:
@@ -487,7 +479,7 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     check = _check_direct(backend, decisions, first_measured) if cfg.check_direct else None
     from scorer.machine import library_versions, machine_facts
 
-    mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": _load_average()}
+    mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": load_average()}
     if info.get("device") == "cpu":
         mach["gpu"] = None  # a GPU in the box that the run did not use must not be credited with the numbers
     exp_id = (f"{trace_name(inp.id, str(info.get('key')), str(info.get('backend')), str(info.get('device')))[:-5]}"
