@@ -299,12 +299,13 @@ class Scorer:
 
         with self._lock:
             backend = self._load_locked()
-            parts = config_parts(backend, run_parts, self.mode, self.max_batch_tokens)
+            info = backend.model_info()
+            parts = config_parts(info, run_parts, self.mode, self.max_batch_tokens)
             cal = self.calibration
             if cal is not None:
                 from scorer.calibration.apply import check_decisions
 
-                check_decisions(cal, decisions, backend.model_info())
+                check_decisions(cal, decisions, info)
                 parts["calibration"] = cal.source.get("sha256")
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}

@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
-import os
 import queue
 import sys
 import threading
@@ -45,12 +44,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from scorer.api import Scorer
+from scorer.backends import BackendConfig
 from scorer.errors import InputError, SemifError
 from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
 
 if TYPE_CHECKING:
-    import argparse
-
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
@@ -317,65 +315,13 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-# --- command line ------------------------------------------------------------------------------------
-def register(sub: Any) -> None:
-    """Add ``semif serve`` to the ``semif`` subparsers."""
-    from scorer.cli import _add_model_args, positive_int
-
-    p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
-    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
-    p.add_argument("--mode", choices=("direct", "serial", "shared"), default="shared")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
-                   help="shared mode: suffix tokens per pass, >= 1")
-    p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
-    p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
-                   help="requests waiting for the scorer before 503")
-    p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
-    p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
-    p.add_argument("--calibration", metavar="FILE",
-                   help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
-                        "a row it does not cover answers 422")
-    g = p.add_argument_group("ray serve")
-    g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
-    g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
-    g.add_argument("--address", help="--ray: cluster address (default: start a local cluster)")
-    g.add_argument("--cpus-per-replica", type=float, default=1.0, help="--ray: CPUs per replica")
-    _add_model_args(p)
-    p.set_defaults(func=_cmd_serve)
-
-
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from scorer.calibration.core import load_calibration
-    from scorer.cli import backend_config
-
-    try:
-        import uvicorn
-    except ImportError as exc:
-        raise SemifError(f"semif serve needs the serve extra ({exc}); install it with "
-                         "`pip install -e '.[serve]'` (scripts/install.sh does)") from None
-    token = args.token or os.environ.get(TOKEN_ENV) or None
-    check_bind(args.host, token)  # before the model loads
-    cfg = backend_config(args)
-    calibration = load_calibration(args.calibration) if args.calibration else None  # a bad file: exit 2 now
-    limits = Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows, queue_size=args.queue_size)
-    if args.ray:
-        return _serve_on_ray(args, cfg, limits, token, calibration)
-    with Scorer.from_config(cfg, args.mode, args.max_batch_tokens, calibration) as scorer:
-        app = build_app(scorer, limits, token)
-        print(f"[semif] serving {cfg.model} ({args.mode}) on http://{args.host}:{args.port}", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
-    return 0
-
-
+# --- serving ------------------------------------------------------------------------------------------
 class _ServeReplica:
     """One Ray Serve replica: loads its own model (fetched and verified by sha256 on its node) and serves
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
                  token: str | None, calibration: Calibration | None = None) -> None:
-        from scorer.backends import BackendConfig
-
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
         self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration)
         self._semif_scorer.load()
@@ -385,30 +331,92 @@ class _ServeReplica:
         return self._semif_app
 
 
-def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str | None,
-                  calibration: Calibration | None) -> int:
-    """``semif serve --ray``: the app as ``--replicas`` Ray Serve replicas behind Ray's HTTP proxy on
-    ``--host:--port``; blocks until interrupted."""
+@dataclass(frozen=True)
+class ServeConfig:
+    """Where and how ``semif serve`` serves one model."""
+
+    host: str = "127.0.0.1"
+    """Bind address; one that is not loopback needs ``token``."""
+    port: int = 8000
+    """TCP port (0 picks a free one)."""
+    mode: str = "shared"
+    """Scoring mode of every request."""
+    max_batch_tokens: int = 4096
+    """Shared mode: suffix tokens per pass."""
+    token: str | None = None
+    """Bearer token clients must send (None: no token)."""
+    limits: Limits = Limits()
+    """What one request may ask."""
+    calibration: str | None = None
+    """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
+
+
+@dataclass(frozen=True)
+class RayServeOptions:
+    """``semif serve --ray``: the app as Ray Serve replicas."""
+
+    replicas: int = 1
+    """Replicas, one model each."""
+    address: str | None = None
+    """Cluster address (None: start a local cluster)."""
+    cpus_per_replica: float = 1.0
+    """CPUs Ray reserves per replica (also its threads when the model config sets none)."""
+
+
+def _uvicorn() -> Any:
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise SemifError(f"semif serve needs the serve extra ({exc}); install it with "
+                         "`pip install -e '.[serve]'` (scripts/install.sh does)") from None
+    return uvicorn
+
+
+def _calibration(cfg: ServeConfig) -> Calibration | None:
+    """The calibration file of ``cfg``, loaded (a bad file is an input error before the model loads)."""
+    from scorer.calibration.core import load_calibration
+
+    return load_calibration(cfg.calibration) if cfg.calibration else None
+
+
+def serve(model: BackendConfig, cfg: ServeConfig) -> None:
+    """Serve ``model`` over HTTP with uvicorn until interrupted (the serve extra). Refuses a non-loopback
+    address without a token before the model loads."""
+    uvicorn = _uvicorn()
+    check_bind(cfg.host, cfg.token)  # before the model loads
+    calibration = _calibration(cfg)
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration) as scorer:
+        app = build_app(scorer, cfg.limits, cfg.token)
+        print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
+        uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False)
+
+
+def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptions) -> None:
+    """``semif serve --ray``: the app as ``ray_opts.replicas`` Ray Serve replicas behind Ray's HTTP proxy on
+    ``cfg.host:cfg.port``; blocks until interrupted."""
     from dataclasses import asdict
 
+    _uvicorn()  # the app is the same Starlette app: the serve extra first, as plain `semif serve` asks
+    check_bind(cfg.host, cfg.token)  # before the model loads
+    calibration = _calibration(cfg)
     try:
         import ray
-        from ray import serve
+        from ray import serve as ray_serve
     except ImportError as exc:
         raise SemifError(f"semif serve --ray needs the ray extra ({exc}); install it with "
                          "`pip install -e '.[ray]'`") from None
-    ray.init(address=args.address, include_dashboard=False, logging_level="WARNING")
+    ray.init(address=ray_opts.address, include_dashboard=False, logging_level="WARNING")
     try:
-        serve.start(http_options={"host": args.host, "port": args.port})
-        replica = serve.deployment(serve.ingress()(_ServeReplica), name="semif", num_replicas=args.replicas,
-                                   ray_actor_options={"num_cpus": args.cpus_per_replica},
-                                   max_ongoing_requests=limits.queue_size + 1)
-        app = replica.bind({**asdict(cfg), "threads": cfg.threads or max(1, int(args.cpus_per_replica))},
-                           args.mode, args.max_batch_tokens, limits, token, calibration)
-        print(f"[semif] serving {cfg.model} ({args.mode}) on Ray Serve, {args.replicas} replicas, "
-              f"http://{args.host}:{args.port}", file=sys.stderr)
-        serve.run(app, name="semif", route_prefix="/", blocking=True)
+        ray_serve.start(http_options={"host": cfg.host, "port": cfg.port})
+        replica = ray_serve.deployment(ray_serve.ingress()(_ServeReplica), name="semif",
+                                       num_replicas=ray_opts.replicas,
+                                       ray_actor_options={"num_cpus": ray_opts.cpus_per_replica},
+                                       max_ongoing_requests=cfg.limits.queue_size + 1)
+        app = replica.bind({**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
+                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration)
+        print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
+              f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
+        ray_serve.run(app, name="semif", route_prefix="/", blocking=True)
     finally:
-        serve.shutdown()
+        ray_serve.shutdown()
         ray.shutdown()
-    return 0

@@ -15,12 +15,10 @@ agreement, the summary) so a trace whose numbers were edited by hand does not ve
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
 import statistics
-import sys
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -921,8 +919,7 @@ def to_chrome(trace: dict[str, Any]) -> dict[str, Any]:
                           "model": trace["model"].get("key"), "summary_wall_ratio": ratio}}
 
 
-# --- command line ------------------------------------------------------------------------------------
-def _load_checked(path: str) -> dict[str, Any]:
+def load_verified(path: str) -> dict[str, Any]:
     """Load and fully verify (schema, checksums, consistency): a tampered trace is never summarised or exported."""
     trace = load(path)
     errs = verify(trace)
@@ -930,53 +927,3 @@ def _load_checked(path: str) -> dict[str, Any]:
         raise ValidationError(f"{path}: not a verified {trace['format']} trace ({len(errs)} problem(s); "
                               "`semif trace verify` lists them all):\n  " + "\n  ".join(errs))
     return trace
-
-
-def _cmd_verify(args: argparse.Namespace) -> int:
-    trace = load(args.file)
-    problems = verify(trace)
-    if problems:
-        raise ValidationError(f"{args.file}: trace failed verification ({len(problems)} problem(s)):\n  "
-                              + "\n  ".join(problems))
-    s = trace["summary"]
-    ratio = (s["wall_ratio"] if trace["format"] == TRACE_FORMAT
-             else ", ".join(f"{lane} {s[lane]['wall_ratio']}" for lane in GENERATED_PATHS[trace["format"]]))
-    print(f"{args.file}: ok ({trace['format']}; {len(trace['runs'])} runs; schema, checksums and consistency "
-          f"verified; wall ratio {ratio})")
-    return 0
-
-
-def _cmd_summary(args: argparse.Namespace) -> int:
-    print(summary_text(_load_checked(args.file)))
-    return 0
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    trace = _load_checked(args.file)
-    data = orjson.dumps(to_chrome(trace)) + b"\n"
-    if args.output in (None, "-"):
-        sys.stdout.buffer.write(data)
-        return 0
-    out = Path(args.output)
-    write_atomic(out, data, args.force, FORCE_HINT)
-    print(f"[semif] wrote {out} (open it in https://ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
-    return 0
-
-
-def register(sub: Any) -> None:
-    """Add ``semif trace verify|summary|export``."""
-    p = sub.add_parser("trace", help=f"check, summarise or export a {' or '.join(FORMATS)} trace")
-    tsub = p.add_subparsers(dest="trace_command", required=True)
-    v = tsub.add_parser("verify", help="schema + checksums + internal consistency (exit 2 on any problem)")
-    v.add_argument("file")
-    v.set_defaults(func=_cmd_verify)
-    s = tsub.add_parser("summary", help="print the medians, ratio, agreement and token counts")
-    s.add_argument("file")
-    s.set_defaults(func=_cmd_summary)
-    e = tsub.add_parser("export", help="convert to another trace format")
-    e.add_argument("--chrome", action="store_true", required=True,
-                   help="Chrome Trace Event Format (opens in Perfetto)")
-    e.add_argument("file")
-    e.add_argument("--output", "-o", help="output file (default: stdout)")
-    e.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    e.set_defaults(func=_cmd_export)

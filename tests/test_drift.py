@@ -14,8 +14,9 @@ from scorer import cli
 from scorer.envelope import envelope_problems
 from scorer.errors import InputError, ValidationError
 from scorer.runs import drift
-from scorer.runs.drift import ExactPolicy, compare, exact_bound, measure
-from scorer.runs.score import prepare, run_score, score_items
+from scorer.runs.drift import compare, exact_bound, measure
+from scorer.runs.exact import ExactPolicy
+from scorer.runs.score import ScoreConfig, prepare, run_score, score_items
 from scorer.schema import parse_decision, read_records, validate_records
 
 SLOT_A, SLOT_B = ord("A") + _BASE, ord("B") + _BASE
@@ -213,11 +214,15 @@ def _stable(r):
     return out
 
 
+def _cfg(parts, exact, resume=False):
+    return ScoreConfig(mode="shared", run_parts=parts, resume=resume, exact=exact)
+
+
 def test_resume_under_exact_equals_an_uninterrupted_run(tmp_path):
     rows = _rows(4, 6)
     full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
     parts = {"input_sha256": "x"}
-    run_score(rows, NearTieBackend(), full, "shared", parts, False, exact=ExactPolicy(safety=2.0, probe_rows=4))
+    run_score(rows, NearTieBackend(), full, _cfg(parts, ExactPolicy(safety=2.0, probe_rows=4)))
     seen = {"n": 0}
 
     def stop(_r):
@@ -226,18 +231,17 @@ def test_resume_under_exact_equals_an_uninterrupted_run(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_score(rows, NearTieBackend(), part, "shared", parts, False, on_record=stop,
-                  exact=ExactPolicy(safety=2.0, probe_rows=4))
+        run_score(rows, NearTieBackend(), part, _cfg(parts, ExactPolicy(safety=2.0, probe_rows=4)), on_record=stop)
     with part.open("ab") as f:
         f.write(b'{"schema":"semif-rec')  # torn line
-    run_score(rows, NearTieBackend(), part, "shared", parts, True, exact=ExactPolicy(safety=2.0, probe_rows=4))
+    run_score(rows, NearTieBackend(), part, _cfg(parts, ExactPolicy(safety=2.0, probe_rows=4), resume=True))
     a, b = read_records(full), read_records(part)
     assert [_stable(r) for r in a] == [_stable(r) for r in b]
     assert any(r["escalated"] for r in b[10:])
     with pytest.raises(InputError, match="config_sha256"):  # another safety is another configuration
-        run_score(rows, NearTieBackend(), part, "shared", parts, True, exact=ExactPolicy(safety=3.0, probe_rows=4))
+        run_score(rows, NearTieBackend(), part, _cfg(parts, ExactPolicy(safety=3.0, probe_rows=4), resume=True))
     with pytest.raises(InputError, match="config_sha256"):  # and so is no --exact at all
-        run_score(rows, NearTieBackend(), part, "shared", parts, True)
+        run_score(rows, NearTieBackend(), part, _cfg(parts, None, resume=True))
 
 
 def test_cli_score_exact_and_drift(tmp_path, monkeypatch, capsys):

@@ -265,10 +265,6 @@ def choice_of(record: dict[str, Any]) -> str | None:
 
 
 # --- reading and writing files ------------------------------------------------------------------------------------
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write_calibration(cal: Calibration, path: Path, force: bool = False) -> str:
     """Write ``cal`` to ``path`` atomically (never over an existing file unless ``force``). Returns its sha256."""
     from scorer.envelope import report_bytes

@@ -29,7 +29,6 @@ One report per scored set (``--run`` records, ``--labels`` rows), written create
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -480,15 +479,16 @@ def _route_row(labels: list[metrics.Label], probs: Probs, esc: set[str], secs: d
             "time_vs_reference": t / ref_time if ref_time else None}
 
 
-# --- the command ----------------------------------------------------------------------------------------------------
+# --- the report ------------------------------------------------------------------------------------------------------
 def report(run: str, labels_path: str, permuted: str | None = None, permuted_reversed: str | None = None,
            family_field: str = "family", group_field: str = "group", folds: int | None = 5,
            with_labels: bool = True, do_skew: bool = False, route_fast: str | None = None,
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
-    from scorer.runs.eval import _run_info, enveloped, file_sha256
+    from scorer.runs.eval import _run_info, enveloped
     from scorer.schema import load_decisions, read_records
+    from scorer.store import sha256_file
 
     rows_list = load_decisions(labels_path)
     rows = {d.id: d for d in rows_list}
@@ -505,9 +505,9 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
         "title": f"Calibration methods · {m.get('key')} {m.get('backend')} {info.get('mode')} · {Path(run).stem} "
                  f"({len(labels)} rows)",
         "run": info,
-        "labels": {"path": labels_path, "sha256": file_sha256(Path(labels_path)), "family_field": family_field,
+        "labels": {"path": labels_path, "sha256": sha256_file(Path(labels_path)), "family_field": family_field,
                    "group_field": group_field},
-        "extra_runs": {k: {"path": v, "sha256": file_sha256(Path(v))} for k, v in
+        "extra_runs": {k: {"path": v, "sha256": sha256_file(Path(v))} for k, v in
                        (("permuted", permuted), ("permuted_reversed", permuted_reversed), ("route_fast", route_fast))
                        if v},
         "folds": {"kind": "leave one group out" if folds is None else f"{len(set(fold.values()))} group-disjoint folds",
@@ -569,47 +569,3 @@ def print_report(rep: dict[str, Any]) -> None:
             print(f"  {x['margins']:<10} {x['policy']:<24} bal.acc {x['balanced_accuracy']['value']:.3f} "
                   f"acc {x['accuracy']['value']:.3f} escalated {100 * x['escalated_share']:5.1f}% "
                   f"time x{x['time_vs_reference'] or 0:.2f}")
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from scorer.envelope import write_report
-    from scorer.io import check_writable
-
-    out = Path(args.output)
-    check_writable(out, hint="reports are create-only; choose another --output")
-    folds = None if args.folds == "groups" else int(args.folds)
-    try:
-        shares = tuple(float(x) for x in args.escalate.split(","))
-    except ValueError:
-        raise InputError("--escalate", None, None, f"{args.escalate!r}", "a comma list of shares in [0, 1]") from None
-    if any(not 0 <= x <= 1 for x in shares):
-        raise InputError("--escalate", None, None, f"{args.escalate!r}", "shares in [0, 1]")
-    rep = report(args.run, args.labels, args.permuted, args.permuted_reversed, args.family_field, args.group_field,
-                 folds, not args.label_free, args.skew, args.route_fast, shares, args.reps, args.seed)
-    print_report(rep)
-    write_report(out, rep, hint="reports are create-only; choose another --output")
-    import sys
-
-    print(f"[semif] wrote {out}", file=sys.stderr)
-    return 0
-
-
-def register_report(csub: Any) -> None:
-    p = csub.add_parser("report", help="every calibration method on a labelled set: label-free, stored, out of fold, "
-                                       "bound, skew, routing -> JSON report (create-only)")
-    p.add_argument("--run", required=True, help="records of the plain run (the reference path for --route-fast)")
-    p.add_argument("--labels", required=True, help="the labelled rows the run scored")
-    p.add_argument("--permuted", help="semif score --permute K records of the same rows")
-    p.add_argument("--permuted-reversed", help="semif score --permute K records of the reversed rows")
-    p.add_argument("--family-field", default="family", help="row field that names the family (default family)")
-    p.add_argument("--group-field", default="group", help="row field that names the group (default group)")
-    p.add_argument("--folds", default="5", help="group-disjoint folds, or `groups` for leave-one-group-out")
-    p.add_argument("--label-free", action="store_true", help="skip the labelled (out-of-fold) bias fits")
-    p.add_argument("--skew", action="store_true", help="class-skewed subsamples of the binary signatures")
-    p.add_argument("--route-fast", help="records of a fast path on the same rows: routing tables")
-    p.add_argument("--escalate", default="0.1,0.25,0.5,0.75",
-                   help="routing: shares of lowest-margin decisions sent to the reference (comma list)")
-    p.add_argument("--output", required=True, help="JSON report (never overwritten)")
-    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS)
-    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED)
-    p.set_defaults(func=_cmd_report)

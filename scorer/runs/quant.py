@@ -17,9 +17,7 @@
 
 from __future__ import annotations
 
-import argparse
 import gc
-import hashlib
 import statistics
 import sys
 import time
@@ -32,6 +30,7 @@ from scorer.backends import BackendConfig, load_backend
 from scorer.backends.base import Backend
 from scorer.envelope import carried_inputs, make_report, write_report
 from scorer.errors import InputError, ModelError
+from scorer.generate import Criterion, VersusInput
 from scorer.gguf_tools import FTYPES, write_f32
 from scorer.io import check_writable, write_atomic
 from scorer.machine import load_average, load_span
@@ -103,10 +102,8 @@ class _Run:
     """The machine's load averages before and after (other work on the CPUs skews the timings)."""
 
 
-def array_inputs(decisions: list[Decision]) -> list[Any]:
+def array_inputs(decisions: list[Decision]) -> list[VersusInput]:
     """Generation-path inputs: the rows of each state whose options are exactly yes/no, in input order."""
-    from scorer.runs.versus import Criterion, VersusInput
-
     groups: dict[str, list[Decision]] = {}
     for d in decisions:
         if d.option_ids == ["yes", "no"]:
@@ -313,7 +310,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
         "reference_weights_note": REFERENCE_NOTE,
         "probability_note": PROBABILITY_NOTE,
         "f32_gguf": f32_block,
-        "decision_set": {"path": str(cfg.input), "sha256": hashlib.sha256(cfg.input.read_bytes()).hexdigest(),
+        "decision_set": {"path": str(cfg.input), "sha256": store.sha256_file(cfg.input),
                          "rows": len(decisions), "generation_arrays": len(arrays)},
         "protocol": {"mode": cfg.mode, "max_batch_tokens": cfg.max_batch_tokens, "threads": cfg.threads,
                      "generation": cfg.generation, "generation_prompt": "semif-array-v1 (see semif versus)",
@@ -366,42 +363,10 @@ def print_report(rep: dict[str, Any]) -> None:
         line(r["name"], r["quantization"], r["bytes"] / 2**20, r)
 
 
-def _cmd_quant(args: argparse.Namespace) -> int:
-    key = Path(args.model).stem if args.model.endswith(".gguf") else args.model
-    out = Path(args.output or f"data/results/quant-{key}.json")
-    cfg = QuantConfig(model=args.model, input=Path(args.input), output=out,
-                      rungs=tuple(r.strip() for r in args.rungs.split(",") if r.strip()), mode=args.mode,
-                      max_batch_tokens=args.max_batch_tokens, threads=args.threads,
-                      workdir=Path(args.workdir) if args.workdir else None, keep_files=args.keep_files,
-                      generation=not args.no_generation, max_new_tokens=args.max_new_tokens,
-                      include_source=not args.no_source,
-                      records_dir=Path(args.records_dir) if args.records_dir else None, overwrite=args.force,
-                      command="semif " + " ".join(sys.argv[1:]))
+def quant(cfg: QuantConfig) -> dict[str, Any]:
+    """``semif quant``: run the ladder, write its report to ``cfg.output``, print its table; returns the report."""
     rep = run_quant(cfg)
-    _write(rep, out, args.force)
-    print(f"[semif] wrote {out}", file=sys.stderr)
+    _write(rep, cfg.output, cfg.overwrite)
+    print(f"[semif] wrote {cfg.output}", file=sys.stderr)
     print_report(rep)
-    return 0
-
-
-def register(sub: Any) -> None:
-    from scorer.cli import positive_int
-
-    p = sub.add_parser("quant", help="quantization ladder: F32 GGUF → Q8_0 … 3-bit, each scored against torch fp32")
-    p.add_argument("--model", default=store.TEST_MODEL, help=f"registry key or .gguf (default {store.TEST_MODEL})")
-    p.add_argument("--input", required=True, help="decisions (JSONL) to score on the reference and every rung")
-    p.add_argument("--output", help="JSON report (default data/results/quant-MODEL.json); never overwritten")
-    p.add_argument("--force", action="store_true", help="overwrite --output and the --records-dir files")
-    p.add_argument("--rungs", default=",".join(DEFAULT_RUNGS),
-                   help=f"llama.cpp types, comma-separated (default {','.join(DEFAULT_RUNGS)})")
-    p.add_argument("--mode", choices=MODES, default="shared", help="scoring mode for every run (default shared)")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
-    p.add_argument("--threads", type=positive_int, help="CPU threads (torch and llama.cpp), >= 1")
-    p.add_argument("--workdir", help="folder for the written GGUFs (default: under the model cache)")
-    p.add_argument("--keep-files", action="store_true", help="keep the F32 and quantized GGUFs")
-    p.add_argument("--records-dir", help="also write every run's records (JSONL) here, for semif compare "
-                                        "(existing files are refused before any work, unless --force)")
-    p.add_argument("--no-generation", action="store_true", help="skip the generation path (JSON arrays)")
-    p.add_argument("--max-new-tokens", type=int, help="generation limit per array (default 4 per criterion + 16)")
-    p.add_argument("--no-source", action="store_true", help="do not measure the model's original GGUF as a rung")
-    p.set_defaults(func=_cmd_quant)
+    return rep
