@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import logging
 import queue
 import sys
 import threading
@@ -405,14 +406,15 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
     except ImportError as exc:
         raise SemifError(f"semif serve --ray needs the ray extra ({exc}); install it with "
                          "`pip install -e '.[ray]'`") from None
-    ray.init(address=ray_opts.address, include_dashboard=False, logging_level="WARNING")
+    ray.init(address=ray_opts.address, include_dashboard=False, logging_level=logging.WARNING)
     try:
         ray_serve.start(http_options={"host": cfg.host, "port": cfg.port})
         replica = ray_serve.deployment(ray_serve.ingress()(_ServeReplica), name="semif",
                                        num_replicas=ray_opts.replicas,
                                        ray_actor_options={"num_cpus": ray_opts.cpus_per_replica},
                                        max_ongoing_requests=cfg.limits.queue_size + 1)
-        app = replica.bind({**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
+        app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
+{**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
                            cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)

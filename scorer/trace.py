@@ -295,7 +295,8 @@ def schema_errors(trace: Any) -> list[str]:
     the one of the trace's own ``format`` (v1 when it names none we know, so the format error shows)."""
     import jsonschema
 
-    fmt = trace.get("format") if isinstance(trace, dict) and trace.get("format") in FORMATS else TRACE_FORMAT
+    got = trace.get("format") if isinstance(trace, dict) else None
+    fmt = got if isinstance(got, str) and got in FORMATS else TRACE_FORMAT
     validator = jsonschema.Draft202012Validator(schema(fmt))
     out = []
     for err in sorted(validator.iter_errors(trace), key=lambda e: list(map(str, e.absolute_path))):
@@ -614,7 +615,7 @@ def compute_summary_v2(trace: dict[str, Any]) -> dict[str, Any]:
     pre = [_ev(r, "prefill_done") - _ev(r, "encoded") for r in typed]
     suf = [_ev(r, "suffix_done") - _ev(r, "prefill_done") for r in typed]
     rdo = [_ev(r, "decisions_available") - _ev(r, "suffix_done") for r in typed]
-    t_block = {
+    t_block: dict[str, Any] = {
         "median_s": _median([r["total_s"] for r in typed]),
         "first_decision_median_s": _median([min(d["t_available"] for d in r["decisions"]) for r in typed]),
         "tokens": {"prefix": tt["prefix"], "suffix": tt["suffix"], "processed": tt["processed"], "output": 0,

@@ -109,7 +109,7 @@ def load_views(labels: list[metrics.Label], rows: dict[str, Decision], run: str,
         views[name].signatures.append(item[1])
 
     def row_of(path: str, line: int, rec: dict[str, Any]) -> Decision:
-        d = rows.get(rec.get("id"))
+        d = rows.get(rec.get("id", ""))  # row ids are non-empty strings: a record without one matches none
         if d is None:
             raise InputError(path, line, "id", f"{rec.get('id')!r} is not a row of --labels", "the labelled rows")
         return d

@@ -50,8 +50,8 @@ def run_summary(records: list[dict[str, Any]], path: str | None = None) -> dict[
     m = records[0].get("model", {}) if records else {}
     out = {"records": len(records), "key": m.get("key"), "backend": m.get("backend"), "dtype": m.get("dtype"),
            "device": m.get("device"), "gguf_sha256": m.get("gguf_sha256"), "threads": m.get("threads"),
-           "versions": m.get("versions"), "modes": sorted({r.get("mode") for r in records}),
-           "kernels": sorted({r.get("kernel") for r in records})}
+           "versions": m.get("versions"), "modes": sorted({str(r.get("mode")) for r in records}),
+           "kernels": sorted({str(r.get("kernel")) for r in records})}  # str: a None never meets a str in sorted
     if path is not None:
         out["path"] = path
         out["sha256"] = sha256_file(Path(path))

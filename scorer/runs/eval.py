@@ -307,8 +307,8 @@ def route_records(fast: list[dict[str, Any]], reference: list[dict[str, Any]],
     out = []
     for rid in ids:
         f = fst.get(rid)
-        if not escalates(f, threshold):
-            rec = dict(f)  # type: ignore[arg-type]
+        if f is not None and not escalates(f, threshold):
+            rec = dict(f)
             rec["escalated"] = False
             rec["route"] = {"policy": "margin", "threshold": threshold, "path": "fast", "fast_margin": f["margin"]}
         elif rid in ref:
