@@ -12,6 +12,7 @@ demo:
 test:
 	scripts/install.sh --browser
 	.venv/bin/ruff check scorer tests build.py
+	.venv/bin/lint-imports
 	.venv/bin/python -m pytest -q
 
 test-fast:

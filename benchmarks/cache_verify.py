@@ -31,14 +31,18 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scorer import store  # noqa: E402
-from scorer.machine import library_versions, machine_facts  # noqa: E402
+from scorer.envelope import make_report, write_report  # noqa: E402
+from scorer.io import refuse_overwrite  # noqa: E402
+from scorer.machine import load_average, load_span  # noqa: E402
+
+FORMAT = "semif-cache-verify-v1"
 
 BUDGET = 0.10
 _CHILD = r"""
@@ -107,6 +111,13 @@ def _throughput(mib: int = 256) -> dict[str, float]:
     return out
 
 
+def cache_verify_inputs(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The report's ``inputs``: the model folder measured, identified by the GGUF it was built from (the folder's
+    manifest is checked against that sha256; hashing the folder itself is what is being timed)."""
+    return {"model_folder": {"path": body["folder"], "sha256": body["gguf_sha256"],
+                             "digest": "sha256 of the source GGUF the folder was built from"}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=store.TEST_MODEL, help="registry key (default %(default)s)")
@@ -116,27 +127,25 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.output)
     if out.exists():
-        raise SystemExit(f"{out} exists; refusing to overwrite it")
+        raise SystemExit(str(refuse_overwrite(out)))
     from scorer.backends.torch_backend import _dequantize_gguf
 
     entry = store.get_entry(args.model)
     folder = _dequantize_gguf(store.fetch(entry), entry.sha256)  # built (and verified) if missing
     manifest = store.verify_manifest(folder, entry.sha256)
     runs: dict[str, list[dict[str, float]]] = {"load": [], "verify": [], "verify_then_load": []}
-    load_before = os.getloadavg()
+    load_before = load_average()
     for _ in range(args.repeats):
         for what in runs:
             runs[what].append(_measure(folder, entry.sha256, what, args.drop_caches))
-    load_after = os.getloadavg()
+    load = load_span(load_before)
     med = {
         "load_s": statistics.median(r["load_s"] for r in runs["load"]),
         "verify_s": statistics.median(r["verify_s"] for r in runs["verify"]),
         "verify_then_load_total_s": statistics.median(r["total_s"] for r in runs["verify_then_load"]),
     }
     overhead = med["verify_then_load_total_s"] - med["load_s"]
-    report = {
-        "kind": "cache-verify",
-        "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    body = {
         "model": args.model, "gguf_sha256": entry.sha256, "folder": str(folder),
         "files": len(manifest["files"]), "bytes": sum(f["bytes"] for f in manifest["files"].values()),
         "hash": manifest["hash"], "page_cache": "dropped before each measurement" if args.drop_caches else
@@ -149,12 +158,10 @@ def main() -> int:
         "budget": BUDGET, "budget_applies_to": "ratio_overhead_to_load",
         "within_budget": overhead / med["load_s"] < BUDGET,
         "throughput_mib_s": _throughput(),
-        "loadavg_before": list(load_before), "loadavg_after": list(load_after),
-        "machine": machine_facts(), "versions": library_versions(),
+        "load_average": load,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("x") as f:
-        f.write(json.dumps(report, indent=1) + "\n")
+    report = make_report("cache-verify", FORMAT, cache_verify_inputs(body), body)
+    write_report(out, report)
     print(f"wrote {out}: the check adds {report['ratio_overhead_to_load']:+.1%} to a cold load (budget "
           f"{BUDGET:.0%}); the whole check alone is {report['ratio_verify_to_load']:.1%} of one", file=sys.stderr)
     return 0

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -41,6 +39,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scorer.grammar import ArrayGrammar
+
+FORMAT = "semif-grammar-mask-probe-v1"
 
 
 def _dist_version(name: str) -> str:
@@ -226,6 +226,10 @@ def main() -> int:
     args = ap.parse_args()
     from scorer import store
     from scorer.backends.llamacpp_backend import _load_reference_tokenizer
+    from scorer.envelope import make_report, write_report
+    from scorer.machine import load_average, load_span
+
+    load0 = load_average()
 
     ref = store.resolve(args.model, None)
     gguf, sha = store.gguf_for(ref)
@@ -253,15 +257,14 @@ def main() -> int:
         except Exception as exc:  # a probe that fails is a result too (e.g. a tokenizer the engine cannot read)
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
         print(f"{name}: {results[name]}", file=sys.stderr)
-    doc = {"kind": "grammar-mask-probe", "model": args.model, "vocab": n_logits, "criteria": args.criteria,
-           "answer": answer, "answer_tokens": len(path), "grammar": gbnf, "regex": regex,
-           "machine": {"platform": platform.platform(), "cores": os.cpu_count(),
-                       "load_average": [round(x, 2) for x in os.getloadavg()]},
-           "note": "rough: measured on a shared machine; only the order of magnitude between engines matters here",
-           "engines": results}
+    body = {"model": args.model, "vocab": n_logits, "criteria": args.criteria,
+            "answer": answer, "answer_tokens": len(path), "grammar": gbnf, "regex": regex,
+            "load_average": load_span(load0),
+            "note": "rough: measured on a shared machine; only the order of magnitude between engines matters here",
+            "engines": results}
+    inputs = {"model.gguf": {"path": str(gguf), "sha256": sha}}
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    write_report(out, make_report("grammar-mask-probe", FORMAT, inputs, body))
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

@@ -33,7 +33,8 @@ def write_random_model(like: Path, out: Path, seed: int = 0, init_std: float | N
     from transformers import AutoConfig, AutoModelForCausalLM
 
     if out.exists():
-        raise SystemExit(f"{out}: exists; refusing to overwrite")
+        # scorer.io.refuse_overwrite's wording; not imported, as this script also runs where semif is not installed
+        raise SystemExit(f"{out} exists; refusing to overwrite it (choose another --out)")
     cfg_raw = json.loads((like / "config.json").read_text())
     for key in _DROP:
         cfg_raw.pop(key, None)

@@ -17,6 +17,7 @@ equals the CLI's record for the same row and configuration apart from timings an
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,13 +33,43 @@ from scorer.errors import InputError, SemifError, brief
 from scorer.schema import Decision, parse_decision
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from scorer.backends import BackendConfig
+    from scorer.calibration.core import Calibration
 
 DECIDE_SOURCE = "decision"
 """The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
 ROWS_SOURCE = "rows"
 """The ``path`` that :meth:`Scorer.decide_many` errors name; the ``line`` is the 1-based row number."""
 _BACKEND_OPTIONS = ("revision", "device", "dtype", "threads", "gguf", "llama_gpu_layers")
+
+
+@dataclass(frozen=True)
+class CalibratedReadout:
+    """The ``calibrated`` block of a record, typed: the readout after a calibration file's offsets."""
+
+    probabilities: Mapping[str, float]
+    """Calibrated probability of each option, by option id, in declared order."""
+    choice: str | None
+    """Option id with the highest calibrated probability; None when the top is a tie."""
+    margin: float
+    """Top calibrated probability minus the runner-up's."""
+    tie: bool
+    """True when the top calibrated logits are equal within the readout's tolerance."""
+    applied: bool
+    """False when the calibration had no entry fitted on enough rows for this decision's signature: the
+    numbers above are then the raw ones (see the block's ``reason``)."""
+    method: str
+    """``prior`` (label-free) or ``bias`` (fitted on labels)."""
+    level: str | None
+    """Where the entry came from: ``signature``, ``family`` or ``global`` (None when not applied)."""
+
+    @classmethod
+    def from_block(cls, ids: Sequence[str], block: Mapping[str, Any]) -> CalibratedReadout:
+        return cls(probabilities=MappingProxyType(dict(zip(ids, block["probabilities"], strict=True))),
+                   choice=block["choice"], margin=block["margin"], tie=block["tie"], applied=block["applied"],
+                   method=block["method"], level=block.get("level"))
 
 
 @dataclass(frozen=True)
@@ -69,8 +100,17 @@ class DecisionRecord:
     """Seconds spent: ``encode_s``, ``forward_s``, ``total_s`` and, with prefix reuse, the prefill/copy/
     suffix split (shared mode: this row's equal share of its group's passes)."""
     record: dict[str, Any]
-    """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v1``; write it
+    """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v2``; write it
     with :func:`scorer.schema.dumps_record`)."""
+    calibrated: CalibratedReadout | None = None
+    """The calibrated readout when the scorer has a ``calibration``; None otherwise. The raw fields above
+    are never changed by a calibration."""
+
+    @property
+    def final_choice(self) -> str | None:
+        """The choice to act on: the calibrated one when a calibration was given, else the raw one (the
+        same rule as ``record.get("calibrated", record)["choice"]`` for records on disk)."""
+        return self.calibrated.choice if self.calibrated is not None else self.choice
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> DecisionRecord:
@@ -80,7 +120,9 @@ class DecisionRecord:
                    choice=rec["choice"], margin=rec["margin"], tie=rec["tie"],
                    tied_option_ids=tuple(rec["tied_option_ids"]), allowed_token_mass=rec["allowed_token_mass"],
                    prompt_sha256=rec["prompt_sha256"], tokens_sha256=rec["tokens_sha256"],
-                   timing=MappingProxyType(dict(rec["timing"])), record=rec)
+                   timing=MappingProxyType(dict(rec["timing"])), record=rec,
+                   calibrated=CalibratedReadout.from_block(rec["option_ids"], rec["calibrated"])
+                   if isinstance(rec.get("calibrated"), dict) else None)
 
 
 def rows_sha256(lines: Sequence[bytes]) -> str:
@@ -138,14 +180,19 @@ class Scorer:
     does not close). Backend options (``revision``, ``device``, ``dtype``, ``threads``, ``gguf``,
     ``llama_gpu_layers``) are those of :class:`scorer.backends.BackendConfig`. ``mode`` is ``direct``,
     ``serial`` or ``shared`` (rows that share a state are prefilled once and scored in packed passes).
-    ``calibration`` (a calibration file) is refused with a clear error until the ``scorer.calibration``
-    module is part of this package.
+    ``calibration`` is a calibration file (``semif calibrate prior|bias``) or a loaded
+    :class:`~scorer.calibration.core.Calibration`: every record then carries a ``calibrated`` block
+    (:attr:`DecisionRecord.calibrated`, :attr:`DecisionRecord.final_choice`), exactly as
+    ``semif score --calibration FILE`` writes it; a row whose signature (question, options, model) the file
+    does not cover is refused before anything is scored, naming the file and the signature. The file is read
+    and checked at construction (bad JSON, wrong version or NaN raise :class:`~scorer.errors.InputError`).
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
 
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
-                 calibration: str | None = None, *, max_batch_tokens: int | None = None, **options: Any) -> None:
+                 calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
+                 **options: Any) -> None:
         from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES
 
         if mode not in MODES:
@@ -156,9 +203,7 @@ class Scorer:
         if options and not isinstance(backend, str):
             raise SemifError(f"backend options ({', '.join(sorted(options))}) apply only to a backend named by "
                              "string; this backend object is already built")
-        if calibration is not None:
-            raise SemifError("calibration needs scorer.calibration, which this build does not have; "
-                             "score without calibration=")
+        self.calibration = _load_calibration(calibration)
         self.model = model
         self.mode = mode
         self.max_batch_tokens = DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens
@@ -172,9 +217,10 @@ class Scorer:
         self._closed = False
 
     @classmethod
-    def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None) -> Scorer:
+    def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
+                    calibration: str | Path | Calibration | None = None) -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
-        return cls(cfg.model, cfg.backend, mode, max_batch_tokens=max_batch_tokens,
+        return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
                    **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
@@ -243,18 +289,44 @@ class Scorer:
 
         ``run_parts`` identifies the run as ``semif score`` does (``input_sha256`` of the input file,
         ``semif`` version); ``indices`` are the rows' positions in that input (``run.index``; default
-        0, 1, …) when these decisions are a slice of it; ``resumed_from`` is recorded as is.
+        0, 1, …) when these decisions are a slice of it; ``resumed_from`` is recorded as is. With a
+        calibration every decision's signature is checked before any is scored, and the records carry the
+        ``calibrated`` block (the run's configuration then names the calibration file's sha256, as the
+        CLI's does).
         """
         from scorer.runs.score import config_parts, config_sha256, prepare, score_items
 
         with self._lock:
             backend = self._load_locked()
-            parts = config_parts(backend, run_parts, self.mode, self.max_batch_tokens)
+            info = backend.model_info()
+            parts = config_parts(info, run_parts, self.mode, self.max_batch_tokens)
+            cal = self.calibration
+            if cal is not None:
+                from scorer.calibration.apply import check_decisions
+
+                check_decisions(cal, decisions, info)
+                parts["calibration"] = cal.source.get("sha256")
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=self.mode != "direct")
             records = list(score_items(backend, items, self.mode, run, 0, self.max_batch_tokens))
+            if cal is not None:
+                records = list(cal.apply_all(records))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):
                 rec["run"]["index"] = index
         return records
+
+
+def _load_calibration(calibration: str | Path | Calibration | None) -> Calibration | None:
+    """A calibration given by path is loaded and checked now, so a bad file fails before any model loads."""
+    if calibration is None:
+        return None
+    from scorer.calibration.core import Calibration, load_calibration
+
+    if isinstance(calibration, Calibration):
+        return calibration
+    if not isinstance(calibration, str | os.PathLike):
+        raise SemifError(f"calibration {brief(calibration)} is not a file path or a Calibration "
+                         "(expected a file written by `semif calibrate prior|bias`)")
+    return load_calibration(calibration)

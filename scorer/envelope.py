@@ -10,9 +10,18 @@ report's own body::
 * ``kind`` names what was measured (the site draws a report by its kind);
 * ``format`` is the versioned layout of the body (a reader refuses a format it does not know);
 * ``created_utc`` is when the report was made (ISO 8601, seconds, UTC);
-* ``machine`` and ``versions`` come from :mod:`scorer.machine`;
+* ``machine`` and ``versions`` come from :mod:`scorer.machine` (in a migrated report: what the old one
+  recorded, or a ``note`` that it recorded none);
 * ``inputs`` names every file the numbers depend on, with its sha256, so a reader can tell whether a
-  re-run used the same bytes.
+  re-run used the same bytes. Each entry is ``{"path", "sha256"}`` (``bytes`` when hashed here). A
+  migrated report cites the sha256 the old report recorded when it was made (the file may have changed
+  or gone since); an input whose sha256 was never recorded has ``"sha256": null`` and a ``note``;
+* ``migrated_from`` (only in a report rewritten into the envelope by ``scripts/migrate_reports.py``)
+  gives the ``sha256`` and ``format`` of the bytes it was migrated from, so a record or trace that cites
+  the old file's sha256 can still be traced to it.
+
+:data:`KINDS` lists every report kind and its current format. A report is written with
+:func:`write_report` (create-only unless overwriting was asked for, atomic: :mod:`scorer.io`).
 
 Plain data only: nothing here imports torch or a backend.
 """
@@ -25,10 +34,33 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from scorer.io import FORCE_HINT, write_atomic
 from scorer.machine import library_versions, machine_facts
 
 ENVELOPE_KEYS = ("kind", "format", "created_utc", "machine", "versions", "inputs")
 """The envelope's fields, in the order they lead every report."""
+
+KINDS: dict[str, str] = {
+    "bench": "semif-bench-v2",  # semif bench shape
+    "quant": "semif-quant-v2",  # semif quant
+    "compare": "semif-compare-v2",  # semif compare
+    "drift": "semif-drift-v2",  # semif drift (also an input of --exact)
+    "eval": "semif-eval-v2",  # semif eval
+    "calibrate": "semif-eval-v2",  # semif calibrate temperature
+    "calibration": "semif-eval-v2",  # semif calibrate report
+    "order": "semif-eval-v2",  # semif order
+    "route": "semif-eval-v2",  # semif route
+    "prior": "semif-calibration-v2",  # semif calibrate prior (also an input of --calibration)
+    "bias": "semif-calibration-v2",  # semif calibrate bias (also an input of --calibration)
+    "peers": "semif-peers-v1",  # benchmarks/peers
+    "cache-verify": "semif-cache-verify-v1",  # benchmarks/cache_verify.py
+    "ray-scale": "semif-ray-scale-v2",  # benchmarks/ray_scale.py
+    "serve-load": "semif-serve-load-v2",  # benchmarks/serve_load.py
+    "grammar-mask-probe": "semif-grammar-mask-probe-v1",  # benchmarks/grammar-mask-probe.py
+}
+"""Every report kind and the format its writer writes now."""
 
 
 def file_input(path: Path) -> dict[str, Any]:
@@ -63,3 +95,81 @@ def envelope(kind: str, fmt: str, inputs: Mapping[str, Path | Mapping[str, Any]]
     vers.update(versions or {})
     return {"kind": kind, "format": fmt, "created_utc": utc_now(created), "machine": machine_facts(),
             "versions": vers, "inputs": ins}
+
+
+# Pairs of (path field, sha256 field) by which a report body cites a file it read.
+_CITATIONS = (("path", "sha256"), ("drift_report", "drift_report_sha256"))
+
+
+def carried_inputs(body: Any, where: str = "") -> dict[str, dict[str, Any]]:
+    """Every file ``body`` cites with its sha256 (``{"path", "sha256"}``, or a ``drift_report`` and its
+    ``drift_report_sha256``), as ``inputs`` entries keyed by where the citation sits (``run``,
+    ``plain.reversed``, ``runs[0]``…), in body order.
+
+    The writers build their ``inputs`` from the body with this, and so does the migration of old reports,
+    so a report says the same about its inputs whether it was written now or migrated.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(body, dict):
+        for path_key, sha_key in _CITATIONS:
+            path, sha = body.get(path_key), body.get(sha_key)
+            if isinstance(path, str) and (isinstance(sha, str) or (sha is None and sha_key in body)):
+                role = where if path_key == "path" else f"{where}.{path_key}".lstrip(".")
+                out[role or path_key] = {"path": path, "sha256": sha} if sha else {
+                    "path": path, "sha256": None, "note": "the report did not record this file's sha256"}
+        for k, v in body.items():
+            out.update(carried_inputs(v, f"{where}.{k}" if where else str(k)))
+    elif isinstance(body, list):
+        for i, v in enumerate(body):
+            out.update(carried_inputs(v, f"{where}[{i}]"))
+    return out
+
+
+def make_report(kind: str, fmt: str, inputs: Mapping[str, Path | Mapping[str, Any]], body: Mapping[str, Any],
+                versions: Mapping[str, str | None] | None = None, created: float | None = None) -> dict[str, Any]:
+    """A whole report: the envelope (:func:`envelope`), then ``body`` in its own order.
+
+    Raises ``ValueError`` if ``body`` holds an envelope field (it would silently replace the envelope's).
+    """
+    clash = [k for k in body if k in ENVELOPE_KEYS]
+    if clash:
+        raise ValueError(f"a report body may not hold the envelope's fields {clash}")
+    return {**envelope(kind, fmt, inputs, versions, created), **body}
+
+
+def report_bytes(report: Mapping[str, Any]) -> bytes:
+    """A report file's bytes: 2-space indented JSON (numpy values as plain numbers) and a newline."""
+    return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+
+
+def write_report(path: Path, report: Mapping[str, Any], overwrite: bool = False, hint: str = FORCE_HINT) -> None:
+    """Write ``report`` to ``path`` atomically; an existing file is refused unless ``overwrite``
+    (:func:`scorer.io.write_atomic`, ``hint`` completes the refusal)."""
+    write_atomic(path, report_bytes(report), overwrite, hint)
+
+
+def envelope_problems(obj: Any) -> list[str]:
+    """What is wrong with ``obj``'s envelope (empty: a well-formed report of a known kind)."""
+    if not isinstance(obj, dict):
+        return [f"a report is a JSON object, not a {type(obj).__name__}"]
+    problems = []
+    lead = list(obj)[: len(ENVELOPE_KEYS)]
+    if lead != list(ENVELOPE_KEYS):
+        problems.append(f"the report must start with {list(ENVELOPE_KEYS)}, not {lead}")
+    kind = obj.get("kind")
+    if kind not in KINDS:
+        problems.append(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+    elif obj.get("format") != KINDS[kind]:
+        problems.append(f"format {obj.get('format')!r} (a {kind} report is {KINDS[kind]!r})")
+    created = obj.get("created_utc")
+    if not isinstance(created, str) or len(created) != 20 or not created.endswith("Z"):
+        problems.append(f"created_utc {created!r} (expected e.g. 2026-11-30T14:02:11Z)")
+    for key in ("machine", "versions", "inputs"):
+        if not isinstance(obj.get(key), dict):
+            problems.append(f"{key} must be an object")
+    for role, entry in (obj.get("inputs") or {}).items() if isinstance(obj.get("inputs"), dict) else ():
+        if not isinstance(entry, dict) or "path" not in entry or "sha256" not in entry:
+            problems.append(f"inputs.{role} must have a path and a sha256")
+        elif entry["sha256"] is None and not entry.get("note"):
+            problems.append(f"inputs.{role} has no sha256 and no note saying why")
+    return problems

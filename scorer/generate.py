@@ -3,6 +3,7 @@
 One module for every run that asks a model to *write* its answers (``semif versus``'s free and
 constrained lanes, ``semif quant``'s generation check):
 
+* the input: one state and its ordered yes/no criteria (:class:`VersusInput`, :class:`Criterion`);
 * the prompt (``semif-array-v1``): the state, the numbered yes/no questions, the exact answer shape;
 * :class:`~scorer.grammar.ArrayGrammar`: a GBNF grammar admitting exactly one JSON array with one of each criterion's
   option ids per position (valid by construction), enforced by the backend's own engine
@@ -37,8 +38,38 @@ ARRAY_SYSTEM = (
 )
 
 
+@dataclass(frozen=True)
+class Criterion:
+    """One binary criterion about the state."""
+
+    id: str
+    """Unique id within the input file."""
+    question: str
+    """The yes/no question."""
+    label: str | None = None
+    """Gold answer ``yes``/``no`` when known; never shown to the model."""
+
+
+@dataclass(frozen=True)
+class VersusInput:
+    """One state and its ordered criteria (``data/versus/*.json``)."""
+
+    id: str
+    """Input id; names the trace file."""
+    state: str | dict[str, Any] | list[Any]
+    """The evidence: text or a JSON object/array."""
+    criteria: tuple[Criterion, ...]
+    """The criteria, in the order the generated array must follow."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The trace's ``inputs`` identity: ``{id, state, criteria}``."""
+        crit = [{"id": c.id, "question": c.question, **({"label": c.label} if c.label else {})}
+                for c in self.criteria]
+        return {"id": self.id, "state": self.state, "criteria": crit}
+
+
 class ArrayInput(Protocol):
-    """What a generated run needs: a state and its ordered criteria (``VersusInput`` is one)."""
+    """What a generated run needs: a state and its ordered criteria (:class:`VersusInput` is one)."""
 
     @property
     def state(self) -> str | dict[str, Any] | list[Any]: ...
@@ -147,7 +178,7 @@ def token_texts(tok: Tokenizer, ids: list[int]) -> list[str]:
         if i < len(ids) - 1 and cur.endswith("\ufffd"):
             out.append("")
             continue
-        keep = len(common_prefix([list(acc), list(cur)])) if not cur.startswith(acc) else len(acc)
+        keep = len(common_prefix([acc, cur])) if not cur.startswith(acc) else len(acc)
         out.append(cur[keep:])
         acc = cur
     return out

@@ -20,6 +20,7 @@ from typing import Any
 
 from scorer import store
 from scorer.errors import ModelError
+from scorer.llama_log import LLAMA_LOG
 
 # llama.cpp's ``enum llama_ftype`` (llama.h); names as the quantize tool spells them.
 FTYPES: dict[str, int] = {
@@ -129,8 +130,6 @@ _BPW = re.compile(r"quant size\s+=\s+[\d.]+ MiB \(([\d.]+) BPW\)")
 def quantize(source: Path, target: Path, ftype: str, threads: int | None = None) -> QuantizeResult:
     """Quantize ``source`` (F32/F16) to ``ftype`` with llama.cpp's own quantizer, atomically."""
     import llama_cpp
-
-    from scorer.backends.llamacpp_backend import LLAMA_LOG
 
     if ftype not in FTYPES:
         raise ModelError(f"unknown quantization type {ftype!r} (expected one of {', '.join(FTYPES)})")

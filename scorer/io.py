@@ -41,6 +41,9 @@ from scorer.errors import OutputError, OutputExistsError, OutputLockedError
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 _REOPEN = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
+FORCE_HINT = "pass --force, or choose another --output"
+"""The refusal's hint for a command whose ``--force`` overwrites its output."""
+
 
 def refuse_overwrite(path: Path | str, hint: str = "choose another --output") -> OutputExistsError:
     """The one "refusing to overwrite" error (exit 2); ``hint`` says how to proceed."""

@@ -88,3 +88,21 @@ def library_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[key] = None
     return out
+
+
+def load_average() -> list[float] | None:
+    """The 1-, 5- and 15-minute load averages, rounded to 0.01 (None where the platform has none).
+
+    Every report records them the same way: ``{"before": load_average(), "after": load_average()}``
+    around the measured work (:func:`load_span`), so other work on the machine shows next to the timings.
+    """
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def load_span(before: list[float] | None) -> dict[str, list[float] | None]:
+    """The one load-average shape of a report: ``before`` (taken with :func:`load_average` when the
+    measured work started) and the load now."""
+    return {"before": before, "after": load_average()}

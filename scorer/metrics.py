@@ -194,7 +194,7 @@ def align(labels: list[Label], records: Iterable[dict[str, Any]], name: str = "r
     A duplicate record id is an input error (which one would count?); a labelled row without a
     record is ``missing``; a record whose options do not match its row is ``invalid``.
     """
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[Any, dict[str, Any]] = {}  # keyed by whatever the record says (a missing id is None)
     for i, rec in enumerate(records, start=1):
         rid = rec.get("id")
         if rid in by_id:
@@ -208,15 +208,15 @@ def align(labels: list[Label], records: Iterable[dict[str, Any]], name: str = "r
     seconds = np.zeros(len(labels))
     margin = np.zeros(len(labels))
     for i, lab in enumerate(labels):
-        rec = by_id.get(lab.id)
-        if rec is None:
+        found = by_id.get(lab.id)
+        if found is None:
             st, p, z = "missing", None, None
         else:
-            st, p, z = _check_record(rec, lab)
-            seconds[i] = float((rec.get("timing") or {}).get("total_s", 0.0) or 0.0)
+            st, p, z = _check_record(found, lab)
+            seconds[i] = float((found.get("timing") or {}).get("total_s", 0.0) or 0.0)
         status.append(st)
         ok = st in ("ok", "tie")
-        choice.append(rec["choice"] if ok and rec is not None else None)
+        choice.append(found["choice"] if ok and found is not None else None)
         probs.append(p)
         logits.append(z)
         if ok and p is not None:

@@ -22,7 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
+from scorer.io import check_writable, write_atomic
 from scorer.schema import Decision, Option, load_decisions
 
 WRAPPERS = (
@@ -122,9 +123,7 @@ def _opt(o: Option) -> dict[str, str]:
 
 def perturb_file(inp: Path, kinds: list[str], out: Path, force: bool = False) -> int:
     """Write the perturbed rows of ``inp`` to ``out`` (UTF-8 JSONL, ``\\n`` endings). Returns the row count."""
-    if out.exists() and not force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force to rebuild it)")
+    check_writable(out, force, "pass --force to rebuild it")
     rows = [perturb(d, kinds) for d in load_decisions(inp)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes("".join(row_json(d) + "\n" for d in rows).encode("utf-8"))
+    write_atomic(out, "".join(row_json(d) + "\n" for d in rows).encode("utf-8"), force, "pass --force to rebuild it")
     return len(rows)

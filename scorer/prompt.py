@@ -16,7 +16,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from scorer.errors import ValidationError
 from scorer.schema import Decision
@@ -37,6 +37,7 @@ PLAIN_TEMPLATE = "semif-plain"
 
 Span = tuple[int, int]
 """A ``[start, end)`` character range of a rendered prompt."""
+_T = TypeVar("_T")
 
 
 class Tokenizer(Protocol):
@@ -261,8 +262,8 @@ def render(tok: Tokenizer, decision: Decision) -> Prompt:
     return Prompt(PROMPT_VERSION, text, ids, prefix_text, LETTERS[:n], slots, tok.template_name, spans)
 
 
-def common_prefix(seqs: list[list[int]]) -> list[int]:
-    """Longest common prefix of token sequences."""
+def common_prefix(seqs: Sequence[Sequence[_T]]) -> list[_T]:
+    """Longest common prefix of sequences (token ids, or the characters of strings)."""
     if not seqs:
         return []
     first = seqs[0]

@@ -176,25 +176,3 @@ def _write_in_order(rows: Any, decisions: list[Decision], sink: RecordsOutput, p
     return written
 
 
-def add_engine_args(p: Any) -> None:
-    """``--engine`` and the Ray options of ``semif score``."""
-    from scorer.cli import positive_int
-
-    g = p.add_argument_group("engine")
-    g.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local: this process; ray: a pool of Ray Data actors (the ray extra)")
-    g.add_argument("--address", help="ray: cluster address (default: start a local cluster)")
-    g.add_argument("--actors", type=positive_int, default=1, help="ray: scoring actors, one model each")
-    g.add_argument("--cpus-per-actor", type=float, default=1.0, help="ray: CPUs per actor (and its threads)")
-    g.add_argument("--gpus-per-actor", type=float, default=0.0, help="ray: GPUs per actor")
-
-
-def options_from_args(args: Any) -> RayOptions:
-    """The :class:`RayOptions` of parsed ``semif score`` arguments; refuses what the Ray engine does not do."""
-    for flag, on in (("--permute", args.permute > 1), ("--temperature", args.temperature is not None),
-                     ("--exact", bool(getattr(args, "exact", False)))):
-        if on:
-            raise ValidationError(f"{flag} is not supported with --engine ray (use the local engine)")
-    if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
-        raise ValidationError("--cpus-per-actor must be > 0 and --gpus-per-actor >= 0")
-    return RayOptions(args.address, args.actors, args.cpus_per_actor, args.gpus_per_actor)

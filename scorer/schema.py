@@ -237,4 +237,5 @@ def validate_records(records: Iterable[dict[str, Any]]) -> None:
 
     validators = {v: jsonschema.Draft202012Validator(record_schema(v)) for v in RECORD_SCHEMAS}
     for rec in records:
-        validators.get(rec.get("schema") if isinstance(rec, dict) else None, validators[RECORD_SCHEMA]).validate(rec)
+        version = rec.get("schema") if isinstance(rec, dict) else None
+        validators.get(version if isinstance(version, str) else RECORD_SCHEMA, validators[RECORD_SCHEMA]).validate(rec)

@@ -18,6 +18,9 @@ Contracts:
   bearer token. An unexpected error answers 500 ``internal error`` (the traceback goes to the server's
   stderr, never to the client).
 * Binding to an address that is not loopback requires a bearer token (compared in constant time).
+* ``--calibration FILE`` (a prior or bias file): every record carries the ``calibrated`` block that
+  ``semif score --calibration FILE`` writes; a row whose signature the file does not cover answers 422
+  naming the file and the signature; ``/v1/models`` names the file and its sha256.
 * A batch is scored as one :meth:`~scorer.api.Scorer.decide_many` call (shared-prefix batching inside the
   request); its records equal ``semif score``'s for a file holding the same rows.
 """
@@ -28,7 +31,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
-import os
+import logging
 import queue
 import sys
 import threading
@@ -42,15 +45,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from scorer.api import Scorer
+from scorer.backends import BackendConfig
 from scorer.errors import InputError, SemifError
 from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
 
 if TYPE_CHECKING:
-    import argparse
-
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
+
+    from scorer.calibration.core import Calibration
 
 TOKEN_ENV = "SEMIF_SERVE_TOKEN"
 """Environment variable holding the bearer token (preferred over ``--token``, which ``ps`` can show)."""
@@ -286,7 +290,9 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
     async def models(request: Request) -> Response:
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+        cal = scorer.calibration
         return _json({"models": [info], "mode": scorer.mode,
+                      "calibration": None if cal is None else {"method": cal.method, **cal.source},
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size}})
 
@@ -310,62 +316,15 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-# --- command line ------------------------------------------------------------------------------------
-def register(sub: Any) -> None:
-    """Add ``semif serve`` to the ``semif`` subparsers."""
-    from scorer.cli import _add_model_args, positive_int
-
-    p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
-    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
-    p.add_argument("--mode", choices=("direct", "serial", "shared"), default="shared")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
-                   help="shared mode: suffix tokens per pass, >= 1")
-    p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
-    p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
-                   help="requests waiting for the scorer before 503")
-    p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
-    p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
-    g = p.add_argument_group("ray serve")
-    g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
-    g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
-    g.add_argument("--address", help="--ray: cluster address (default: start a local cluster)")
-    g.add_argument("--cpus-per-replica", type=float, default=1.0, help="--ray: CPUs per replica")
-    _add_model_args(p)
-    p.set_defaults(func=_cmd_serve)
-
-
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from scorer.cli import backend_config
-
-    try:
-        import uvicorn
-    except ImportError as exc:
-        raise SemifError(f"semif serve needs the serve extra ({exc}); install it with "
-                         "`pip install -e '.[serve]'` (scripts/install.sh does)") from None
-    token = args.token or os.environ.get(TOKEN_ENV) or None
-    check_bind(args.host, token)  # before the model loads
-    cfg = backend_config(args)
-    limits = Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows, queue_size=args.queue_size)
-    if args.ray:
-        return _serve_on_ray(args, cfg, limits, token)
-    with Scorer.from_config(cfg, args.mode, args.max_batch_tokens) as scorer:
-        app = build_app(scorer, limits, token)
-        print(f"[semif] serving {cfg.model} ({args.mode}) on http://{args.host}:{args.port}", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
-    return 0
-
-
+# --- serving ------------------------------------------------------------------------------------------
 class _ServeReplica:
     """One Ray Serve replica: loads its own model (fetched and verified by sha256 on its node) and serves
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
-                 token: str | None) -> None:
-        from scorer.backends import BackendConfig
-
+                 token: str | None, calibration: Calibration | None = None) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
-        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token)
 
@@ -373,29 +332,93 @@ class _ServeReplica:
         return self._semif_app
 
 
-def _serve_on_ray(args: argparse.Namespace, cfg: Any, limits: Limits, token: str | None) -> int:
-    """``semif serve --ray``: the app as ``--replicas`` Ray Serve replicas behind Ray's HTTP proxy on
-    ``--host:--port``; blocks until interrupted."""
+@dataclass(frozen=True)
+class ServeConfig:
+    """Where and how ``semif serve`` serves one model."""
+
+    host: str = "127.0.0.1"
+    """Bind address; one that is not loopback needs ``token``."""
+    port: int = 8000
+    """TCP port (0 picks a free one)."""
+    mode: str = "shared"
+    """Scoring mode of every request."""
+    max_batch_tokens: int = 4096
+    """Shared mode: suffix tokens per pass."""
+    token: str | None = None
+    """Bearer token clients must send (None: no token)."""
+    limits: Limits = Limits()
+    """What one request may ask."""
+    calibration: str | None = None
+    """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
+
+
+@dataclass(frozen=True)
+class RayServeOptions:
+    """``semif serve --ray``: the app as Ray Serve replicas."""
+
+    replicas: int = 1
+    """Replicas, one model each."""
+    address: str | None = None
+    """Cluster address (None: start a local cluster)."""
+    cpus_per_replica: float = 1.0
+    """CPUs Ray reserves per replica (also its threads when the model config sets none)."""
+
+
+def _uvicorn() -> Any:
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise SemifError(f"semif serve needs the serve extra ({exc}); install it with "
+                         "`pip install -e '.[serve]'` (scripts/install.sh does)") from None
+    return uvicorn
+
+
+def _calibration(cfg: ServeConfig) -> Calibration | None:
+    """The calibration file of ``cfg``, loaded (a bad file is an input error before the model loads)."""
+    from scorer.calibration.core import load_calibration
+
+    return load_calibration(cfg.calibration) if cfg.calibration else None
+
+
+def serve(model: BackendConfig, cfg: ServeConfig) -> None:
+    """Serve ``model`` over HTTP with uvicorn until interrupted (the serve extra). Refuses a non-loopback
+    address without a token before the model loads."""
+    uvicorn = _uvicorn()
+    check_bind(cfg.host, cfg.token)  # before the model loads
+    calibration = _calibration(cfg)
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration) as scorer:
+        app = build_app(scorer, cfg.limits, cfg.token)
+        print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
+        uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False)
+
+
+def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptions) -> None:
+    """``semif serve --ray``: the app as ``ray_opts.replicas`` Ray Serve replicas behind Ray's HTTP proxy on
+    ``cfg.host:cfg.port``; blocks until interrupted."""
     from dataclasses import asdict
 
+    _uvicorn()  # the app is the same Starlette app: the serve extra first, as plain `semif serve` asks
+    check_bind(cfg.host, cfg.token)  # before the model loads
+    calibration = _calibration(cfg)
     try:
         import ray
-        from ray import serve
+        from ray import serve as ray_serve
     except ImportError as exc:
         raise SemifError(f"semif serve --ray needs the ray extra ({exc}); install it with "
                          "`pip install -e '.[ray]'`") from None
-    ray.init(address=args.address, include_dashboard=False, logging_level="WARNING")
+    ray.init(address=ray_opts.address, include_dashboard=False, logging_level=logging.WARNING)
     try:
-        serve.start(http_options={"host": args.host, "port": args.port})
-        replica = serve.deployment(serve.ingress()(_ServeReplica), name="semif", num_replicas=args.replicas,
-                                   ray_actor_options={"num_cpus": args.cpus_per_replica},
-                                   max_ongoing_requests=limits.queue_size + 1)
-        app = replica.bind({**asdict(cfg), "threads": cfg.threads or max(1, int(args.cpus_per_replica))},
-                           args.mode, args.max_batch_tokens, limits, token)
-        print(f"[semif] serving {cfg.model} ({args.mode}) on Ray Serve, {args.replicas} replicas, "
-              f"http://{args.host}:{args.port}", file=sys.stderr)
-        serve.run(app, name="semif", route_prefix="/", blocking=True)
+        ray_serve.start(http_options={"host": cfg.host, "port": cfg.port})
+        replica = ray_serve.deployment(ray_serve.ingress()(_ServeReplica), name="semif",
+                                       num_replicas=ray_opts.replicas,
+                                       ray_actor_options={"num_cpus": ray_opts.cpus_per_replica},
+                                       max_ongoing_requests=cfg.limits.queue_size + 1)
+        app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
+{**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
+                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration)
+        print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
+              f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
+        ray_serve.run(app, name="semif", route_prefix="/", blocking=True)
     finally:
-        serve.shutdown()
+        ray_serve.shutdown()
         ray.shutdown()
-    return 0

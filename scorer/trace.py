@@ -15,20 +15,18 @@ agreement, the summary) so a trace whose numbers were edited by hand does not ve
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
-import os
 import statistics
-import sys
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from scorer.errors import InputError, OutputExistsError, ValidationError
+from scorer.errors import InputError, ValidationError
+from scorer.io import FORCE_HINT, write_atomic
 
 TRACE_FORMAT = "semif-trace-v1"
 TRACE_FORMAT_V2 = "semif-trace-v2"
@@ -251,12 +249,7 @@ def dumps(trace: dict[str, Any]) -> bytes:
 
 def write(path: Path, trace: dict[str, Any], force: bool = False) -> None:
     """Write atomically; refuse to replace an existing file unless ``force``."""
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path} exists; refusing to overwrite it (pass --force, or choose another --output)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    tmp.write_bytes(dumps(trace))
-    os.replace(tmp, path)
+    write_atomic(path, dumps(trace), force, FORCE_HINT)
 
 
 def load(path: str | Path) -> dict[str, Any]:
@@ -302,7 +295,8 @@ def schema_errors(trace: Any) -> list[str]:
     the one of the trace's own ``format`` (v1 when it names none we know, so the format error shows)."""
     import jsonschema
 
-    fmt = trace.get("format") if isinstance(trace, dict) and trace.get("format") in FORMATS else TRACE_FORMAT
+    got = trace.get("format") if isinstance(trace, dict) else None
+    fmt = got if isinstance(got, str) and got in FORMATS else TRACE_FORMAT
     validator = jsonschema.Draft202012Validator(schema(fmt))
     out = []
     for err in sorted(validator.iter_errors(trace), key=lambda e: list(map(str, e.absolute_path))):
@@ -621,7 +615,7 @@ def compute_summary_v2(trace: dict[str, Any]) -> dict[str, Any]:
     pre = [_ev(r, "prefill_done") - _ev(r, "encoded") for r in typed]
     suf = [_ev(r, "suffix_done") - _ev(r, "prefill_done") for r in typed]
     rdo = [_ev(r, "decisions_available") - _ev(r, "suffix_done") for r in typed]
-    t_block = {
+    t_block: dict[str, Any] = {
         "median_s": _median([r["total_s"] for r in typed]),
         "first_decision_median_s": _median([min(d["t_available"] for d in r["decisions"]) for r in typed]),
         "tokens": {"prefix": tt["prefix"], "suffix": tt["suffix"], "processed": tt["processed"], "output": 0,
@@ -926,8 +920,7 @@ def to_chrome(trace: dict[str, Any]) -> dict[str, Any]:
                           "model": trace["model"].get("key"), "summary_wall_ratio": ratio}}
 
 
-# --- command line ------------------------------------------------------------------------------------
-def _load_checked(path: str) -> dict[str, Any]:
+def load_verified(path: str) -> dict[str, Any]:
     """Load and fully verify (schema, checksums, consistency): a tampered trace is never summarised or exported."""
     trace = load(path)
     errs = verify(trace)
@@ -935,56 +928,3 @@ def _load_checked(path: str) -> dict[str, Any]:
         raise ValidationError(f"{path}: not a verified {trace['format']} trace ({len(errs)} problem(s); "
                               "`semif trace verify` lists them all):\n  " + "\n  ".join(errs))
     return trace
-
-
-def _cmd_verify(args: argparse.Namespace) -> int:
-    trace = load(args.file)
-    problems = verify(trace)
-    if problems:
-        raise ValidationError(f"{args.file}: trace failed verification ({len(problems)} problem(s)):\n  "
-                              + "\n  ".join(problems))
-    s = trace["summary"]
-    ratio = (s["wall_ratio"] if trace["format"] == TRACE_FORMAT
-             else ", ".join(f"{lane} {s[lane]['wall_ratio']}" for lane in GENERATED_PATHS[trace["format"]]))
-    print(f"{args.file}: ok ({trace['format']}; {len(trace['runs'])} runs; schema, checksums and consistency "
-          f"verified; wall ratio {ratio})")
-    return 0
-
-
-def _cmd_summary(args: argparse.Namespace) -> int:
-    print(summary_text(_load_checked(args.file)))
-    return 0
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    trace = _load_checked(args.file)
-    data = orjson.dumps(to_chrome(trace)) + b"\n"
-    if args.output in (None, "-"):
-        sys.stdout.buffer.write(data)
-        return 0
-    out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(data)
-    print(f"[semif] wrote {out} (open it in https://ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
-    return 0
-
-
-def register(sub: Any) -> None:
-    """Add ``semif trace verify|summary|export``."""
-    p = sub.add_parser("trace", help=f"check, summarise or export a {' or '.join(FORMATS)} trace")
-    tsub = p.add_subparsers(dest="trace_command", required=True)
-    v = tsub.add_parser("verify", help="schema + checksums + internal consistency (exit 2 on any problem)")
-    v.add_argument("file")
-    v.set_defaults(func=_cmd_verify)
-    s = tsub.add_parser("summary", help="print the medians, ratio, agreement and token counts")
-    s.add_argument("file")
-    s.set_defaults(func=_cmd_summary)
-    e = tsub.add_parser("export", help="convert to another trace format")
-    e.add_argument("--chrome", action="store_true", required=True,
-                   help="Chrome Trace Event Format (opens in Perfetto)")
-    e.add_argument("file")
-    e.add_argument("--output", "-o", help="output file (default: stdout)")
-    e.add_argument("--force", action="store_true", help="overwrite --output if it exists")
-    e.set_defaults(func=_cmd_export)

@@ -9,8 +9,12 @@
    happen together and nothing in a frame reads layout back. */
 (function () {
   "use strict";
-  var SPEEDS = [4, 2, 1, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01];
-  var MIN_FOLLOWABLE_S = 4;  // a replay shorter than this (in wall time) is slowed down by default
+  // The pure parts, loaded before this file (build.py concatenates them into assets/replay.js):
+  // templates/replay/{format,link,prepare,timeline}.js.
+  var F = window.SemifReplayFormat, Link = window.SemifReplayLink, P = window.SemifReplayPrepare, T = window.SemifReplayTimeline;
+  var fmtS = F.fmtS, fmtClock = F.fmtClock, fmtP = F.fmtP, fmtTick = F.fmtTick, plural = F.plural, tokenInfo = F.tokenInfo;
+  var repeatsOf = P.repeatsOf, eventT = P.eventT, typedCorrect = P.typedCorrect;
+  var countUpTo = T.countUpTo, niceStep = T.niceStep, stepPath = T.stepPath, SPEEDS = T.SPEEDS;
   var SHORT = { typed: "typed", free: "free", constrained: "constrained" };
 
   var $ = function (id) { return document.getElementById(id); };
@@ -51,17 +55,7 @@
     return node;
   }
   function setText(node, text) { if (node.textContent !== text) node.textContent = text; }  // no write when unchanged
-  function fmtS(s) {
-    if (s === null || s === undefined || !isFinite(s)) return "—";
-    return s < 1 ? (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms" : s.toFixed(2) + " s";
-  }
-  function fmtClock(s) { return s.toFixed(3) + " s"; }
-  function fmtP(p) { return typeof p === "number" ? p.toFixed(2) : "—"; }
-  // Python's JSON error for an unclosed string ends in "starting at", and v1 traces appended " at char N":
-  // say it once (build.py words it the same way).
-  function readableError(msg) { return String(msg).replace(/\bstarting at at char\b/g, "starting at character"); }
   function announce(msg) { $("live").textContent = msg; }
-  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
   function loadScript(src) {
     return new Promise(function (resolve, reject) {
       var s = document.createElement("script");
@@ -73,32 +67,6 @@
   }
 
   // ---- loading and checking traces -----------------------------------------------------------------------
-  function laneDefs(trace) {  // [key, runs[].path, name] of each lane, typed first
-    if (trace.format === "semif-trace-v1") return [["typed", "typed", "Typed decisions"], ["free", "generated", "Free generation"]];
-    return [["typed", "typed", "Typed decisions"], ["free", "free", "Free generation"], ["constrained", "constrained", "Constrained generation"]];
-  }
-  function repeatsOf(trace) {  // repeats with a measured run of every lane
-    var runs = trace.runs.filter(function (r) { return !r.warmup; });
-    var paths = laneDefs(trace).map(function (d) { return d[1]; });
-    var out = [];
-    runs.forEach(function (r) {
-      if (out.indexOf(r.repeat) >= 0) return;
-      if (paths.every(function (p) { return runs.some(function (x) { return x.path === p && x.repeat === r.repeat; }); })) out.push(r.repeat);
-    });
-    return out.sort(function (a, b) { return a - b; });
-  }
-  function consistency(trace) {
-    var problems = [];
-    if (!repeatsOf(trace).length) problems.push("no repeat has a measured run of every path");
-    var ids = trace.inputs.criteria.map(function (c) { return c.id; });
-    if (new Set(ids).size !== ids.length) problems.push("duplicate criterion ids in inputs.criteria");
-    trace.runs.forEach(function (r, i) {
-      (r.decisions || []).forEach(function (d) {
-        if (ids.indexOf(d.criterion_id) < 0) problems.push("runs[" + i + "].decisions: unknown criterion_id " + JSON.stringify(d.criterion_id));
-      });
-    });
-    return problems;
-  }
   var checker = null;
   function loadChecker() {  // the schema validator, canonical JSON and SHA-256, with both schemas: only when needed
     if (!checker) checker = loadScript("../assets/check.js").then(function () { return window.SemifCheck; });
@@ -109,7 +77,7 @@
     if (!schema) return { ok: false, problems: ["format " + JSON.stringify(obj && obj.format) + " is not one this replay knows (" + Object.keys(window.SemifSchemas).join(", ") + ")"], stage: "is not a trace this replay can read" };
     var errs = check.validate(schema, obj, 8);
     if (errs.length) return { ok: false, problems: errs, stage: "does not match the trace schema (" + obj.format + ")" };
-    var cons = consistency(obj);
+    var cons = P.consistency(obj);
     if (cons.length) return { ok: false, problems: cons, stage: "cannot be replayed" };
     var sums = check.verifyChecksums(text);
     if (sums.length) return { ok: false, problems: sums, stage: "fails its checksums (edited or damaged)" };
@@ -125,60 +93,6 @@
       entry.trace = JSON.parse(entry.text);
       return entry;
     });
-  }
-
-  // ---- preparing one repeat for replay ------------------------------------------------------------------
-  function eventT(run, name) {
-    var e = (run.events || []).filter(function (x) { return x.name === name; })[0];
-    return e ? e.t : null;
-  }
-  function prepare(entry, repeat) {
-    var trace = entry.trace;
-    var runs = trace.runs.filter(function (r) { return !r.warmup && r.repeat === repeat; });
-    var runOf = function (path) { return runs.filter(function (r) { return r.path === path; })[0]; };
-    var typed = runOf("typed");
-    var criteria = trace.inputs.criteria;
-    var byId = {};
-    typed.decisions.forEach(function (d) { byId[d.criterion_id] = d; });
-    var tEnd = typed.total_s;
-    typed.events.forEach(function (e) { tEnd = Math.max(tEnd, e.t); });
-    typed.decisions.forEach(function (d) { tEnd = Math.max(tEnd, d.t_available); });
-    var decTimes = typed.decisions.map(function (d) { return d.t_available; });
-    var marks = [0].concat(decTimes, typed.events.map(function (e) { return e.t; }));
-    var gens = laneDefs(trace).slice(1).map(function (def) {
-      var run = runOf(def[1]);
-      // tokens in time order (a stable sort keeps the generation order for equal timestamps)
-      var tokens = run.tokens.map(function (t, k) { return { tok: t, k: k }; })
-        .sort(function (a, b) { return a.tok.t - b.tok.t || a.k - b.k; }).map(function (x) { return x.tok; });
-      var answerT = {}, answerTok = {};  // criterion index -> time its value started, and that token
-      tokens.forEach(function (t) {
-        if (t.answer_index !== null && t.answer_index !== undefined && !(t.answer_index in answerT)) { answerT[t.answer_index] = t.t; answerTok[t.answer_index] = t; }
-      });
-      tEnd = Math.max(tEnd, run.total_s);
-      run.events.forEach(function (e) { tEnd = Math.max(tEnd, e.t); marks.push(e.t); });
-      tokens.forEach(function (t) { tEnd = Math.max(tEnd, t.t); marks.push(t.t); });
-      return { key: def[0], path: def[1], name: def[2], run: run, tokens: tokens, tokenT: tokens.map(function (t) { return t.t; }),
-               answerT: answerT, answerTok: answerTok, ttft: run.ttft_s, done: run.total_s, usable: !!(run.valid && run.complete),
-               capped: run.stop_reason === "max_new_tokens", shown: -1, sel: -1, dom: null };
-    });
-    marks.push(tEnd);
-    marks = Array.from(new Set(marks)).sort(function (a, b) { return a - b; });
-    var passes = {};
-    typed.decisions.forEach(function (d) { passes[d.pass] = true; });
-    return {
-      entry: entry, trace: trace, repeat: repeat, typed: typed, gens: gens, criteria: criteria, byId: byId, tEnd: tEnd, marks: marks,
-      firstDecision: Math.min.apply(null, decTimes), lastDecision: Math.max.apply(null, decTimes),
-      passes: Object.keys(passes).length, typedDone: typed.total_s, rows: null
-    };
-  }
-  function countUpTo(sorted, t) {  // number of values ≤ t in an ascending array
-    var lo = 0, hi = sorted.length;
-    while (lo < hi) { var mid = (lo + hi) >> 1; if (sorted[mid] <= t) lo = mid + 1; else hi = mid; }
-    return lo;
-  }
-  function streamedValue(tok) {  // the value a token that starts an answer spells, as far as it goes
-    var v = String(tok.text).replace(/^[\s,\[\]"]+|[\s,\[\]"]+$/g, "");
-    return v || String(tok.text).trim() || "?";
   }
 
   // ---- the static parts of the view for the selected trace ------------------------------------------------
@@ -354,11 +268,6 @@
     if (correct === null || correct === undefined) return null;
     return el("span", "mark " + (correct ? "right" : "wrong"), correct ? "✓ right" : "✗ wrong");
   }
-  function typedCorrect(d, c) {  // v2 records it; for v1, compare the raw choice with the label
-    if (d.calibrated) return d.calibrated.correct;
-    if (d.correct !== undefined) return d.correct;
-    return c.label === undefined || c.label === null ? null : d.choice === c.label;
-  }
   function decisionNodes(d, c) {
     var frag = document.createDocumentFragment();
     var bar = el("span", "bar"), title = [];
@@ -391,11 +300,7 @@
   // ---- the frame: everything that depends on the clock ----------------------------------------------------
   // Nothing in a frame reads layout back; a row is rewritten only when its state changed, and while the clock
   // moves between two marks (times at which something visible changes) only the clocks and the playhead move.
-  function crossedMark(from, to) {
-    if (from < 0 || to < from) return true;
-    var i = countUpTo(cur.marks, from);
-    return i < cur.marks.length && cur.marks[i] <= to;
-  }
+  function crossedMark(from, to) { return T.crossedMark(cur.marks, from, to); }
   function renderClocks() {
     var t = clock;
     setText($("clock-now"), fmtClock(t));
@@ -484,13 +389,7 @@
     root.setAttribute("data-trace", cur.entry.local ? "" : cur.entry.slug);
     root.setAttribute("data-repeat", String(cur.repeat));
   }
-  function verdictText(g) {
-    var run = g.run;
-    if (run.verdict) return readableError(run.verdict);
-    if (run.valid && run.complete) return "valid: " + run.parsed.length + " values";
-    if (g.capped) return "capped: stopped at the " + cur.trace.prompts.generated.max_new_tokens + "-token limit before a complete array";
-    return "invalid: " + (run.error ? readableError(run.error) : "no array");
-  }
+  function verdictText(g) { return F.runVerdict(g.run, g.capped, cur.trace.prompts.generated.max_new_tokens); }
   function tokenSpan(g, i) {
     var tok = g.tokens[i];
     var span = el("span", "tok" + (tok.answer_index !== null && tok.answer_index !== undefined ? " ans" : "") + (tok.stop ? " stop" : "") + (tok.masked ? " masked" : ""),
@@ -498,14 +397,6 @@
     span.setAttribute("data-i", String(i));
     span.title = tokenInfo(tok);
     return span;
-  }
-  function tokenInfo(tok) {
-    var alt = (tok.top_k || []).slice(0, 4).map(function (a) { return JSON.stringify(a.text) + " " + a.p.toFixed(2); }).join(", ");
-    return (tok.stop ? "stop token " + JSON.stringify(tok.text) + " (not part of the answer) · " : "token " + JSON.stringify(tok.text) + " · ") +
-      "#" + tok.i + " at " + tok.t.toFixed(3) + " s · p " + tok.p.toFixed(3) +
-      (tok.masked && tok.free_argmax ? " · the grammar refused the model's own choice " + JSON.stringify(tok.free_argmax.text) + " (p " + tok.free_argmax.p.toFixed(2) + ")" : "") +
-      (tok.yes_no ? " · yes " + tok.yes_no.yes.toFixed(3) + " / no " + tok.yes_no.no.toFixed(3) : "") +
-      (alt ? " · the model's top choices: " + alt : "");
   }
   function renderStream(g, t) {
     var n = countUpTo(g.tokenT, t), d = g.dom;
@@ -543,26 +434,11 @@
     return n;
   }
   function renderGenValues(g, t) {  // a lane's value in each row: as it streams, then judged when the array ends
-    var done = t >= g.done, answered = 0, run = g.run;
+    var answered = 0;
     cur.rows.forEach(function (row) {
-      var k = row.k, at = g.answerT[k];
-      var arrived = at !== undefined && at <= t;
-      if (arrived) answered++;
-      var state, text, title = "";
-      if (!arrived && !done) { state = "pending"; text = "…"; }
-      else if (done && !g.usable) {
-        state = "unparsed"; text = "unparsed";
-        title = "the array was " + (g.capped ? "capped before it closed" : run.valid ? "incomplete" : "invalid") + ", so no value can be matched to its criterion";
-      } else if (!done) { state = "streaming"; text = streamedValue(g.answerTok[k]); title = "written, not yet parsed: the array is not finished"; }
-      else {
-        var v = run.parsed[k];
-        var correct = run.correct ? run.correct[k] : (row.c.label === undefined || row.c.label === null ? null : v === row.c.label);
-        var agree = run.agreement ? run.agreement[k] : null;
-        if (correct === null || correct === undefined) { state = agree === false ? "differs" : "value"; text = v + (agree === false ? " ≠ typed" : ""); }
-        else { state = correct ? "right" : "wrong"; text = v + (correct ? " ✓" : " ✗"); }
-        title = (correct === true ? "matches the label" : correct === false ? "does not match the label " + row.c.label : "no label") +
-          (agree === true ? "; same as the typed choice" : agree === false ? "; differs from the typed choice" : "");
-      }
+      var cell = P.genCell(g, row.c, row.k, t);
+      if (cell.arrived) answered++;
+      var state = cell.state, text = cell.text, title = cell.title;
       var key = state + "|" + text;
       if (!dirtyRows && row.gshown[g.key] === key) return;
       row.gshown[g.key] = key;
@@ -696,18 +572,6 @@
       if (w > p[3].length * 7 + 10) labels.push(svgEl("text", { x: x(p[0]) + 5, y: y + h / 2 + 4, "class": "phase-label" + (p[2] === "ph-typed-main" ? " on-dark" : "") }, p[3]));
     });
   }
-  function stepPath(times, x, yv, tEnd) {
-    var ts = times.slice().sort(function (a, b) { return a - b; });
-    var d = "M" + x(0) + " " + yv(0), k = 0;
-    ts.forEach(function (t) { d += " H" + x(t); k++; d += " V" + yv(k); });
-    return d + " H" + x(tEnd);
-  }
-  function niceStep(raw) {
-    var p = Math.pow(10, Math.floor(Math.log10(raw || 1)));
-    var m = raw / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-  }
-  function fmtTick(s, step) { var dec = Math.max(0, -Math.floor(Math.log10(step) + 1e-9)); return s.toFixed(dec); }
   function updatePlayhead() {
     if (!tl) return;
     var px = tl.x(Math.min(clock, tl.tEnd));
@@ -719,9 +583,8 @@
     if (!tl) return;
     var rect = tl.svg.getBoundingClientRect();
     var px = (ev.clientX - rect.left) * (tl.W / rect.width);
-    var t = (px - tl.L) / (tl.W - tl.L - tl.R) * tl.tEnd;
     pause();
-    seek(Math.max(0, Math.min(tl.tEnd, t)));
+    seek(T.timeAtX(px, tl.L, tl.W, tl.R, tl.tEnd));
   }
 
   // ---- run details (for auditing), built when opened ------------------------------------------------------
@@ -745,7 +608,7 @@
     var rep = reps.indexOf(repeat) >= 0 ? repeat : reps[0];
     var t = keepTime ? clock : 0;
     var traceChanged = !cur || cur.entry !== entry;
-    cur = prepare(entry, rep);
+    cur = P.prepare(entry, rep);
     ["play", "restart", "scrubber", "speed", "share"].forEach(function (id) { $(id).disabled = false; });
     buildPicker(); buildRepeatPicker(); buildLanes();
     var adopted = buildCriteria();
@@ -785,14 +648,7 @@
   function chooseSpeed() {
     // the reader's choice if they made one; else real time, unless the run is too short to follow: then the
     // gentlest slow-down that makes it followable
-    if (userSpeed !== null) speed = userSpeed;
-    else {
-      speed = 1;
-      if (cur.tEnd < MIN_FOLLOWABLE_S / 2) {
-        for (var i = 0; i < SPEEDS.length; i++) { if (SPEEDS[i] <= 1 && cur.tEnd / SPEEDS[i] >= MIN_FOLLOWABLE_S) { speed = SPEEDS[i]; break; } }
-        if (cur.tEnd / speed < MIN_FOLLOWABLE_S) speed = SPEEDS[SPEEDS.length - 1];
-      }
-    }
+    speed = userSpeed !== null ? userSpeed : T.defaultSpeed(cur.tEnd);
     $("speed").value = String(speed);
   }
   function setSpeed(s) {  // a reader's choice: kept until they choose again
@@ -828,16 +684,13 @@
   }
   function step(dir) {
     pause();
-    var m = cur.marks, t = clock;
-    if (dir > 0) { for (var i = 0; i < m.length; i++) if (m[i] > t) return seek(m[i]); return seek(cur.tEnd); }
-    for (var j = m.length - 1; j >= 0; j--) if (m[j] < t) return seek(m[j]);
-    return seek(0);
+    seek(T.stepMark(cur.marks, clock, dir, cur.tEnd));
   }
 
   // ---- share link (URL hash: trace, repeat, time, speed) --------------------------------------------------
   function hashFor() {
     if (!cur || cur.entry.local) return "";
-    return "trace=" + encodeURIComponent(cur.entry.slug) + "&r=" + cur.repeat + "&t=" + String(clock) + "&speed=" + String(speed);
+    return Link.formatHash(cur.entry.slug, cur.repeat, clock, speed);
   }
   function shareUrl() {
     var base = location.href.split("#")[0];
@@ -853,15 +706,7 @@
     try { history.replaceState(null, "", h ? "#" + h : location.pathname + location.search); }
     catch (err) { /* some file:// setups refuse; the box above still has the link */ }
   }
-  function readHash() {
-    var h = location.hash.replace(/^#/, "");
-    var out = {};
-    h.split("&").forEach(function (kv) {
-      var i = kv.indexOf("=");
-      if (i > 0) { try { out[kv.slice(0, i)] = decodeURIComponent(kv.slice(i + 1)); } catch (err) { /* ignore a malformed part */ } }
-    });
-    return out;
-  }
+  function readHash() { return Link.parseHash(location.hash); }
   function applyHash() {  // a promise: true when the link set a time (the replay then waits there, paused)
     var h = readHash();
     var idx = 0;

@@ -151,7 +151,8 @@ def test_a_backend_passed_in_is_not_closed():
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"mode": "fast"}, "unknown mode 'fast'"),
     ({"colour": "red"}, "unknown backend options colour"),
-    ({"calibration": "cal.json"}, "calibration needs scorer.calibration"),
+    ({"calibration": "no-such-calibration.json"}, "no-such-calibration.json"),
+    ({"calibration": 3}, "not a file path or a Calibration"),
     ({"max_batch_tokens": 0}, "max_batch_tokens 0"),
     ({"device": "cuda"}, "apply only to a backend named by string"),
 ])
@@ -166,3 +167,47 @@ def test_import_scorer_is_cheap_and_the_api_has_no_argparse():
             "print(bad); sys.exit(bool(bad))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+BOUNDARY = ROWS_FILE.parent.parent / "eval" / "boundary.jsonl"  # 24 rows, one question
+
+
+def test_a_calibration_file_gives_the_cli_calibrated_records(tmp_path, monkeypatch):
+    """Scorer(calibration=FILE) writes the block `semif score --calibration FILE` writes, checked up front."""
+    rows = [orjson.loads(line) for line in BOUNDARY.read_bytes().splitlines()]
+    inp, raw, prior, out = (tmp_path / n for n in ("in.jsonl", "raw.jsonl", "prior.json", "cal.jsonl"))
+    inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend(bias={"A": 1.0}))
+    assert cli.main(["score", "--input", str(inp), "--output", str(raw)]) == 0
+    assert cli.main(["calibrate", "prior", str(raw), "--output", str(prior)]) == 0
+    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--calibration", str(prior),
+                     "--mode", "shared"]) == 0
+    with Scorer(backend=FakeBackend(bias={"A": 1.0}), mode="shared", calibration=prior) as s:
+        got = s.decide_many(rows)
+    want = read_records(out)
+    assert [_without_volatile(d.record) for d in got] == [_without_volatile(r) for r in want]
+    validate_records([d.record for d in got])
+    for d in got:
+        assert d.calibrated is not None and d.calibrated.applied and d.calibrated.method == "prior"
+        assert d.final_choice == d.record["calibrated"]["choice"] == d.calibrated.choice
+        assert list(d.calibrated.probabilities) == list(d.probabilities)
+    assert any(d.final_choice != d.choice for d in got)  # the prior changed decisions
+    with Scorer(backend=FakeBackend(bias={"A": 1.0})) as plain:
+        d = plain.decide_row(rows[0])
+    assert d.calibrated is None and d.final_choice == d.choice
+
+
+def test_a_calibration_for_other_questions_is_refused_before_scoring(tmp_path, monkeypatch):
+    rows = [orjson.loads(line) for line in BOUNDARY.read_bytes().splitlines()]
+    inp, raw, prior = (tmp_path / n for n in ("in.jsonl", "raw.jsonl", "prior.json"))
+    inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
+    assert cli.main(["score", "--input", str(inp), "--output", str(raw)]) == 0
+    assert cli.main(["calibrate", "prior", str(raw), "--output", str(prior)]) == 0
+    fake = FakeBackend()
+    calls = []
+    fake.score_fresh = lambda ids: calls.append(ids) or pytest.fail("scored before the check")  # type: ignore
+    with Scorer(backend=fake, mode="direct", calibration=str(prior)) as s, \
+            pytest.raises(SemifError, match="no calibration for signature") as err:
+        s.decide_many(_rows()[:3])  # shape questions: not in the boundary prior
+    assert str(prior) in str(err.value) and not calls

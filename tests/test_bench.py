@@ -8,6 +8,7 @@ import pytest
 from fakes import FakeBackend, NearTieBackend, decision_rows, write_rows
 
 from scorer import cli
+from scorer.envelope import envelope_problems
 from scorer.errors import InputError
 from scorer.runs import bench
 from scorer.runs.drift import default_report_path, measure
@@ -92,7 +93,10 @@ def test_cli_bench_writes_a_report(tmp_path, monkeypatch, capsys):
     assert cli.main(["bench", "shape", "--input", str(inp), "--output", str(out), "--repeats", "1",
                      "--drift-dir", str(tmp_path), "--exact-safety", "2"]) == 0
     rep = orjson.loads(out.read_bytes())
-    assert rep["schema"] == "semif-bench-v1" and rep["workload"]["rows"] == 8 and rep["workload"]["states"] == 2
+    assert (rep["kind"], rep["format"]) == ("bench", "semif-bench-v2") and not envelope_problems(rep)
+    assert rep["workload"]["rows"] == 8 and rep["workload"]["states"] == 2
+    assert rep["inputs"]["workload"] == {"path": str(inp), "sha256": rep["workload"]["sha256"]}
+    assert set(rep["load_average"]) == {"before", "after"}
     assert {"cpu", "cores"} <= set(rep["machine"]) and "numpy" in rep["versions"]
     assert set(rep["passes"]) == {"direct", "serial", "shared", "serial+exact", "shared+exact"}
     assert rep["passes"]["serial+exact"]["vs_fresh"]["n_flips"] == 0

@@ -21,7 +21,7 @@ from scorer.calibration.core import Calibration, Entry, choice_of, load_calibrat
 from scorer.calibration.evaluate import before_after, out_of_fold
 from scorer.calibration.signature import decision_signature, model_identity, record_signatures, signature_of
 from scorer.errors import InputError
-from scorer.runs.score import run_score
+from scorer.runs.score import ScoreConfig, run_score
 from scorer.schema import Decision, Option, load_decisions, read_records, validate_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,7 +38,8 @@ def rows(n: int, question: str = "Is it so?", options: tuple[Option, ...] = YN, 
 
 def score(tmp_path: Path, decisions: list[Decision], name: str, backend: Any = None, **kw: Any) -> list[dict]:
     out = tmp_path / f"{name}.jsonl"
-    run_score(decisions, backend or FakeBackend(), out, kw.pop("mode", "direct"), {"input": name}, False, **kw)
+    run_score(decisions, backend or FakeBackend(), out,
+              ScoreConfig(mode=kw.pop("mode", "direct"), run_parts={"input": name}, **kw))
     return read_records(out)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from scorer import cli
 from scorer.calibration.report import report
+from scorer.envelope import envelope_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "results" / "runs"
@@ -67,7 +68,8 @@ def test_report_cli_is_create_only(tmp_path, capsys):
             "--label-free", "--reps", "10", "--output", str(out)]
     assert cli.main(args) == 0
     doc = orjson.loads(out.read_bytes())
-    assert doc["kind"] == "calibration" and doc["schema"] == "semif-eval-v1" and doc["run"]["sha256"]
+    assert (doc["kind"], doc["format"]) == ("calibration", "semif-eval-v2") and not envelope_problems(doc)
+    assert doc["run"]["sha256"] == doc["inputs"]["run"]["sha256"]
     assert "best label-free" in capsys.readouterr().out
     assert cli.main(args) == 2
     assert cli.main([*args[:-2], "--escalate", "2", "--output", str(tmp_path / "x.json")]) == 2

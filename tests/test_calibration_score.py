@@ -265,9 +265,10 @@ def test_content_free_prior_with_the_fake(tmp_path):
     backend = FakeBackend(bias={"A": 1.0})
     rows = load_decisions(BOUNDARY)[:6]
     out = tmp_path / "r.jsonl"
-    score_run.run_score(rows, backend, out, "direct", {"input": "x"}, False)
+    score_run.run_score(rows, backend, out, score_run.ScoreConfig(run_parts={"input": "x"}))
     recs = read_records(out)
-    cal = prior_mod.content_free_prior(backend, rows, recs, [r["signature"] for r in recs])
+    cal = prior_mod.content_free_prior(backend.model_info(), rows, recs, [r["signature"] for r in recs],
+                                       score_run.fresh_scorer(backend))
     (entry,) = cal.entries
     assert entry.rows == 3 and cal.meta["forward_passes"] == 3 and cal.estimator == "content-free"
     from dataclasses import replace
@@ -280,19 +281,21 @@ def test_content_free_prior_with_the_fake(tmp_path):
     assert list(entry.prior) == pytest.approx(list(mean / mean.sum()))
     assert cal.apply(recs[0])["calibrated"]["applied"]
     with pytest.raises(InputError, match="signature"):
-        prior_mod.content_free_prior(OtherModel(), rows, recs, [r["signature"] for r in recs])
+        other = OtherModel()
+        prior_mod.content_free_prior(other.model_info(), rows, recs, [r["signature"] for r in recs],
+                                     score_run.fresh_scorer(other))
 
 
 @pytest.mark.slow
 def test_content_free_and_batch_prior_on_smollm2(smol_torch, tmp_path):
     rows = load_decisions(BOUNDARY)[:8]
     out = tmp_path / "smol.jsonl"
-    score_run.run_score(rows, smol_torch, out, "direct", {"input": "boundary8"}, False)
+    score_run.run_score(rows, smol_torch, out, score_run.ScoreConfig(run_parts={"input": "boundary8"}))
     recs = read_records(out)
     validate_records(recs)
     sigs = [r["signature"] for r in recs]
     assert len(set(sigs)) == 1
-    cf = prior_mod.content_free_prior(smol_torch, rows, recs, sigs)
+    cf = prior_mod.content_free_prior(smol_torch.model_info(), rows, recs, sigs, score_run.fresh_scorer(smol_torch))
     batch = prior_mod.fit_prior(recs, sigs, "mean", 8)
     for cal in (cf, batch):
         (e,) = cal.entries

@@ -11,6 +11,7 @@ import pytest
 from fakes import FakeBackend
 
 from scorer.cli import main
+from scorer.envelope import envelope_problems
 from scorer.errors import InputError
 from scorer.runs.compare import compare_files, compare_records
 from scorer.runs.score import prepare, score_items
@@ -105,8 +106,9 @@ def test_cli_writes_report_and_refuses_mismatch(tmp_path: Path, capsys: pytest.C
     out = tmp_path / "cmp.json"
     assert main(["compare", str(pa), str(pb), "--output", str(out)]) == 0
     rep = orjson.loads(out.read_bytes())
-    assert rep["format"] == "semif-compare-v1" and rep["summary"]["flips"] == 1
-    assert rep == {**compare_files(str(pa), str(pb)), "a": rep["a"], "b": rep["b"]}
+    assert (rep["kind"], rep["format"]) == ("compare", "semif-compare-v2") and not envelope_problems(rep)
+    assert rep["summary"]["flips"] == 1 and set(rep["inputs"]) == {"a", "b"}
+    assert rep == {**compare_files(str(pa), str(pb)), "a": rep["a"], "b": rep["b"], "created_utc": rep["created_utc"]}
     assert "FLIP" in capsys.readouterr().out
     assert main(["compare", str(pa), str(pb), "--output", str(out)]) == 2  # never overwritten silently
     short = _write(tmp_path / "short.jsonl", a[:2])

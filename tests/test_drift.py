@@ -9,10 +9,12 @@ import pytest
 from fakes import NearTieBackend, decision_rows, write_rows
 
 from scorer import cli
+from scorer.envelope import envelope_problems
 from scorer.errors import InputError, ValidationError
 from scorer.runs import drift
-from scorer.runs.drift import ExactPolicy, compare, exact_bound, measure
-from scorer.runs.score import prepare, run_score, score_items
+from scorer.runs.drift import compare, exact_bound, measure
+from scorer.runs.exact import ExactPolicy
+from scorer.runs.score import ScoreConfig, prepare, run_score, score_items
 from scorer.schema import read_records, validate_records
 
 
@@ -148,11 +150,15 @@ def _stable(r):
     return out
 
 
+def _cfg(parts, exact, resume=False):
+    return ScoreConfig(mode="shared", run_parts=parts, resume=resume, exact=exact)
+
+
 def test_resume_under_exact_equals_an_uninterrupted_run(tmp_path):
     rows = decision_rows(4, 6)
     full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
     parts = {"input_sha256": "x"}
-    run_score(rows, NearTieBackend(), full, "shared", parts, False, exact=ExactPolicy(safety=2.0, probe_rows=4))
+    run_score(rows, NearTieBackend(), full, _cfg(parts, ExactPolicy(safety=2.0, probe_rows=4)))
     seen = {"n": 0}
 
     def stop(_r):
@@ -161,18 +167,17 @@ def test_resume_under_exact_equals_an_uninterrupted_run(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_score(rows, NearTieBackend(), part, "shared", parts, False, on_record=stop,
-                  exact=ExactPolicy(safety=2.0, probe_rows=4))
+        run_score(rows, NearTieBackend(), part, _cfg(parts, ExactPolicy(safety=2.0, probe_rows=4)), on_record=stop)
     with part.open("ab") as f:
         f.write(b'{"schema":"semif-rec')  # torn line
-    run_score(rows, NearTieBackend(), part, "shared", parts, True, exact=ExactPolicy(safety=2.0, probe_rows=4))
+    run_score(rows, NearTieBackend(), part, _cfg(parts, ExactPolicy(safety=2.0, probe_rows=4), resume=True))
     a, b = read_records(full), read_records(part)
     assert [_stable(r) for r in a] == [_stable(r) for r in b]
     assert any(r["escalated"] for r in b[10:])
     with pytest.raises(InputError, match="config_sha256"):  # another safety is another configuration
-        run_score(rows, NearTieBackend(), part, "shared", parts, True, exact=ExactPolicy(safety=3.0, probe_rows=4))
+        run_score(rows, NearTieBackend(), part, _cfg(parts, ExactPolicy(safety=3.0, probe_rows=4), resume=True))
     with pytest.raises(InputError, match="config_sha256"):  # and so is no --exact at all
-        run_score(rows, NearTieBackend(), part, "shared", parts, True)
+        run_score(rows, NearTieBackend(), part, _cfg(parts, None, resume=True))
 
 
 def test_cli_score_exact_and_drift(tmp_path, monkeypatch, capsys):
@@ -183,7 +188,8 @@ def test_cli_score_exact_and_drift(tmp_path, monkeypatch, capsys):
                      "--exact-safety", "2"]) == 0
     rep_path = tmp_path / "drift-fake-fake-shared.json"
     rep = orjson.loads(rep_path.read_bytes())
-    assert rep["schema"] == "semif-drift-v1" and rep["input"]["rows"] == 12
+    assert (rep["kind"], rep["format"]) == ("drift", "semif-drift-v2") and not envelope_problems(rep)
+    assert rep["input"]["rows"] == 12 and rep["inputs"]["input"]["sha256"] == rep["input"]["sha256"]
     assert "max |Δp|" in capsys.readouterr().out
     out = tmp_path / "o.jsonl"
     assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared", "--exact",

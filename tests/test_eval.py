@@ -10,9 +10,10 @@ import orjson
 import pytest
 from fakes import FakeBackend
 
-from scorer import cli
+from scorer import cli, permute
+from scorer.envelope import envelope_problems
 from scorer.runs import eval as ev
-from scorer.runs.score import prepare, run_score, score_items
+from scorer.runs.score import ScoreConfig, prepare, run_score, score_items
 from scorer.schema import load_decisions, read_records, validate_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,17 +27,17 @@ def _rows(path: Path, n: int):
 
 def _score(tmp_path: Path, rows, name: str, **kw) -> Path:
     out = tmp_path / f"{name}.jsonl"
-    run_score(rows, FakeBackend(), out, kw.pop("mode", "direct"), {"input": name}, False, **kw)
+    run_score(rows, FakeBackend(), out, ScoreConfig(mode=kw.pop("mode", "direct"), run_parts={"input": name}, **kw))
     return out
 
 
 def test_permute_shifts():
-    assert ev.permute_shifts(2, 2) == [0, 1]
-    assert ev.permute_shifts(3, 2) == [0, 1]
-    assert ev.permute_shifts(4, 2) == [0, 2]
-    assert ev.permute_shifts(6, 3) == [0, 2, 4]
-    assert ev.permute_shifts(2, 5) == [0, 1]  # never more orderings than options
-    assert ev.permute_shifts(5, 1) == [0]
+    assert permute.permute_shifts(2, 2) == [0, 1]
+    assert permute.permute_shifts(3, 2) == [0, 1]
+    assert permute.permute_shifts(4, 2) == [0, 2]
+    assert permute.permute_shifts(6, 3) == [0, 2, 4]
+    assert permute.permute_shifts(2, 5) == [0, 1]  # never more orderings than options
+    assert permute.permute_shifts(5, 1) == [0]
 
 
 @pytest.mark.parametrize("mode", ["direct", "shared"])
@@ -52,7 +53,7 @@ def test_permute_averages_the_rotations_aligned_by_id(tmp_path, mode):
 
     be = FakeBackend()
     for d, r in zip(rows, recs, strict=True):
-        shifts = ev.permute_shifts(len(d.options), 4)
+        shifts = permute.permute_shifts(len(d.options), 4)
         assert r["permute"]["shifts"] == shifts and r["timing"]["permute_passes"] == len(shifts)
         single = [next(score_items(be, prepare(be, [rotate(d, s)], with_prefix=False), "direct", {"x": 1}))
                   for s in shifts]
@@ -71,7 +72,7 @@ def test_permute_merge_ties_and_timing():
             "run": {"index": 0}}
     rev = {**base, "option_ids": ["no", "yes"], "choice": "no", "allowed_token_mass": 0.7,
            "timing": {"total_s": 2.0, "forward_s": 1.5}, "prompt_sha256": "b"}
-    m = ev.merge_permuted([base, rev], 2, [0, 1], 5)
+    m = permute.merge_permuted([base, rev], 2, [0, 1], 5)
     # a pure position bias (always 0.8 on the first letter) averages out to an exact tie
     assert m["probabilities"] == [0.5, 0.5] and m["tie"] is True and m["choice"] is None
     assert m["tied_option_ids"] == ["yes", "no"] and m["margin"] == 0.0
@@ -97,8 +98,8 @@ def test_permute_resume_refuses_another_configuration(tmp_path):
     from scorer.errors import InputError
 
     with pytest.raises(InputError, match="config_sha256"):
-        run_score(rows, FakeBackend(), out, "direct", {"input": "p"}, True)
-    assert run_score(rows, FakeBackend(), out, "direct", {"input": "p"}, True, permute=2) == 0
+        run_score(rows, FakeBackend(), out, ScoreConfig(run_parts={"input": "p"}, resume=True))
+    assert run_score(rows, FakeBackend(), out, ScoreConfig(run_parts={"input": "p"}, resume=True, permute=2)) == 0
 
 
 def test_eval_cli_end_to_end(tmp_path, capsys):
@@ -111,10 +112,11 @@ def test_eval_cli_end_to_end(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "accuracy" in text and "paired" in text
     doc = orjson.loads(rep.read_bytes())
-    assert doc["schema"] == "semif-eval-v1" and doc["kind"] == "eval"
+    assert (doc["kind"], doc["format"]) == ("eval", "semif-eval-v2") and not envelope_problems(doc)
+    assert set(doc["inputs"]) == {"run", "labels", "compare.run_b"}
     # 12 of the 24 labelled rows have records: the other 12 count as missing and wrong.
     assert doc["counts"]["rows"] == 24 and doc["counts"]["missing"] == 12
-    assert doc["labels"]["sha256"] and doc["run"]["sha256"] and doc["machine"]["semif"]
+    assert doc["labels"]["sha256"] and doc["run"]["sha256"] and doc["versions"]["semif"]
     assert doc["metrics"]["accuracy"]["value"] <= 0.5
     assert doc["compare"]["rows"] == 24
     assert doc["time"]["rows_timed"] == 12
@@ -190,7 +192,7 @@ def test_score_cli_rejects_bad_permute_and_temperature(tmp_path):
 def test_permute_on_a_real_model(smol_torch, tmp_path):
     rows = _rows(BOUNDARY, 3)
     out = tmp_path / "smol.jsonl"
-    run_score(rows, smol_torch, out, "direct", {"input": "smol"}, False, permute=2)
+    run_score(rows, smol_torch, out, ScoreConfig(run_parts={"input": "smol"}, permute=2))
     recs = read_records(out)
     validate_records(recs)
     for r in recs:

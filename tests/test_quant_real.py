@@ -10,6 +10,7 @@ import pytest
 
 from scorer import store
 from scorer.cli import main
+from scorer.envelope import envelope_problems
 from scorer.schema import load_decisions
 
 pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
 _RUNG_KEYS = {"name", "file", "bytes", "sha256", "quantization", "made_by", "quantize", "llama", "decisions",
               "load_s", "prepare_s", "score_s", "decisions_per_s", "labels", "ties", "median_allowed_mass",
               "changed_choices", "max_abs_dp", "median_abs_dp", "tokens_sha256_equal",
-              "flipped_reference_margin_max", "generation", "loadavg_1m_before_after"}
+              "flipped_reference_margin_max", "generation", "load_average"}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def report(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str
 
 
 def test_report_is_complete(report: dict[str, Any]) -> None:
-    assert report["format"] == "semif-quant-v1"
+    assert (report["kind"], report["format"]) == ("quant", "semif-quant-v2") and not envelope_problems(report)
     assert [r["name"] for r in report["rungs"]] == ["F32", "Q8_0", "Q3_K_M", "source"]
     assert "dequantized" in report["reference_weights_note"]
     assert report["machine"]["cores"] >= 1 and report["versions"]["llama_cpp"]

@@ -14,12 +14,12 @@ import orjson
 import pytest
 from fakes import FakeBackend
 
-from scorer import Scorer, __version__, cli
+from scorer import Scorer, __version__, cli, store
 from scorer.errors import InputError, ValidationError
 from scorer.io import RecordsOutput
 from scorer.prompt import state_text
 from scorer.ray_engine import DIRECT_UNIT_ROWS, _write_in_order, work_units
-from scorer.runs.score import resume_point, run_score
+from scorer.runs.score import ScoreConfig, resume_point, run_score
 from scorer.schema import dumps_record, load_decisions, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +60,7 @@ def _unit_rows(decisions, mode, order=None, repeat=()):
 def test_units_written_in_input_order_equal_the_local_engine(tmp_path, mode):
     decisions = load_decisions(ROWS_FILE)
     local = tmp_path / "local.jsonl"
-    run_score(decisions, FakeBackend(), local, mode, PARTS, False)
+    run_score(decisions, FakeBackend(), local, ScoreConfig(mode=mode, run_parts=PARTS))
     rows = _unit_rows(decisions, mode, repeat=(0,))
     n = len(rows)
     rows = [*rows[::-1], rows[0]]  # out of order, and a unit delivered twice
@@ -79,7 +79,8 @@ def test_units_written_in_input_order_equal_the_local_engine(tmp_path, mode):
 def test_a_resumed_output_of_another_configuration_is_refused_before_writing(tmp_path):
     decisions = load_decisions(ROWS_FILE)
     out = tmp_path / "o.jsonl"
-    run_score(decisions[:3], FakeBackend(), tmp_path / "other.jsonl", "shared", {**PARTS, "semif": "other"}, False)
+    run_score(decisions[:3], FakeBackend(), tmp_path / "other.jsonl",
+              ScoreConfig(mode="shared", run_parts={**PARTS, "semif": "other"}))
     out.write_bytes((tmp_path / "other.jsonl").read_bytes())
     before = out.read_bytes()
     with RecordsOutput.resume(out) as sink:
@@ -130,8 +131,8 @@ def slow_input(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def local_records(slow_input, tmp_path_factory, smol_torch) -> list[dict]:
     out = tmp_path_factory.mktemp("local") / "local.jsonl"
-    parts = {"input_sha256": cli.file_sha256(slow_input), "semif": __version__}
-    run_score(load_decisions(slow_input), smol_torch, out, "shared", parts, False)
+    parts = {"input_sha256": store.sha256_file(slow_input), "semif": __version__}
+    run_score(load_decisions(slow_input), smol_torch, out, ScoreConfig(mode="shared", run_parts=parts))
     return read_records(out)
 
 

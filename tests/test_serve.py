@@ -305,3 +305,39 @@ def test_semif_serve_on_ray_serve_replicas_equals_semif_score(tmp_path, monkeypa
         _assert_served_equal_score(url, tmp_path, monkeypatch, smol_torch)
         one = httpx.post(f"{url}/v1/decide", json={**_rows()[0], "options": []})
         assert one.status_code == 422 and one.json()["field"] == "options"
+
+
+def test_a_calibrated_service_returns_the_cli_calibrated_records(tmp_path, monkeypatch):
+    """`semif serve --calibration FILE`: the records carry the block `semif score --calibration FILE` writes;
+    a row the file does not cover answers 422 naming the file; /v1/models names the file."""
+    rows = [orjson.loads(line) for line in (ROOT / "data" / "eval" / "boundary.jsonl").read_bytes().splitlines()]
+    inp, raw, prior, out = (tmp_path / n for n in ("in.jsonl", "raw.jsonl", "prior.json", "cal.jsonl"))
+    inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend(bias={"A": 1.0}))
+    assert cli.main(["score", "--input", str(inp), "--output", str(raw), "--mode", "shared"]) == 0
+    assert cli.main(["calibrate", "prior", str(raw), "--output", str(prior)]) == 0
+    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared",
+                     "--calibration", str(prior)]) == 0
+    want = read_records(out)
+    with Scorer(backend=FakeBackend(bias={"A": 1.0}), mode="shared", calibration=prior) as s, \
+            _live(build_app(s)) as url:
+        r = httpx.post(f"{url}/v1/decide/batch", json={"rows": rows})
+        assert r.status_code == 200, r.text
+        got = r.json()["records"]
+        assert [_stable(g) for g in got] == [_stable(w) for w in want]
+        assert [g["run"]["config_sha256"] for g in got] == [w["run"]["config_sha256"] for w in want]
+        assert any(g["calibrated"]["choice"] != g["choice"] for g in got)
+        bad = httpx.post(f"{url}/v1/decide", json=_rows()[0])
+        assert bad.status_code == 422 and "no calibration for signature" in bad.json()["error"]
+        assert str(prior) in bad.json()["error"] and "Traceback" not in bad.text
+        cal = httpx.get(f"{url}/v1/models").json()["calibration"]
+        assert cal["method"] == "prior" and cal["sha256"] == want[0]["calibrated"]["source"]["sha256"]
+
+
+def test_serve_refuses_a_bad_calibration_file_before_the_model_loads(tmp_path, monkeypatch, capsys):
+    bad = tmp_path / "cal.json"
+    bad.write_bytes(b'{"schema": "semif-calibration-v1", "method": "prior", "entries": [')
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("loaded the model before checking the file"))
+    assert cli.main(["serve", "--calibration", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "invalid JSON" in err and "Traceback" not in err

@@ -25,6 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 import build  # noqa: E402
 from scorer import trace as trace_mod  # noqa: E402
+from scorer.site import render, schemas, svg  # noqa: E402
+from scorer.site import reports as site_reports  # noqa: E402
+from scorer.site.formatting import fmt_value  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 FAKE = FIXTURES / "trace-fake.json"
@@ -111,7 +114,7 @@ def shape_report() -> dict[str, Any]:
             out.update(speedup_vs_fresh=rate / 10.0, vs_fresh={"max_abs_dp": dp, "n_flips": flips, "n_ties": 0})
         return out
 
-    return {"schema": "semif-bench-v1", "workload": {"name": "shape", "size": "small", "rows": 42},
+    return {"kind": "bench", "format": "semif-bench-v2", "workload": {"name": "shape", "size": "small", "rows": 42},
             "model": {"key": "fake", "backend": "fake", "dtype": "float32"}, "machine": {"cpu": "Test CPU"},
             "passes": {"direct": p("direct", 10.0, None, 0), "serial": p("serial", 31.5, 2e-6, 0),
                        "shared": p("shared", 55.25, 1.5e-5, 1)}}
@@ -238,21 +241,26 @@ def tags_of(html: str) -> list[tuple[str, dict[str, str | None]]]:
     return parser.tags
 
 
-def test_quant_ladder_charts_and_loose_formats(tmp_path: Path) -> None:
+def test_quant_ladder_charts(tmp_path: Path) -> None:
     data = make_data_dir(tmp_path, hostile=False, reports=False)
     (data / "results").mkdir()
-    rungs = [{"ftype": "F32", "bytes": 540_000_000, "decisions_per_s": 4.0,
-              "vs_f32": {"max_abs_dp": 0.0, "n_flips": 0}},
-             {"ftype": "Q8_0", "bytes": 145_000_000, "decisions_per_s": 9.5,
-              "vs_f32": {"max_abs_dp": 0.004, "n_flips": 1}}]
+    rungs = [{"name": "F32", "bytes": 540_000_000, "decisions_per_s": 4.0, "max_abs_dp": 0.0, "changed_choices": 0},
+             {"name": "Q8_0", "bytes": 145_000_000, "decisions_per_s": 9.5, "max_abs_dp": 0.004, "changed_choices": 1}]
     (data / "results" / "quant-smollm2.json").write_bytes(orjson.dumps({"kind": "quant", "rungs": rungs}))
-    (data / "results" / "quant-other.json").write_bytes(orjson.dumps({"kind": "quant", "note": "no rungs yet"}))
-    _, reports = build.build(data, tmp_path / "site")
-    by_name = {r.rel: r for r in reports}
-    ladder = by_name["results/quant-smollm2.json"]
-    assert len(ladder.charts) == 2 and "Q8_0 (145 MB)" in ladder.charts[0] and "1 flip" in ladder.charts[1]
-    assert by_name["results/quant-other.json"].charts == []  # shown as a table, not refused
-    assert "no rungs yet" in (tmp_path / "site" / "results" / "quant-other.html").read_text()
+    _, reps = build.build(data, tmp_path / "site")
+    (ladder,) = reps
+    assert len(ladder.charts) == 2 and "Q8_0 (145 MB)" in ladder.charts[0] and "1 flip<" in ladder.charts[1]
+    assert ">9.5<" in ladder.charts[0] and ">0.004<" in ladder.charts[1]
+
+
+def test_a_quant_report_without_rungs_stops_the_build(tmp_path: Path) -> None:
+    """Each kind is read by its own keys, never by trying other spellings: a quant report with no ``rungs``
+    is a bad report."""
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    (data / "results" / "quant-other.json").write_bytes(orjson.dumps({"kind": "quant", "ladder": [{"ftype": "F32"}]}))
+    with pytest.raises(build.BuildError, match=r"results/quant-other\.json: a quant report needs 'rungs'"):
+        build.build(data, tmp_path / "site")
 
 
 PAGES = ("index.html", "demo/index.html", "traces/index.html", "results/mystery.html")
@@ -334,7 +342,7 @@ def test_hostile_text_cannot_break_out(built: tuple[Path, Path], tmp_path: Path)
 
 def test_script_json_escapes_everything_that_could_end_the_element() -> None:
     value = {"a": "</script><!--<script>&\u2028\u2029", "b": [1.5, None, True]}
-    text = str(build.script_json(value))
+    text = str(render.script_json(value))
     for bad in ("<", ">", "&", "\u2028", "\u2029"):
         assert bad not in text
     assert json.loads(text) == value
@@ -404,10 +412,17 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
 @pytest.mark.parametrize("content,match", [
     (b"[1, 2]", r"results/r\.json: a result report must be a JSON object, found list"),
     (b"{}", r"results/r\.json: empty report"),
-    (b'{"schema": "semif-bench-v1", "workload": {"name": "shape"}}',
-     r"results/r\.json: a shape benchmark report needs"),
-    (b'{"schema": "semif-bench-v1", "passes": {"direct": {"decisions_per_s": "fast"}}}',
-     r"results/r\.json: pass 0 needs a name/mode and a finite decisions_per_s"),
+    # no kind: never guessed from the file name or other keys (the README: a bad report stops the build)
+    (b'{"schema": "semif-bench-v1", "passes": {"direct": {"decisions_per_s": 1.0}}}',
+     r"results/r\.json: no 'kind' field \(expected the report envelope of scorer/envelope\.py"),
+    (b'{"kind": "", "format": "x"}', r"results/r\.json: 'kind' is '' \(expected the report envelope"),
+    (b'{"kind": "bench", "workload": {"name": "shape"}}', r"results/r\.json: a bench report needs 'passes'"),
+    (b'{"kind": "bench", "passes": {"direct": {"decisions_per_s": "fast"}}}',
+     r"results/r\.json: passes\.direct\.decisions_per_s: 'fast' \(expected a finite number\)"),
+    (b'{"kind": "calibration", "methods": []}', r"results/r\.json: a calibration report needs 'raw'"),
+    (b'{"kind": "calibration", "raw": {}, "methods": [{"method": "raw \xc2\xb7 plain"}], '
+     b'"best_label_free": {"method": "gone"}}',
+     r"results/r\.json: best_label_free\.method: 'gone' \(expected the name of one of methods\[\]\.method\)"),
 ])
 def test_bad_report_stops_the_build_naming_the_file(tmp_path: Path, content: bytes, match: str) -> None:
     data = make_data_dir(tmp_path, hostile=False, reports=False)
@@ -429,14 +444,14 @@ def test_cli_reports_errors_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_schema_uses_only_keywords_the_page_validates() -> None:
-    schemas = build.load_trace_schemas()
-    assert set(schemas) == set(trace_mod.FORMATS)
-    for schema in schemas.values():
-        assert build._schema_keywords(schema) <= build._JS_SCHEMA_KEYWORDS | build._ANNOTATION_KEYWORDS
-    schema = schemas["semif-trace-v1"]
+    loaded = schemas.load_trace_schemas()
+    assert set(loaded) == set(trace_mod.FORMATS)
+    for schema in loaded.values():
+        assert schemas.schema_keywords(schema) <= schemas.JS_SCHEMA_KEYWORDS | schemas.ANNOTATION_KEYWORDS
+    schema = loaded["semif-trace-v1"]
     weird = copy.deepcopy(schema)
     weird["properties"]["runs"]["unevaluatedItems"] = False
-    assert "unevaluatedItems" in build._schema_keywords(weird) - build._JS_SCHEMA_KEYWORDS
+    assert "unevaluatedItems" in schemas.schema_keywords(weird) - schemas.JS_SCHEMA_KEYWORDS
 
 
 def test_build_needs_no_torch(tmp_path: Path) -> None:
@@ -459,14 +474,15 @@ def test_published_traces_come_first(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "charts"), [
     ("eval-q15-torch-authored.json", 3), ("calibrate-q15-torch-authored.json", 2),
-    ("order-q05-torch-authored.json", 1), ("route-q05-llamacpp-to-q15-torch-authored.json", 1)])
+    ("order-q05-torch-authored.json", 1), ("route-q05-llamacpp-to-q15-torch-authored.json", 1),
+    ("calibration-q15-torch-authored.json", 5)])
 def test_quality_reports_get_their_charts(tmp_path: Path, name: str, charts: int) -> None:
     """The committed quality reports render as charts (plus their tables), with the numbers from the file."""
     data = make_data_dir(tmp_path, hostile=False, reports=False)
     (data / "results").mkdir()
     (data / "results" / name).write_bytes((ROOT / "data" / "results" / name).read_bytes())
-    _, reports = build.discover(data)
-    (rep,) = reports
+    _, found = build.discover(data)
+    (rep,) = found
     assert len(rep.charts) == charts
     assert all(str(c).startswith('<svg class="chart"') for c in rep.charts)
     obj = json.loads((ROOT / "data" / "results" / name).read_text())
@@ -477,11 +493,11 @@ def test_quality_reports_get_their_charts(tmp_path: Path, name: str, charts: int
 
 
 def test_reliability_chart_places_bins_by_confidence_and_accuracy() -> None:
-    svg = str(build.svg_reliability([("x<y", [{"n": 4, "confidence": 0.5, "accuracy": 1.0},
+    chart = str(svg.svg_reliability([("x<y", [{"n": 4, "confidence": 0.5, "accuracy": 1.0},
                                                {"n": 0, "confidence": None, "accuracy": None}])], "t"))
-    assert svg.count("<circle") == 2  # one bin point + the legend; the empty bin is skipped
-    assert 'cx="130.0" cy="34.0"' in svg  # (0.5, 1.0) on a 192-px plot with 34-px padding
-    assert "x&lt;y" in svg and "x<y" not in svg
+    assert chart.count("<circle") == 2  # one bin point + the legend; the empty bin is skipped
+    assert 'cx="130.0" cy="34.0"' in chart  # (0.5, 1.0) on a 192-px plot with 34-px padding
+    assert "x&lt;y" in chart and "x<y" not in chart
 
 
 def test_index_groups_reports_by_family_in_reading_order(tmp_path: Path) -> None:
@@ -489,12 +505,12 @@ def test_index_groups_reports_by_family_in_reading_order(tmp_path: Path) -> None
     for name in ("route-a.json", "eval-a.json", "drift-a.json", "calibrate-a.json"):
         kind = name.split("-")[0]
         (data / "results" / name).write_bytes(orjson.dumps({"kind": kind, "rows": [{"x": 1}]}))
-    _, reports = build.discover(data)
-    sections = build.report_sections(reports)
+    _, found = build.discover(data)
+    sections = site_reports.report_sections(found)
     assert [s["title"] for s in sections] == [
         "Fast paths (shape benchmark)", "Drift of the fast paths against fresh scoring", "Decision quality",
-        "Calibration", "Two-path routing", "Other: mystery"]
-    assert sum(len(s["reports"]) for s in sections) == len(reports)
+        "Confidence calibration (temperature scaling)", "Two-path routing", "Other: mystery"]
+    assert sum(len(s["reports"]) for s in sections) == len(found)
     out = tmp_path / "site"
     build.build(data, out)
     html = (out / "index.html").read_text()
@@ -521,3 +537,76 @@ def test_featured_trace_opens_the_replay_and_a_wrong_name_stops_the_build(tmp_pa
     (data / "traces" / "FEATURED").write_text("missing.json\n")
     with pytest.raises(build.BuildError, match=r"FEATURED: 'missing\.json' is not a file"):
         build.discover(data)
+
+
+def test_a_report_is_drawn_by_its_kind_never_by_its_file_name(tmp_path: Path) -> None:
+    """A file named like one kind but carrying another is drawn as the kind it says; a kind this build does not
+    know gets its tables and a note saying so (not a guess)."""
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    (data / "results" / "eval-looks-like-eval.json").write_bytes(orjson.dumps(shape_report()))
+    (data / "results" / "shape-looks-like-shape.json").write_bytes(orjson.dumps(
+        {"kind": "mystery", "passes": shape_report()["passes"]}))
+    _, found = build.build(data, tmp_path / "site")
+    by_name = {r.rel.rsplit("/", 1)[-1]: r for r in found}
+    bench, mystery = by_name["eval-looks-like-eval.json"], by_name["shape-looks-like-shape.json"]
+    assert (bench.kind, bench.family, len(bench.charts)) == ("bench", "shape", 1)
+    assert (mystery.kind, mystery.family, mystery.charts) == ("mystery", "mystery", [])
+    page = (tmp_path / "site" / "results" / "shape-looks-like-shape.html").read_text()
+    assert "This build does not know reports of kind &#39;mystery&#39;" in page
+    assert "does not know" not in (tmp_path / "site" / "results" / "eval-looks-like-eval.html").read_text()
+
+
+def _chart_texts(chart: str, cls: str) -> list[str]:
+    return re.findall(rf'class="{cls}">(?:<title>[^<]*</title>)?([^<]*)</text>', chart)
+
+
+def test_calibration_report_charts_draw_the_reports_own_numbers(tmp_path: Path) -> None:
+    """Issue 11, item 8: ROC AUC per family, balanced accuracy per method against raw, reliability before and
+    after; every number drawn is one the report holds, each chart has axis words and a caption."""
+    name = "calibration-q15-torch-authored.json"
+    obj = json.loads((ROOT / "data" / "results" / name).read_bytes())
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    (data / "results" / name).write_bytes((ROOT / "data" / "results" / name).read_bytes())
+    _, (rep,) = build.discover(data)
+    headline, auc, methods, rel_lf, rel_fit = (str(c) for c in rep.charts)
+    raw = obj["raw"]
+    # the headline (the index page's chart): raw, best label-free, best with labels
+    blocks = [raw, obj["best_label_free"], obj["best_with_labels_or_folds"]]
+    assert _chart_texts(headline, "chart-value") == [fmt_value(b["balanced_accuracy"]["value"]) for b in blocks]
+    assert obj["best_label_free"]["method"] in headline and obj["best_with_labels_or_folds"]["method"] in headline
+    # ROC AUC: one bar per family, its value, and the family's balanced accuracy raw and after the best label-free
+    assert _chart_texts(auc, "chart-label") == list(raw["auc_per_family"])
+    assert _chart_texts(auc, "chart-value") == [fmt_value(v) for v in raw["auc_per_family"].values()]
+    best = next(m for m in obj["methods"] if m["method"] == obj["best_label_free"]["method"])
+    fam = next(iter(raw["per_family"]))
+    assert (_chart_texts(auc, "chart-note")[0] == f"balanced accuracy: raw {fmt_value(raw['per_family'][fam])} → "
+                                                   f"calibrated {fmt_value(best['per_family'][fam])}")
+    assert "ROC AUC of the raw scores" in auc and f"mean {fmt_value(raw['mean_auc'])}" in auc
+    # methods: every plain-order method's balanced accuracy, and the raw readout as the dashed reference
+    plain = [m for m in obj["methods"] if m["orderings"] == ["plain"]]
+    assert _chart_texts(methods, "chart-value") == [fmt_value(m["balanced_accuracy"]["value"]) for m in plain]
+    assert f"raw {fmt_value(raw['balanced_accuracy']['value'])}</text>" in methods
+    assert f"{plain[1]['changed_choices']} changed" in _chart_texts(methods, "chart-note")[1]
+    assert f"The {len(obj['methods']) - len(plain)} methods on other option orders" in methods
+    # reliability: raw and calibrated points where the bins have rows, the methods named in the captions
+    for chart, block in ((rel_lf, "best_label_free"), (rel_fit, "best_with_labels_or_folds")):
+        method = next(m for m in obj["methods"] if m["method"] == obj[block]["method"])
+        bins = [b for b in raw["reliability"] + method["reliability"] if b["n"]]
+        assert chart.count("<circle") == len(bins) + 2  # every non-empty bin, and the two legend dots
+        assert ">confidence<" in chart and ">accuracy<" in chart and escape_text(method["method"]) in chart
+    for chart in rep.charts:
+        assert re.search(r'</svg><p class="small muted">[^<]+</p>$', str(chart)), "a one-line caption under each"
+
+
+def escape_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
+
+
+def test_bar_chart_reference_line_sits_at_its_value() -> None:
+    chart = str(svg.svg_bars([("a", 1.0, ""), ("b", 0.5, "")], "unit", "t", label_w=300, ref=("raw", 0.25)))
+    assert 'viewBox="0 0 630 ' in chart  # the label column grew, the plot kept its 260 px
+    assert '<line x1="365.00" y1="22" x2="365.00"' in chart  # 300 + 0.25 / 1.0 × 260
+    assert ">raw 0.25</text>" in chart
+    assert str(svg.svg_bars([("a", 1.0, "")], "unit", "t")).startswith('<svg class="chart" viewBox="0 0 480 ')

@@ -15,21 +15,24 @@ from typing import Any
 import pytest
 from test_site_build import FAKE, FAKE_INVALID, FIXTURES, ROOT, build, capped_trace, make_data_dir, trace_mod
 
+from scorer.site import labels, lanes, trace_view, verdict
+from scorer.site.formatting import fmt_seconds
+
 V2 = FIXTURES / "trace-v2-fake.json"
 V2_FREE_VALID = FIXTURES / "trace-v2-fake-free-valid.json"
 
 
 def trace_file(doc: dict[str, Any], rel: str = "traces/x.json") -> build.TraceFile:
-    return build.TraceFile(rel, "x", b"", "", doc, build._trace_label(doc), build.trace_lanes(doc),
-                           build._is_control(doc))
+    return build.TraceFile(rel, "x", b"", "", doc, labels.trace_label(doc), lanes.trace_lanes(doc),
+                           labels.is_control(doc))
 
 
 def sentences(doc: dict[str, Any]) -> dict[str, str]:
-    return {v["lane"]: f"{v['name']} {v['text']}" for v in build.verdict_sentences(trace_file(doc))}
+    return {v["lane"]: f"{v['name']} {v['text']}" for v in verdict.verdict_sentences(trace_file(doc))}
 
 
 def numbers(doc: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    return {r["label"]: r["cells"] for r in build.numbers_table(trace_file(doc))["rows"]}
+    return {r["label"]: r["cells"] for r in trace_view.numbers_table(trace_file(doc))["rows"]}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -42,7 +45,7 @@ def test_verdict_of_a_v1_trace_with_a_valid_array() -> None:
                                 for d in r["decisions"]][:21]
     yes = sum(d["choice"] == "yes" for d in typed)
     assert s["typed"] == (f"Typed decisions answered no to {21 - yes} and yes to {yes} in "
-                          f"{build._fmt_s(doc['summary']['typed_median_s'])}, with no output tokens; "
+                          f"{fmt_seconds(doc['summary']['typed_median_s'])}, with no output tokens; "
                           f"{doc['summary']['labels']['typed_correct']} of 21 match the labels.")
     assert s["free"].startswith("Free generation wrote a valid array (")
     assert f"{doc['summary']['wall_ratio']:.2f}× the typed time" in s["free"]
@@ -64,7 +67,7 @@ def test_verdict_of_a_capped_run_says_its_time_is_a_failed_runs() -> None:
     ratio = doc["summary"]["wall_ratio"]
     assert s["free"] == ("Free generation never finished its array: the model did not end its turn and was stopped at "
                          "the 12-token limit in all 3 runs, so none of its values count, and its "
-                         f"{build._fmt_s(doc['summary']['generated_median_s'])} ({ratio:.2f}× the typed time) is the "
+                         f"{fmt_seconds(doc['summary']['generated_median_s'])} ({ratio:.2f}× the typed time) is the "
                          "time of a failed, capped run.")
     cells = numbers(doc)
     # the caveat sits next to every number the capped run distorts
@@ -82,20 +85,20 @@ def test_verdict_of_a_v2_trace_has_three_lanes_and_the_calibration() -> None:
     raw_yes = sum(d["choice"] == "yes" for d in run0["decisions"])
     assert s["typed"] == (f"Typed decisions answered no to {21 - cal_yes} and yes to {cal_yes} after calibration "
                           f"(raw: no to {21 - raw_yes} and yes to {raw_yes}) in "
-                          f"{build._fmt_s(doc['summary']['typed']['median_s'])}, with no output tokens; "
+                          f"{fmt_seconds(doc['summary']['typed']['median_s'])}, with no output tokens; "
                           f"{lab['typed_calibrated_correct']} of 21 match the labels ({lab['typed_correct']} before "
                           "calibration).")
     assert "never finished its array" in s["free"] and "100-token limit in all 3 runs" in s["free"]
     con = doc["summary"]["constrained"]
     assert s["constrained"] == (
-        f"Constrained generation wrote a valid array (no to all 21) in {build._fmt_s(con['median_s'])}, "
+        f"Constrained generation wrote a valid array (no to all 21) in {fmt_seconds(con['median_s'])}, "
         f"{con['wall_ratio']:.2f}× the typed time; {lab['constrained_correct']} of 21 match the labels, and it "
         f"agrees with the typed decisions on {con['agreement']['agree']} of 21; the grammar overruled the model on "
         f"{int(con['masked_tokens_median'])} tokens.")
     cells = numbers(doc)
     assert cells["match the labels (first run)"][0]["note"] == f"calibrated; {lab['typed_correct']} raw"
     assert [c["text"] for c in cells["tokens the grammar overruled"]] == ["—", "—", "2"]
-    view = build.numbers_table(trace_file(doc))
+    view = trace_view.numbers_table(trace_file(doc))
     assert view["columns"] == ["Typed decisions", "Free generation", "Constrained generation"]
     assert view["account"] == doc["summary"]["token_account"]["line"]
 
@@ -106,14 +109,14 @@ def test_verdict_says_a_timing_control_is_one() -> None:
         pytest.skip("the committed GPU timing trace is not in this checkout")
     t = trace_file(load(gpu), "results/gpu-h200/x.json")
     assert t.control and t.label == "qwen2.5-0.5b, random weights · torch bf16 · H200"
-    assert build.verdict_sentences(t)[0]["name"] == "Timing control:"
+    assert verdict.verdict_sentences(t)[0]["name"] == "Timing control:"
 
 
 @pytest.mark.parametrize(("values", "words"), [
     (["yes"] * 21, "yes to all 21"), (["no"] * 12 + ["yes"] * 9, "no to 12 and yes to 9"),
     (["yes", "no", None, None], "no to 1, yes to 1 and a tie on 2"), (["no"], "no to the one criterion")])
 def test_answers_in_words(values: list[str | None], words: str) -> None:
-    assert build._answers(values) == words
+    assert verdict.answers(values) == words
 
 
 def test_picker_names_are_short_and_distinct(tmp_path: Path) -> None:
@@ -169,9 +172,9 @@ def test_demo_page_reads_without_javascript(tmp_path: Path) -> None:
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)).replace("&#39;", "'")
     first = traces[0]
     assert first.slug == "a-v2"
-    for v in build.verdict_sentences(first):
+    for v in verdict.verdict_sentences(first):
         assert v["text"] in text
-    for row in build.numbers_table(first)["rows"]:
+    for row in trace_view.numbers_table(first)["rows"]:
         assert row["label"] in text
     for lane in ("Typed decisions", "Free generation", "Constrained generation"):
         assert f">{lane}</h2>" in html
@@ -195,15 +198,18 @@ def test_a_calibrated_state_is_shown_with_its_whole_workload(tmp_path: Path) -> 
                     + json.dumps({"id": "s2-c1", "state": "another state"}) + "\n")
     model = {k: trace["model"].get(k) for k in ("gguf_sha256", "backend", "dtype")}
     report = {"kind": "calibration", "run": {"model": model}, "labels": {"path": "workload.jsonl"}, "rows": 42,
+              "raw": {"balanced_accuracy": 0.5, "auc_per_family": {}},
               "methods": [{"method": "raw · plain", "accuracy": {"value": 0.5}},
-                          {"method": build._STORED_PRIOR, "accuracy": {"value": 0.8125}}]}
+                          {"method": verdict.STORED_PRIOR, "accuracy": {"value": 0.8125},
+                           "balanced_accuracy": {"value": 0.8}}],
+              "best_label_free": {"method": verdict.STORED_PRIOR}}
     (data / "results" / "calibration-x.json").write_text(json.dumps(report))
     traces, reports = build.discover(data)
-    text = build.workload_context(traces[0], reports, data)
+    text = verdict.workload_context(traces[0], reports, data)
     assert "0.812" in text and "42 decisions of workload.jsonl" in text and "raw readout 0.500" in text
     traces[0].workload = text
-    assert {"lane": "note", "name": "On the whole workload:", "text": text} in build.verdict_sentences(traces[0])
+    assert {"lane": "note", "name": "On the whole workload:", "text": text} in verdict.verdict_sentences(traces[0])
     report["run"]["model"] = {**model, "backend": "other"}  # another model's report is never borrowed
     (data / "results" / "calibration-x.json").write_text(json.dumps(report))
     traces, reports = build.discover(data)
-    assert build.workload_context(traces[0], reports, data) == ""
+    assert verdict.workload_context(traces[0], reports, data) == ""

@@ -34,8 +34,9 @@ from typing import Any
 
 from benchmarks.peers import task as ptask
 from benchmarks.peers import venvs
-from scorer.envelope import envelope
-from scorer.errors import InputError, ModelError, OutputExistsError, SemifError
+from scorer.envelope import envelope, write_report
+from scorer.errors import InputError, ModelError, SemifError
+from scorer.io import check_writable
 
 FORMAT = "semif-peers-v1"
 HERE = Path(__file__).resolve().parent
@@ -370,15 +371,14 @@ def default_output(model: str, workload: Path, rows: int | None) -> Path:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole benchmark; returns the report (also written to ``args.output``)."""
     from scorer import store
+    from scorer.machine import load_average, load_span
     from scorer.prompt import state_text
-    from scorer.runs.drift import loadavg
     from scorer.schema import load_decisions
 
     wanted_peers(args.peers)  # a typo fails before any model loads
     workload = resolve_workload(args.workload)
     out = Path(args.output) if args.output else default_output(args.model, workload, args.rows)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     work = Path(args.work) if args.work else venvs.peers_root() / "runs" / f"{out.stem}-{stamp}"
     work.mkdir(parents=True, exist_ok=True)
@@ -391,11 +391,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     yaml, docs = ptask.write_lmeval_task(work / "tasks", name, rows)
     peer_folder, workaround = peer_model_folder(folder, work)
     tools = plan_tools(args, rows_file, prompts, work / "tasks", name, peer_folder, bos)
-    load_before = loadavg()
+    load_before = load_average()
     t0 = time.perf_counter()
     measure(tools, args.repeats, work, args.timeout)
     wall = time.perf_counter() - t0
-    load_after = loadavg()
+    load = load_span(load_before)
 
     blocks = {t.name: summarize(t, rows) for t in tools}
     probs = {t.name: probabilities(t.name, next(r for r in t.runs if r.ok).result, rows)
@@ -432,7 +432,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"repeats": args.repeats, "device": args.device, "order": "round-robin, rotated each round",
                      "lmeval_batch_size": args.lmeval_batch_size, "dtype": args.dtype,
                      "timeout_s": args.timeout, "work": str(work)},
-        "load_average": {"before": load_before, "after": load_after},
+        "load_average": load,
         "tools": blocks,
         "ratios": ratios(blocks),
         "agreement": {"reference": ref, **agree},
@@ -440,8 +440,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "wall_s": round(wall, 3),
         "notes": notes,
     })
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_report(out, report, args.force)
     print_summary(report)
     print(f"[peers] wrote {out}", file=sys.stderr)
     return report

@@ -43,6 +43,7 @@ from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.errors import ModelError, ValidationError
 from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.gguf_tools import GGUFIdentity, identity
+from scorer.llama_log import LLAMA_LOG
 from scorer.prompt import Prompt, Span, SpecialSplitter
 from scorer.tokenizer import HFTokenizer, gguf_tokenizer_folder
 
@@ -62,45 +63,6 @@ _SCORE_KIND = ("quantized-weight conditional option score, uncalibrated: softmax
                "not a calibrated probability of correctness")
 _LAYER_DEVICE = re.compile(r"layer\s+(\d+) assigned to device (\S+?),")
 _FLASH = re.compile(r"flash_attn\s*=\s*(\w+)|Flash Attention was auto, set to (\w+)")
-
-
-class _LogSink:
-    """Captures llama.cpp's log (it is the only place some facts appear, e.g. where layers went)."""
-
-    def __init__(self) -> None:
-        self._chunks: list[str] = []
-        self._base = 0
-        self._callback: Any = None
-
-    def install(self) -> None:
-        """Route llama.cpp's log here (once per process); nothing is printed."""
-        if self._callback is not None:
-            return
-        import llama_cpp
-
-        @llama_cpp.llama_log_callback
-        def _cb(level: int, text: bytes, user_data: Any) -> None:
-            self._chunks.append(text.decode("utf-8", "replace"))
-            if len(self._chunks) > 40_000:  # keep memory bounded on long runs
-                drop = 20_000
-                del self._chunks[:drop]
-                self._base += drop
-
-        self._callback = _cb  # the C side holds only a pointer: keep the object alive
-        llama_cpp.llama_log_set(_cb, ctypes.c_void_p(0))
-
-    def mark(self) -> int:
-        return self._base + len(self._chunks)
-
-    def text(self, mark: int) -> str:
-        return "".join(self._chunks[max(0, mark - self._base):])
-
-    def tail(self, mark: int, lines: int = 8) -> str:
-        got = [ln for ln in self.text(mark).splitlines() if ln.strip()]
-        return " | ".join(got[-lines:]) or "(llama.cpp logged nothing)"
-
-
-LLAMA_LOG = _LogSink()
 
 
 class LlamaVocab:

@@ -17,8 +17,8 @@ Modules: :mod:`~scorer.calibration.signature` (signatures), :mod:`~scorer.calibr
 the calibrated block), :mod:`~scorer.calibration.prior` (label-free estimators),
 :mod:`~scorer.calibration.bias` (labelled NLL offsets), :mod:`~scorer.calibration.apply` (scoring-time
 application), :mod:`~scorer.calibration.batch` (``--batch-calibrate``), :mod:`~scorer.calibration.evaluate`
-(before/after, out of fold), :mod:`~scorer.calibration.report` (``semif calibrate report``),
-:mod:`~scorer.calibration.cli` (command line).
+(before/after, out of fold), :mod:`~scorer.calibration.report` (``semif calibrate report``);
+the command line is :mod:`scorer.cli.calibrate`.
 """
 
 from __future__ import annotations

@@ -15,13 +15,16 @@ run's: the fit depends only on the raw records' logits and order, which resume r
 Resuming a finished run recomputes phase 2 and checks that ``OUT`` holds exactly those bytes; if not,
 it refuses to overwrite it. Phase 2 costs no forward pass; its seconds are reported next to the
 scoring time.
+
+The run that strings the two phases together is :func:`scorer.runs.score.run_batch_calibrated`; this module
+is what it needs around the ordinary scoring run (the paths, their refusals, phase 2).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +33,8 @@ from scorer.calibration.core import Calibration
 from scorer.calibration.prior import fit_prior
 from scorer.calibration.signature import record_signatures
 from scorer.errors import OutputExistsError
-from scorer.io import RecordsOutput, write_atomic
-from scorer.schema import Decision, dumps_record, read_records
+from scorer.io import refuse_overwrite, write_atomic
+from scorer.schema import dumps_record, read_records
 
 # A signature whose calibrated choices put at least this share of its rows on one option (with at
 # least MIX_MIN_ROWS rows) gets a warning: the in-run prior assumes a batch that is not heavily skewed.
@@ -62,6 +65,12 @@ class BatchResult:
 def raw_path(output: Path) -> Path:
     """``out.jsonl`` → ``out.raw.jsonl`` (the raw phase's file)."""
     return output.with_name(f"{output.stem}.raw{output.suffix or '.jsonl'}")
+
+
+def refuse_raw(output: Path) -> OutputExistsError:
+    """The refusal of a new run whose raw phase's file (:func:`raw_path`) exists."""
+    return refuse_overwrite(raw_path(output), "it holds the raw phase of a batch-calibrated run; pass --resume to "
+                                              "continue that run, or choose another --output")
 
 
 def mix_warnings(records: Sequence[dict[str, Any]], share: float = MIX_WARN_SHARE,
@@ -108,33 +117,34 @@ def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tu
     return [dumps_record(r) for r in out], cal, warnings, scoring_s
 
 
-def run_batch_calibrated(decisions: Sequence[Decision], backend: Any, output: Path, mode: str,
-                         run_parts: dict[str, Any], resume: bool, estimator: str = "mean",
-                         min_rows: int = 8, fallback: str = "none", raw_sink: RecordsOutput | None = None,
-                         **score_kwargs: Any) -> BatchResult:
-    """Both phases (module docstring). ``score_kwargs`` go to :func:`scorer.runs.score.run_score`.
-
-    ``raw_sink``: the raw phase's records file, already opened and locked by the caller (the CLI takes the
-    lock before the model loads); without it the raw file is opened here."""
-    from scorer.runs import score as score_run
-
+def check_outputs(output: Path, resume: bool, raw_locked: bool) -> Path:
+    """Refuse, before anything is scored, an ``output`` that exists (unless resuming) and a raw file that exists
+    (unless resuming, or the caller already holds it open and locked). Returns the raw phase's path."""
     raw = raw_path(output)
     if output.exists() and not resume:
-        raise OutputExistsError(f"{output} exists; refusing to overwrite it (pass --resume to continue that run, "
-                                "or choose another --output)")
-    if raw_sink is None and raw.exists() and not resume:
-        raise OutputExistsError(f"{raw} (the raw phase of a batch-calibrated run) exists; pass --resume to continue "
-                                "that run, or choose another --output")
-    parts = {**run_parts, "batch_calibrate": {"estimator": estimator, "min_rows": min_rows, "fallback": fallback}}
-    written = score_run.run_score(list(decisions), backend, raw_sink if raw_sink is not None else raw, mode, parts,
-                                  resume, **score_kwargs)
+        raise refuse_overwrite(output, "pass --resume to continue that run, or choose another --output")
+    if not raw_locked and raw.exists() and not resume:
+        raise refuse_raw(output)
+    return raw
+
+
+def run_parts(parts: Mapping[str, Any], estimator: str, min_rows: int, fallback: str) -> dict[str, Any]:
+    """The raw phase's run identity: the run's own parts plus the batch calibration's settings (a resumed raw
+    phase must have been started with the same ones)."""
+    return {**parts, "batch_calibrate": {"estimator": estimator, "min_rows": min_rows, "fallback": fallback}}
+
+
+def finish(raw: Path, output: Path, written: int, estimator: str = "mean", min_rows: int = 8,
+           fallback: str = "none") -> BatchResult:
+    """Phase 2 (module docstring), once the raw file ``raw`` is complete: fit, apply, write ``output``
+    atomically (or, when it exists, check that it holds exactly these bytes). ``written`` is what phase 1
+    scored in this invocation."""
     t0 = time.perf_counter()
     lines, cal, warnings, scoring_s = calibrate_raw(raw, estimator, min_rows, fallback)
     data = b"".join(lines)
     if output.exists():
         if output.read_bytes() != data:
-            raise OutputExistsError(f"{output} exists and differs from the calibration of {raw}; refusing to "
-                                    "overwrite it")
+            raise refuse_overwrite(output, f"it differs from the calibration of {raw}")
     else:
         write_atomic(output, data)  # create-only: a file that appeared meanwhile is never overwritten
     fit_s = time.perf_counter() - t0

@@ -198,7 +198,7 @@ def fit_bias(records: Sequence[dict[str, Any]], signatures: Sequence[str], label
     by_fam: OrderedDict[tuple[str, str, str], _Rows] = OrderedDict()
     by_model: OrderedDict[tuple[str, str], _Rows] = OrderedDict()
     for rec, sig in zip(records, signatures, strict=True):
-        gold = labels.get(rec.get("id"))
+        gold = labels.get(rec.get("id", ""))  # row ids are non-empty strings: a record without one matches none
         ids = list(rec.get("option_ids") or [])
         z = np.asarray(rec.get("option_logits") or [], dtype=np.float64)
         if gold is None or gold not in ids or z.shape != (len(ids),) or not np.all(np.isfinite(z)):

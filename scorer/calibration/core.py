@@ -38,10 +38,14 @@ import numpy as np
 import orjson
 
 from scorer.calibration.signature import describe_identity, identity_sha256, model_identity, readout_of
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
+from scorer.io import write_atomic
 from scorer.readout import resolution
 
-CALIBRATION_SCHEMA = "semif-calibration-v1"
+CALIBRATION_FORMAT = "semif-calibration-v2"
+"""The file's format: the report envelope (``kind`` = the method), then the fit. Files of the layout before it
+(``"schema": "semif-calibration-v1"``, no envelope) still load: they are inputs, and records cite their sha256."""
+_CALIBRATION_V1 = "semif-calibration-v1"
 METHODS = ("prior", "bias")
 LEVELS = ("signature", "family", "global")
 # Logit dtypes whose resolution decides a calibrated tie; anything else (e.g. a GGUF quant name) is float32.
@@ -104,7 +108,7 @@ class Skipped:
 
 @dataclass
 class Calibration:
-    """A loaded or freshly fitted calibration (file schema ``semif-calibration-v1``)."""
+    """A loaded or freshly fitted calibration (a ``semif-calibration-v2`` file, or a v1 file)."""
 
     method: str
     """``prior`` (label-free) or ``bias`` (fitted on labels)."""
@@ -119,7 +123,8 @@ class Calibration:
     source: dict[str, Any] = field(default_factory=dict)
     """What a calibrated block cites: ``{"kind": "file", "path", "sha256"}`` or ``{"kind": "in-run", …}``."""
     meta: dict[str, Any] = field(default_factory=dict)
-    """Everything else the file says (inputs, options, evaluation); carried, not interpreted."""
+    """Everything else the file's body says (runs, labels, ``row_files``, options, evaluation); carried, not
+    interpreted. The envelope of a loaded file is not kept: writing the calibration again makes a new one."""
 
     def __post_init__(self) -> None:
         self._by_sig = {e.signature: e for e in self.entries if e.level == "signature"}
@@ -214,12 +219,21 @@ class Calibration:
                 yield self.apply(r, s)
 
     # --- file I/O -------------------------------------------------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
-        return {"schema": CALIBRATION_SCHEMA, "method": self.method, "estimator": self.estimator,
+    def body(self) -> dict[str, Any]:
+        """The fit as a file body (everything but the envelope)."""
+        return {"method": self.method, "estimator": self.estimator,
                 "models": self.models, "entries": [e.to_json() for e in self.entries],
                 "uncalibrated": [{"signature": s.signature, "model": s.model, "rows": s.rows, "reason": s.reason}
                                  for s in self.uncalibrated],
                 **self.meta}
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole ``semif-calibration-v2`` document: the envelope made now (its inputs are the files the
+        body cites: runs, labels, row files), then :meth:`body`."""
+        from scorer.envelope import carried_inputs, make_report
+
+        body = self.body()
+        return make_report(self.method, CALIBRATION_FORMAT, carried_inputs(body), body)
 
 
 def readout_block(c: np.ndarray, ids: list[str], tol: float) -> dict[str, Any]:
@@ -251,17 +265,12 @@ def choice_of(record: dict[str, Any]) -> str | None:
 
 
 # --- reading and writing files ------------------------------------------------------------------------------------
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write_calibration(cal: Calibration, path: Path, force: bool = False) -> str:
-    """Write ``cal`` to ``path`` (never over an existing file unless ``force``). Returns its sha256."""
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path} exists; refusing to overwrite it (pass --force, or choose another --output)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = orjson.dumps(cal.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-    path.write_bytes(data)
+    """Write ``cal`` to ``path`` atomically (never over an existing file unless ``force``). Returns its sha256."""
+    from scorer.envelope import report_bytes
+
+    data = report_bytes(cal.to_json())
+    write_atomic(path, data, force)
     return hashlib.sha256(data).hexdigest()
 
 
@@ -316,6 +325,11 @@ def _entry(raw: Any, path: str, i: int, models: dict[str, Any]) -> Entry:
                  sig, fam, None if ids is None else tuple(map(str, ids)), raw.get("question"), prior)
 
 
+# Fields of a file that are not carried in :attr:`Calibration.meta`: the envelope (old and new) and the fit.
+_NOT_META = ("schema", "kind", "format", "created_utc", "machine", "versions", "inputs", "migrated_from",
+             "method", "estimator", "models", "entries", "uncalibrated")
+
+
 def load_calibration(path: str | Path) -> Calibration:
     """Read and validate a calibration file (``semif calibrate prior|bias --output``).
 
@@ -334,10 +348,16 @@ def load_calibration(path: str | Path) -> Calibration:
                          "a calibration file written by semif calibrate prior|bias") from None
     if not isinstance(doc, dict):
         raise InputError(name, None, None, f"a JSON {type(doc).__name__}", "a JSON object")
-    if doc.get("schema") != CALIBRATION_SCHEMA:
-        raise InputError(name, None, "schema", f"{doc.get('schema')!r}", f'"{CALIBRATION_SCHEMA}"')
+    if "schema" in doc:  # the layout before the envelope
+        if doc["schema"] != _CALIBRATION_V1:
+            raise InputError(name, None, "schema", f"{doc['schema']!r}",
+                             f'"format": "{CALIBRATION_FORMAT}" (or a v1 file\'s "schema": "{_CALIBRATION_V1}")')
+    elif doc.get("format") != CALIBRATION_FORMAT:
+        raise InputError(name, None, "format", f"{doc.get('format')!r}", f'"{CALIBRATION_FORMAT}"')
     if doc.get("method") not in METHODS:
         raise InputError(name, None, "method", f"{doc.get('method')!r}", f"one of {', '.join(METHODS)}")
+    if "schema" not in doc and doc.get("kind") != doc["method"]:
+        raise InputError(name, None, "kind", f"{doc.get('kind')!r}", f"the method, {doc['method']!r}")
     models = doc.get("models")
     if not isinstance(models, dict) or not models:
         raise InputError(name, None, "models", f"{models!r}", "an object: identity sha256 -> model identity")
@@ -358,7 +378,6 @@ def load_calibration(path: str | Path) -> Calibration:
                                str(s.get("reason", ""))))
     if not entries and not skipped:
         raise InputError(name, None, "entries", "empty", "at least one entry")
-    meta = {k: v for k, v in doc.items() if k not in ("schema", "method", "estimator", "models", "entries",
-                                                      "uncalibrated")}
+    meta = {k: v for k, v in doc.items() if k not in _NOT_META}
     return Calibration(doc["method"], str(doc.get("estimator", "")), models, entries, skipped,
                        {"kind": "file", "path": name, "sha256": hashlib.sha256(data).hexdigest()}, meta)

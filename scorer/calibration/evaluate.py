@@ -87,3 +87,22 @@ def out_of_fold(records: Sequence[dict[str, Any]], signatures: Sequence[str], la
                       "uncovered": uncovered})
     return [out[i] for i in idx if i in out], folds
 
+
+def print_before_after(title: str, ev: dict[str, Any]) -> None:
+    """A before/after table (headline metrics with intervals, per-family balanced accuracy and AUC)."""
+    def ci(m: dict[str, float]) -> str:
+        return f"{m['value']:.3f} [{m['ci_lo']:.3f}, {m['ci_hi']:.3f}]"
+
+    print(title)
+    print(f"  {'metric':<18} {'before':>22} {'after':>22}")
+    for k in ("accuracy", "balanced_accuracy", "nll", "brier", "ece"):
+        print(f"  {k:<18} {ci(ev['before']['metrics'][k]):>22} {ci(ev['after']['metrics'][k]):>22}")
+    auc_b = {a["family"]: a for a in ev["before"]["auc_per_family"]}
+    auc_a = {a["family"]: a for a in ev["after"]["auc_per_family"]}
+    print(f"  {'family':<12} {'bal.acc before':>14} {'after':>7} {'AUC before':>11} {'after':>7}")
+    for fam, b in ev["before"]["per_family"].items():
+        a = ev["after"]["per_family"][fam]
+        ab, aa = auc_b[fam]["auc"], auc_a[fam]["auc"]
+        print(f"  {fam:<12} {b['balanced_accuracy']:>14.3f} {a['balanced_accuracy']:>7.3f} "
+              f"{'n/a' if ab is None else f'{ab:.3f}':>11} {'n/a' if aa is None else f'{aa:.3f}':>7}")
+    print(f"  choices changed: {ev['changed_choices']}")

@@ -25,7 +25,7 @@ enough.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,8 @@ ESTIMATORS = ("mean", "geometric", "balanced", "content-free")
 BATCH_ESTIMATORS = ("mean", "geometric", "balanced")
 DEFAULT_MIN_ROWS = 8
 CONTENT_FREE_STATES = ("N/A", "[MASK]", "None")
+RowScorer = Callable[[list[Any]], Iterable[dict[str, Any]]]
+"""Scores decision rows fresh and yields their records in order (:func:`scorer.runs.score.fresh_scorer`)."""
 _BALANCE_TOL = 1e-12
 _BALANCE_ITERS = 10_000
 
@@ -156,23 +158,22 @@ def fit_prior(records: Sequence[dict[str, Any]], signatures: Sequence[str], esti
                        {"min_rows": min_rows, "fallback": fallback, **(meta or {})})
 
 
-def content_free_prior(backend: Any, decisions: Sequence[Any], records: Sequence[dict[str, Any]],
-                       signatures: Sequence[str], states: Sequence[str] = CONTENT_FREE_STATES,
+def content_free_prior(info: dict[str, Any], decisions: Sequence[Any], records: Sequence[dict[str, Any]],
+                       signatures: Sequence[str], score: RowScorer, states: Sequence[str] = CONTENT_FREE_STATES,
                        source: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> Calibration:
-    """Content-free priors: every signature of ``records`` scored once per content-free state on
-    ``backend`` (direct mode, plain readout), ``π`` = the mean of those distributions.
+    """Content-free priors: every signature of ``records`` scored once per content-free state by ``score``
+    (the model whose ``model_info()`` is ``info``, direct mode, plain readout:
+    :func:`scorer.runs.score.fresh_scorer`), ``π`` = the mean of those distributions.
 
     ``decisions`` are the input rows the records came from (records carry no question text). The
-    backend must be the records' model: each rebuilt decision's signature is recomputed with the
-    backend's model block and must equal the records' one, else :class:`InputError`.
+    model must be the records' model: each rebuilt decision's signature is recomputed with ``info``
+    and must equal the records' one, else :class:`InputError` (before anything is scored).
     """
     from scorer.calibration.signature import signature_of
     from scorer.prompt import PROMPT_VERSION
-    from scorer.runs.score import prepare, score_items
     from scorer.schema import Decision
 
     by_id = {d.id: d for d in decisions}
-    info = backend.model_info()
     msha = identity_sha256(model_identity(info))
     models = {msha: model_identity(info)}
     reps: OrderedDict[str, tuple[Any, dict[str, Any]]] = OrderedDict()
@@ -197,9 +198,8 @@ def content_free_prior(backend: Any, decisions: Sequence[Any], records: Sequence
         for j, s in enumerate(states):
             cf_rows.append(Decision(f"{d.id}#content-free-{j}", s, d.question, d.options, {}, f"content-free:{j}"))
             owner.append(sig)
-    items = prepare(backend, cf_rows, with_prefix=False)
     logits: dict[str, list[np.ndarray]] = {}
-    for sig, rec in zip(owner, score_items(backend, items, "direct", {"content_free": True}), strict=True):
+    for sig, rec in zip(owner, score(cf_rows), strict=True):
         logits.setdefault(sig, []).append(np.asarray(rec["option_logits"], dtype=np.float64))
     entries = []
     for sig, (d, _) in reps.items():

@@ -29,9 +29,7 @@ One report per scored set (``--run`` records, ``--labels`` rows), written create
 
 from __future__ import annotations
 
-import argparse
 import math
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,17 +38,16 @@ from typing import Any
 
 import numpy as np
 
-from scorer import __version__, metrics
+from scorer import metrics
 from scorer.calibrate import group_folds
 from scorer.calibration.batch import MIX_MIN_ROWS, mix_warnings
 from scorer.calibration.bias import fit_bias
 from scorer.calibration.core import Calibration
 from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_MIN_ROWS, fit_prior, log_softmax
 from scorer.calibration.signature import decision_signature
-from scorer.errors import InputError, OutputExistsError
+from scorer.errors import InputError
 from scorer.schema import Decision
 
-REPORT_SCHEMA = "semif-eval-v1"
 SKEW_RATIOS = (0.5, 0.75, 0.9)
 SKEW_SIZE = 12
 SKEW_DRAWS = 100
@@ -112,7 +109,7 @@ def load_views(labels: list[metrics.Label], rows: dict[str, Decision], run: str,
         views[name].signatures.append(item[1])
 
     def row_of(path: str, line: int, rec: dict[str, Any]) -> Decision:
-        d = rows.get(rec.get("id"))
+        d = rows.get(rec.get("id", ""))  # row ids are non-empty strings: a record without one matches none
         if d is None:
             raise InputError(path, line, "id", f"{rec.get('id')!r} is not a row of --labels", "the labelled rows")
         return d
@@ -482,15 +479,16 @@ def _route_row(labels: list[metrics.Label], probs: Probs, esc: set[str], secs: d
             "time_vs_reference": t / ref_time if ref_time else None}
 
 
-# --- the command ----------------------------------------------------------------------------------------------------
+# --- the report ------------------------------------------------------------------------------------------------------
 def report(run: str, labels_path: str, permuted: str | None = None, permuted_reversed: str | None = None,
            family_field: str = "family", group_field: str = "group", folds: int | None = 5,
            with_labels: bool = True, do_skew: bool = False, route_fast: str | None = None,
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
-    from scorer.runs.eval import _run_info, file_sha256, machine
+    from scorer.runs.eval import _run_info, enveloped
     from scorer.schema import load_decisions, read_records
+    from scorer.store import sha256_file
 
     rows_list = load_decisions(labels_path)
     rows = {d.id: d for d in rows_list}
@@ -504,13 +502,12 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
     info = _run_info(run, read_records(run))
     m = info.get("model") or {}
     rep: dict[str, Any] = {
-        "schema": REPORT_SCHEMA, "kind": "calibration",
         "title": f"Calibration methods · {m.get('key')} {m.get('backend')} {info.get('mode')} · {Path(run).stem} "
                  f"({len(labels)} rows)",
-        "created_unix": round(time.time(), 3), "machine": machine(), "semif": __version__, "run": info,
-        "labels": {"path": labels_path, "sha256": file_sha256(Path(labels_path)), "family_field": family_field,
+        "run": info,
+        "labels": {"path": labels_path, "sha256": sha256_file(Path(labels_path)), "family_field": family_field,
                    "group_field": group_field},
-        "extra_runs": {k: {"path": v, "sha256": file_sha256(Path(v))} for k, v in
+        "extra_runs": {k: {"path": v, "sha256": sha256_file(Path(v))} for k, v in
                        (("permuted", permuted), ("permuted_reversed", permuted_reversed), ("route_fast", route_fast))
                        if v},
         "folds": {"kind": "leave one group out" if folds is None else f"{len(set(fold.values()))} group-disjoint folds",
@@ -538,7 +535,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
         fast_views = load_views(labels, rows, route_fast, None, None)
         rep["routing"] = {"fast": _run_info(route_fast, read_records(route_fast)),
                           **routing(labels, fast_views, views, fold, shares, reps, seed)}
-    return rep
+    return enveloped("calibration", rep)
 
 
 def print_report(rep: dict[str, Any]) -> None:
@@ -572,48 +569,3 @@ def print_report(rep: dict[str, Any]) -> None:
             print(f"  {x['margins']:<10} {x['policy']:<24} bal.acc {x['balanced_accuracy']['value']:.3f} "
                   f"acc {x['accuracy']['value']:.3f} escalated {100 * x['escalated_share']:5.1f}% "
                   f"time x{x['time_vs_reference'] or 0:.2f}")
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    import orjson
-
-    out = Path(args.output)
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (reports are create-only)")
-    folds = None if args.folds == "groups" else int(args.folds)
-    try:
-        shares = tuple(float(x) for x in args.escalate.split(","))
-    except ValueError:
-        raise InputError("--escalate", None, None, f"{args.escalate!r}", "a comma list of shares in [0, 1]") from None
-    if any(not 0 <= x <= 1 for x in shares):
-        raise InputError("--escalate", None, None, f"{args.escalate!r}", "shares in [0, 1]")
-    rep = report(args.run, args.labels, args.permuted, args.permuted_reversed, args.family_field, args.group_field,
-                 folds, not args.label_free, args.skew, args.route_fast, shares, args.reps, args.seed)
-    print_report(rep)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(orjson.dumps(rep, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n")
-    import sys
-
-    print(f"[semif] wrote {out}", file=sys.stderr)
-    return 0
-
-
-def register_report(csub: Any) -> None:
-    p = csub.add_parser("report", help="every calibration method on a labelled set: label-free, stored, out of fold, "
-                                       "bound, skew, routing -> JSON report (create-only)")
-    p.add_argument("--run", required=True, help="records of the plain run (the reference path for --route-fast)")
-    p.add_argument("--labels", required=True, help="the labelled rows the run scored")
-    p.add_argument("--permuted", help="semif score --permute K records of the same rows")
-    p.add_argument("--permuted-reversed", help="semif score --permute K records of the reversed rows")
-    p.add_argument("--family-field", default="family", help="row field that names the family (default family)")
-    p.add_argument("--group-field", default="group", help="row field that names the group (default group)")
-    p.add_argument("--folds", default="5", help="group-disjoint folds, or `groups` for leave-one-group-out")
-    p.add_argument("--label-free", action="store_true", help="skip the labelled (out-of-fold) bias fits")
-    p.add_argument("--skew", action="store_true", help="class-skewed subsamples of the binary signatures")
-    p.add_argument("--route-fast", help="records of a fast path on the same rows: routing tables")
-    p.add_argument("--escalate", default="0.1,0.25,0.5,0.75",
-                   help="routing: shares of lowest-margin decisions sent to the reference (comma list)")
-    p.add_argument("--output", required=True, help="JSON report (never overwritten)")
-    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS)
-    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED)
-    p.set_defaults(func=_cmd_report)

@@ -100,7 +100,7 @@ def record_signatures(records: Iterable[dict[str, Any]], rows: Sequence[Decision
         if by_id is None:
             raise InputError(name, line, "signature", "missing (a semif-record-v1 record)",
                              f"records of record schema v2, or the input rows given with {rows_name} ROWS.jsonl")
-        d = by_id.get(rec.get("id"))
+        d = by_id.get(rec.get("id", ""))  # row ids are non-empty strings: a record without one matches none
         if d is None:
             raise InputError(name, line, "id", f"{rec.get('id')!r} is not a row of {rows_name}",
                              "the rows file the run scored")

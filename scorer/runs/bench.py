@@ -15,7 +15,6 @@ the allocator and thread-pool start-up.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -25,30 +24,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from scorer.backends.base import Backend
 from scorer.errors import InputError
-from scorer.io import check_writable, write_atomic
+from scorer.io import FORCE_HINT, check_writable
 from scorer.prompt import state_text
 from scorer.runs.drift import (
     DEFAULT_PROBE_ROWS,
     DEFAULT_SAFETY,
     FAST_MODES,
     RESULTS_DIR,
-    ExactPolicy,
     compare,
     default_report_path,
     fast_tokens,
     identity_mismatch,
     load_report,
-    loadavg,
     numerics_identity,
 )
+from scorer.runs.exact import ExactPolicy
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, prepare, score_items
 from scorer.schema import Decision
+from scorer.store import sha256_file
 
-BENCH_SCHEMA = "semif-bench-v1"
+BENCH_FORMAT = "semif-bench-v2"
+"""Format of the report (v1: ``schema``/``created_unix``/``load_average.start|end``, no envelope)."""
 WORKLOADS = ("shape",)
 SIZES = ("small", "full")
 DEFAULT_REPEATS = 3
@@ -367,61 +366,93 @@ def targets(passes: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from scorer import cli
-    from scorer.cli import backend_config, file_sha256
-    from scorer.machine import library_versions, machine_facts
+@dataclass(frozen=True)
+class BenchConfig:
+    """One ``semif bench`` run: the workload, the passes and where the report goes."""
+
+    workload: str = "shape"
+    """One of :data:`WORKLOADS` (names the report)."""
+    size: str = "small"
+    """One of :data:`SIZES`: the shipped workload file (unless ``input`` is given)."""
+    input: Path | None = None
+    """A workload file instead of ``data/workloads/shape-SIZE.jsonl``."""
+    modes: tuple[str, ...] = ("direct", "serial", "shared")
+    """The passes (direct always runs: the reference)."""
+    exact_modes: tuple[str, ...] = FAST_MODES
+    """Fast modes also run under ``--exact``."""
+    repeats: int = DEFAULT_REPEATS
+    """Passes per fast mode; the median is reported."""
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    """Shared mode: suffix tokens per packed pass."""
+    exact_safety: float = DEFAULT_SAFETY
+    """The exact bound's safety factor."""
+    exact_probe: int = DEFAULT_PROBE_ROWS
+    """Rows the exact policy's probe scores both ways."""
+    exact_source: str = "auto"
+    """``auto``, ``report`` or ``probe``: where the exact bound's drift comes from."""
+    drift_dir: Path = RESULTS_DIR
+    """Where ``semif drift`` wrote its reports."""
+    output: Path | None = None
+    """Report path (default ``data/results/<workload>-<size>-<model>-<backend>.json``)."""
+    force: bool = False
+    """Overwrite an existing report."""
+
+    def __post_init__(self) -> None:
+        if self.repeats < 1:  # refused before any model loads
+            raise InputError("--repeats", None, None, f"{self.repeats}", "an integer >= 1")
+
+    @property
+    def input_path(self) -> Path:
+        """The workload file: ``input``, else the shipped workload of ``size``."""
+        return self.input if self.input else default_input(self.size)
+
+
+def bench(backend: Backend, decisions: list[Decision], cfg: BenchConfig) -> dict[str, Any]:
+    """Run every pass of ``cfg`` over ``decisions`` (the rows of ``cfg.input_path``), write the report (never
+    over an existing one unless ``cfg.force``), print its table, and return it."""
+    from scorer.envelope import carried_inputs, make_report, write_report
+    from scorer.machine import load_average, load_span
     from scorer.progress import bar
     from scorer.runs.drift import safe_name
-    from scorer.schema import load_decisions
 
-    inp = Path(args.input) if args.input else default_input(args.size)
-    decisions = load_decisions(inp)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    exact_modes = [m.strip() for m in args.exact_modes.split(",") if m.strip()]
-    if args.repeats < 1:
-        raise InputError("--repeats", None, None, f"{args.repeats}", "an integer >= 1")
-    backend = cli.load_backend(backend_config(args))
+    inp = cfg.input_path
+    modes, exact_modes = list(cfg.modes), list(cfg.exact_modes)
     info = backend.model_info()
-    tag = args.size if not args.input else inp.stem
-    out = Path(args.output) if args.output else RESULTS_DIR / (
-        f"{args.workload}-{tag}-{safe_name(str(info.get('key')))}-{backend.name}.json")
-    check_writable(out, args.force, "pass --force, or choose another --output")
-    n_passes = 1 + args.repeats * (len([m for m in modes if m != "direct"]) + len(exact_modes))
+    tag = cfg.size if not cfg.input else inp.stem
+    out = cfg.output if cfg.output else RESULTS_DIR / (
+        f"{cfg.workload}-{tag}-{safe_name(str(info.get('key')))}-{backend.name}.json")
+    check_writable(out, cfg.force, FORCE_HINT)
+    n_passes = 1 + cfg.repeats * (len([m for m in modes if m != "direct"]) + len(exact_modes))
     pb = bar(len(decisions) * n_passes, "bench")
-    load0 = loadavg()
+    load0 = load_average()
     t0 = time.perf_counter()
     try:
-        body = run_bench(backend, decisions, modes, exact_modes, args.repeats, args.max_batch_tokens,
-                         args.exact_safety, args.exact_probe, args.exact_source, Path(args.drift_dir),
-                         tick=lambda _r: pb.update(1), on_pass=lambda name: pb.set_description(f"bench {name}"))
+        measured = run_bench(backend, decisions, modes, exact_modes, cfg.repeats, cfg.max_batch_tokens,
+                             cfg.exact_safety, cfg.exact_probe, cfg.exact_source, cfg.drift_dir,
+                             tick=lambda _r: pb.update(1), on_pass=lambda name: pb.set_description(f"bench {name}"))
     finally:
         pb.close()
     states = len({state_text(d.state) for d in decisions})
-    report = {
-        "schema": BENCH_SCHEMA,
-        "created_unix": round(time.time(), 3),
-        "workload": {"name": args.workload, "size": None if args.input else args.size, "path": str(inp),
-                     "sha256": file_sha256(inp), "rows": len(decisions), "states": states,
+    body = {
+        "workload": {"name": cfg.workload, "size": None if cfg.input else cfg.size, "path": str(inp),
+                     "sha256": sha256_file(inp), "rows": len(decisions), "states": states,
                      "criteria_per_state": len(decisions) / states},
         "model": info,
-        "machine": machine_facts(),
-        "versions": library_versions(),
-        "load_average": {"start": load0, "end": loadavg()},
-        "settings": {"max_batch_tokens": args.max_batch_tokens, "repeats": args.repeats,
-                     "exact_safety": args.exact_safety, "exact_probe_rows": args.exact_probe,
-                     "exact_source": args.exact_source, "timing": "median wall over repeats; direct runs once",
+        "load_average": load_span(load0),
+        "settings": {"max_batch_tokens": cfg.max_batch_tokens, "repeats": cfg.repeats,
+                     "exact_safety": cfg.exact_safety, "exact_probe_rows": cfg.exact_probe,
+                     "exact_source": cfg.exact_source, "timing": "median wall over repeats; direct runs once",
                      "load_s": round(backend.load_s, 3)},
         "suffix_tokens": suffix_table(backend, decisions),
-        **body,
+        **measured,
         "total_s": round(time.perf_counter() - t0, 3),
+        "targets": targets(measured["passes"]),
     }
-    report["targets"] = targets(body["passes"])
-    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n",
-                 args.force, "pass --force, or choose another --output")
+    report = make_report("bench", BENCH_FORMAT, carried_inputs(body), body)
+    write_report(out, report, cfg.force)
     print_summary(report)
     print(f"[semif] wrote {out}", file=sys.stderr)
-    return 0
+    return report
 
 
 def print_summary(report: dict[str, Any]) -> None:
@@ -456,24 +487,3 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def register(sub: Any) -> None:
-    from scorer.cli import _add_model_args, positive_int
-
-    p = sub.add_parser("bench", help="throughput of direct/serial/shared (and --exact) on a states x criteria workload")
-    p.add_argument("workload", choices=WORKLOADS)
-    p.add_argument("--size", choices=SIZES, default="small", help="small: 2 states x 21; full: 37 x 21")
-    p.add_argument("--input", help="a workload file instead of data/workloads/shape-SIZE.jsonl")
-    p.add_argument("--modes", default="direct,serial,shared", help="comma list (direct always runs: the reference)")
-    p.add_argument("--exact-modes", default="serial,shared", help="fast modes also run under --exact ('' for none)")
-    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="passes per fast mode; the median is reported")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
-    p.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY)
-    p.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS)
-    p.add_argument("--exact-source", choices=("auto", "report", "probe"), default="auto",
-                   help="where the exact bound's drift comes from: a held-out drift report in --drift-dir (report), "
-                        "a probe of the first rows (probe), or the report when one matches, else the probe (auto)")
-    p.add_argument("--drift-dir", default=str(RESULTS_DIR), help="where `semif drift` wrote its reports")
-    p.add_argument("--output", help="report path (default data/results/shape-SIZE-MODEL-BACKEND.json)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing report")
-    _add_model_args(p)
-    p.set_defaults(func=_cmd_bench)

@@ -9,22 +9,18 @@ boundary they were). Probabilities are uncalibrated conditional option scores on
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from scorer.errors import InputError
-from scorer.io import write_atomic
 from scorer.schema import read_records
+from scorer.store import sha256_file
 
-REPORT_FORMAT = "semif-compare-v1"
+REPORT_FORMAT = "semif-compare-v2"
+"""v2: the report envelope, whose ``machine`` replaces v1's ``compared_on``."""
 DEFAULT_TOLERANCE = 0.01
-_SHOW = 20
+SHOW = 20
 _NOTE = ("probabilities on both sides are uncalibrated conditional option scores (softmax over the declared "
          "options' answer-slot logits); |dp| is the largest absolute difference over a decision's options")
 
@@ -54,11 +50,11 @@ def run_summary(records: list[dict[str, Any]], path: str | None = None) -> dict[
     m = records[0].get("model", {}) if records else {}
     out = {"records": len(records), "key": m.get("key"), "backend": m.get("backend"), "dtype": m.get("dtype"),
            "device": m.get("device"), "gguf_sha256": m.get("gguf_sha256"), "threads": m.get("threads"),
-           "versions": m.get("versions"), "modes": sorted({r.get("mode") for r in records}),
-           "kernels": sorted({r.get("kernel") for r in records})}
+           "versions": m.get("versions"), "modes": sorted({str(r.get("mode")) for r in records}),
+           "kernels": sorted({str(r.get("kernel")) for r in records})}  # str: a None never meets a str in sorted
     if path is not None:
         out["path"] = path
-        out["sha256"] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        out["sha256"] = sha256_file(Path(path))
     return out
 
 
@@ -125,18 +121,18 @@ def compare_files(path_a: str, path_b: str, tolerance: float = DEFAULT_TOLERANCE
     a, b = read_records(path_a), read_records(path_b)
     if not a or not b:
         raise InputError(path_a if not a else path_b, None, None, "no records", "a non-empty run")
-    from scorer.machine import machine_facts
+    from scorer.envelope import carried_inputs, make_report
 
     cmp = compare_records(a, b, path_a, path_b, tolerance)
-    return {"format": REPORT_FORMAT, "a": run_summary(a, path_a), "b": run_summary(b, path_b),
-            "compared_on": machine_facts(), "note": _NOTE, **cmp}
+    body = {"a": run_summary(a, path_a), "b": run_summary(b, path_b), "note": _NOTE, **cmp}
+    return make_report("compare", REPORT_FORMAT, carried_inputs(body), body)
 
 
 def _fmt(v: float | None, spec: str = ".4f") -> str:
     return "-" if v is None else format(v, spec)
 
 
-def print_report(rep: dict[str, Any], show: int = _SHOW) -> None:
+def print_report(rep: dict[str, Any], show: int = SHOW) -> None:
     """A readable summary and the rows that differ most (stdout)."""
     s = rep["summary"]
     for side in ("a", "b"):
@@ -171,26 +167,3 @@ def print_report(rep: dict[str, Any], show: int = _SHOW) -> None:
               f"{r['margin_a']:>8.4f} {r['margin_b']:>8.4f}  {flags}")
     if len(rep["rows"]) > show:
         print(f"… {len(rep['rows']) - show} more differing rows in the JSON report")
-
-
-def _cmd_compare(args: argparse.Namespace) -> int:
-    rep = compare_files(args.a, args.b, args.tolerance)
-    if args.output:
-        out = Path(args.output)
-        write_atomic(out, orjson.dumps(rep, option=orjson.OPT_INDENT_2) + b"\n", args.force,
-                     "pass --force or choose another --output")
-        print(f"[semif] wrote {out}", file=sys.stderr)
-    print_report(rep, args.show)
-    return 0
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("compare", help="parity of two runs of the same decisions (|dp|, flips, ties, margins)")
-    p.add_argument("a", help="records (JSONL) of the first run, e.g. torch fp32")
-    p.add_argument("b", help="records (JSONL) of the second run, e.g. llama.cpp on the same GGUF")
-    p.add_argument("--output", help="write the full report as JSON here")
-    p.add_argument("--force", action="store_true", help="overwrite --output")
-    p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
-                   help=f"list rows whose |dp| exceeds this even without a flip (default {DEFAULT_TOLERANCE})")
-    p.add_argument("--show", type=int, default=_SHOW, help=f"differing rows to print (default {_SHOW})")
-    p.set_defaults(func=_cmd_compare)

@@ -1,51 +1,35 @@
-"""Evaluation runs: ``semif eval``, ``calibrate``, ``perturb``, ``order`` and ``route``, and the
-order-debiased readout behind ``semif score --permute K``.
+"""Evaluation runs: ``semif eval``, ``calibrate`` (temperature), ``order`` and ``route``.
 
-Everything here reads records (JSONL) and labels and writes plain-JSON reports (schema
-``semif-eval-v1``) under ``data/results/`` plus a readable table on stdout. Only ``score_permuted``
-touches a backend, through :func:`scorer.runs.score.prepare` and :func:`scorer.runs.score.score_items`.
+Everything here reads records (JSONL) and labels and writes plain-JSON reports (format ``semif-eval-v2``:
+the report envelope of :mod:`scorer.envelope`, then the body) under ``data/results/`` plus a readable table
+on stdout. Only :func:`route_live` touches a backend, through :func:`scorer.runs.score.prepare` and
+:func:`scorer.runs.score.score_items`.
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import math
-import os
-import platform
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import orjson
-
-from scorer import __version__, metrics
+from scorer import metrics
+from scorer.envelope import carried_inputs, make_report, write_report
 from scorer.errors import InputError
-from scorer.io import check_writable, write_atomic
+from scorer.io import FORCE_HINT, check_writable, write_atomic
 from scorer.schema import Decision
+from scorer.store import sha256_file
 
-REPORT_SCHEMA = "semif-eval-v1"
+REPORT_FORMAT = "semif-eval-v2"
+"""v2: the report envelope (v1: ``schema``, ``created_unix`` and a ``machine`` block of its own)."""
 RESULTS_DIR = Path("data/results")
 DEFAULT_THRESHOLDS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
-# Two averaged probabilities closer than this are a tie (far above float64 rounding, about the size of
-# the float32 logit resolution the probabilities come from).
-PERMUTE_TIE_TOL = 1e-6
-PERMUTE_READOUT = ("mean of the option probabilities over K cyclic orderings of the options, aligned by "
-                   "option id; option_logits = ln(mean probability), so softmax(option_logits) = probabilities")
 
 
 # --- shared helpers -----------------------------------------------------------------------------------------------
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def machine() -> dict[str, Any]:
-    """Where a report was computed (the records carry where they were scored)."""
-    return {"platform": platform.platform(), "machine": platform.machine(), "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__, "semif": __version__}
+def enveloped(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A ``semif-eval-v2`` report of ``kind``: the envelope (where the report was computed; the records
+    carry where they were scored), its inputs being the files ``body`` cites, then ``body``."""
+    return make_report(kind, REPORT_FORMAT, carried_inputs(body), body)
 
 
 def _load(run: str, labels: str | None) -> tuple[list[dict[str, Any]], list[metrics.Label], metrics.Table, int]:
@@ -59,33 +43,30 @@ def _load(run: str, labels: str | None) -> tuple[list[dict[str, Any]], list[metr
 
 def _run_info(path: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
     first = recs[0] if recs else {}
-    return {"path": path, "sha256": file_sha256(Path(path)), "records": len(recs), "model": first.get("model"),
+    return {"path": path, "sha256": sha256_file(Path(path)), "records": len(recs), "model": first.get("model"),
             "mode": first.get("mode"), "kernel": first.get("kernel"), "prompt_version": first.get("prompt_version"),
             "temperature": first.get("temperature"), "permute": (first.get("permute") or {}).get("k")}
 
 
 def _labels_info(labels: str | None) -> dict[str, Any] | None:
-    return None if labels is None else {"path": labels, "sha256": file_sha256(Path(labels))}
+    return None if labels is None else {"path": labels, "sha256": sha256_file(Path(labels))}
 
 
-_FORCE_HINT = "pass --force, or choose another --output"
-
-
-def _write_report(report: dict[str, Any], out: Path, force: bool) -> None:
-    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY) + b"\n", force,
-                 _FORCE_HINT)
+def save_report(report: dict[str, Any], out: Path, force: bool) -> None:
+    """Write ``report`` to ``out`` (never over an existing file unless ``force``) and say so on stderr."""
+    write_report(out, report, force)
     print(f"[semif] wrote {out}", file=sys.stderr)
 
 
-def _check_outputs(report: Path, force: bool, records: Path) -> None:
+def check_outputs(report: Path, force: bool, records: Path) -> None:
     """A report plus a records file: refuse either before writing any (the records file is never overwritten)."""
     if report.resolve() == records.resolve():
         raise InputError(str(records), None, None, "is also the report's --output", "two different paths")
-    check_writable(report, force, _FORCE_HINT)
+    check_writable(report, force, FORCE_HINT)
     check_writable(records, False)
 
 
-def _default_out(prefix: str, run: str) -> Path:
+def default_out(prefix: str, run: str) -> Path:
     return RESULTS_DIR / f"{prefix}-{Path(run).stem}.json"
 
 
@@ -109,8 +90,7 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
     recs, labs, table, unlabelled = _load(run, labels)
     info = _run_info(run, recs)
     report: dict[str, Any] = {
-        "schema": REPORT_SCHEMA, "kind": "eval", "title": _title("Decision quality", info, len(labs)),
-        "created_unix": round(time.time(), 3), "machine": machine(),
+        "title": _title("Decision quality", info, len(labs)),
         "run": info, "labels": _labels_info(labels), "groups": len({lb.group for lb in labs}),
         "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
         "conventions": {"missing_or_invalid": f"wrong, p(label) = {metrics.FLOOR_P}, Brier 2, confidence 1",
@@ -132,7 +112,7 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
         table_b, _ = metrics.align(labs, recs_b, compare)
         report["compare"] = {"run_b": _run_info(compare, recs_b), "counts_b": table_b.counts(),
                              **metrics.paired(table, table_b, reps, seed)}
-    return report
+    return enveloped("eval", report)
 
 
 def letter_bias(recs: list[dict[str, Any]], labs: list[metrics.Label]) -> dict[str, dict[str, int]]:
@@ -190,7 +170,7 @@ def print_eval(rep: dict[str, Any]) -> None:
         print(f"time {t['total_s']:.1f} s total, {1000 * t['mean_s']:.0f} ms mean, {1000 * t['median_s']:.0f} ms "
               f"median per decision ({t['rows_timed']} timed rows)")
     if "calibrated" in rep:
-        from scorer.calibration.cli import print_before_after
+        from scorer.calibration.evaluate import print_before_after
 
         print()
         print_before_after("calibrated blocks of these records (before = raw readout, after = calibrated.choice)",
@@ -208,13 +188,6 @@ def print_eval(rep: dict[str, Any]) -> None:
               f"mean total variation {'n/a' if tv is None else f'{tv:.3f}'}")
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
-    rep = eval_report(args.run, args.labels, args.compare, args.reps, args.seed)
-    print_eval(rep)
-    _write_report(rep, Path(args.output) if args.output else _default_out("eval", args.run), args.force)
-    return 0
-
-
 # --- semif calibrate ----------------------------------------------------------------------------------------------
 def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metrics.BOOTSTRAP_REPS,
                      seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
@@ -227,9 +200,8 @@ def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metri
     fit = calibrate.fit_table(table)
     oof = calibrate.out_of_fold(table, folds, reps, seed)
     info = _run_info(run, recs)
-    return {
-        "schema": REPORT_SCHEMA, "kind": "calibrate", "title": _title("Calibration", info, table.n),
-        "created_unix": round(time.time(), 3), "machine": machine(), "run": info, "labels": _labels_info(labels),
+    return enveloped("calibrate", {
+        "title": _title("Calibration", info, table.n), "run": info, "labels": _labels_info(labels),
         "counts": table.counts(),
         "method": "temperature scaling, softmax(option_logits / T); T minimises mean NLL (golden-section "
                   f"search over log T in [{calibrate.T_MIN}, {calibrate.T_MAX}])",
@@ -238,7 +210,7 @@ def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metri
                          "note": "in-sample: this is the T to apply; judge it by the out-of-fold numbers"},
         "out_of_fold": oof,
         "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
-    }
+    })
 
 
 def print_calibrate(rep: dict[str, Any]) -> None:
@@ -261,125 +233,6 @@ def apply_file(run: str, out: Path, temperature: float) -> int:
     recs = [apply_temperature(r, temperature) for r in read_records(run)]
     write_atomic(out, b"".join(dumps_record(r) for r in recs))
     return len(recs)
-
-
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    rep = calibrate_report(args.run, args.labels, args.folds, args.reps, args.seed)
-    print_calibrate(rep)
-    report_out = Path(args.output) if args.output else _default_out("calibrate", args.run)
-    if args.apply:
-        _check_outputs(report_out, args.force, Path(args.apply))
-    _write_report(rep, report_out, args.force)
-    if args.apply:
-        t = args.temperature if args.temperature is not None else rep["fit_all_rows"]["temperature"]
-        n = apply_file(args.run, Path(args.apply), t)
-        print(f"[semif] wrote {n} records with T = {t:.6g} to {args.apply}", file=sys.stderr)
-    return 0
-
-
-# --- semif perturb ------------------------------------------------------------------------------------------------
-def _cmd_perturb(args: argparse.Namespace) -> int:
-    from scorer.perturb import parse_kinds, perturb_file
-
-    n = perturb_file(Path(args.input), parse_kinds(args.kind), Path(args.output), args.force)
-    print(f"[semif] wrote {n} rows ({args.kind}) to {args.output}", file=sys.stderr)
-    return 0
-
-
-# --- semif score --permute K --------------------------------------------------------------------------------------
-def permute_shifts(n_options: int, k: int) -> list[int]:
-    """The cyclic shifts used for a row with ``n_options`` options: ``k`` evenly spaced ones (at most n)."""
-    k = max(1, min(k, n_options))
-    return [(j * n_options) // k for j in range(k)]
-
-
-def merge_permuted(passes: list[dict[str, Any]], k: int, shifts: list[int], index: int) -> dict[str, Any]:
-    """One record from the records of the same row under several cyclic orderings (first = identity).
-
-    Probabilities are averaged aligned by option id; the merged timing is the sum of the passes
-    (that is the cost of the debiased readout).
-    """
-    base = passes[0]
-    ids = base["option_ids"]
-    aligned = []
-    for rec in passes:
-        pos = {o: i for i, o in enumerate(rec["option_ids"])}
-        aligned.append([rec["probabilities"][pos[o]] for o in ids])
-    mean = np.mean(np.asarray(aligned, dtype=np.float64), axis=0)
-    mean = mean / mean.sum()
-    order = np.argsort(-mean, kind="stable")
-    top, second = float(mean[order[0]]), float(mean[order[1]])
-    tied = sorted(int(i) for i in order if top - mean[i] <= PERMUTE_TIE_TOL)
-    tie = len(tied) > 1
-    timing: dict[str, float] = {}
-    for rec in passes:
-        for key, v in rec["timing"].items():
-            timing[key] = timing.get(key, 0.0) + float(v)
-    timing = {key: round(v, 6) for key, v in timing.items()}
-    timing["permute_passes"] = len(passes)
-    out = dict(base)
-    out.update({
-        "probabilities": [float(v) for v in mean],
-        "option_logits": [float(v) for v in np.log(np.maximum(mean, 1e-300))],
-        "choice": None if tie else ids[int(order[0])],
-        "margin": top - second,
-        "tie": tie,
-        "tied_option_ids": [ids[i] for i in tied] if tie else [],
-        "allowed_token_mass": float(np.mean([r["allowed_token_mass"] for r in passes])),
-        "score_kind": f"order-averaged ({len(passes)} cyclic orderings) {base['score_kind']}",
-        "timing": timing,
-        "permute": {"k": k, "shifts": shifts, "readout": PERMUTE_READOUT,
-                    "option_ids": [r["option_ids"] for r in passes],
-                    "probabilities": aligned, "choices": [r["choice"] for r in passes],
-                    "prompt_sha256": [r["prompt_sha256"] for r in passes],
-                    "input_tokens": [r["input_tokens"] for r in passes]},
-        "run": {**base["run"], "index": index},
-    })
-    return out
-
-
-def score_permuted(backend: Any, decisions: list[Decision], k: int, mode: str, run: dict[str, Any], skip: int = 0,
-                   max_batch_tokens: int = 4096) -> Iterator[dict[str, Any]]:
-    """Records of ``decisions[skip:]`` read out over ``k`` cyclic orderings each (pass j scores every row
-    that has a j-th shift; rows with fewer options than ``k`` use all n of their rotations).
-
-    Every pass's prompts are rendered and validated here, before any is scored (like a plain run);
-    the records come from the returned iterator, in input order, once all passes have run.
-    """
-    from scorer.perturb import rotate
-    from scorer.runs.score import prepare
-
-    rows = decisions[skip:]
-    shifts = [permute_shifts(len(d.options), k) for d in rows]
-    passes = []
-    for j in range(max(len(s) for s in shifts) if rows else 0):
-        sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
-        passes.append(prepare(backend, sel, with_prefix=mode != "direct"))
-    return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens)
-
-
-def _permuted_records(backend: Any, rows: list[Decision], shifts: list[list[int]], passes: list[list[Any]], k: int,
-                      mode: str, run: dict[str, Any], skip: int, max_batch_tokens: int) -> Iterator[dict[str, Any]]:
-    from scorer.progress import bar
-    from scorer.runs.score import score_items
-
-    by_pass = []
-    for j, items in enumerate(passes):
-        # The merged records only exist once every pass has run: show each pass's own progress meanwhile.
-        b = bar(len(items), f"permute pass {j + 1}/{len(passes)}")
-        recs = {}
-        for r in score_items(backend, items, mode, run, 0, max_batch_tokens):
-            recs[r["id"]] = r
-            b.update(1)
-        b.close()
-        by_pass.append(recs)
-    from scorer.calibration.signature import signature_of
-
-    for i, (d, s) in enumerate(zip(rows, shifts, strict=True)):
-        rec = merge_permuted([by_pass[j][d.id] for j in range(len(s))], k, s, skip + i)
-        # an order-averaged readout is its own decision procedure: its signature says so
-        rec["signature"] = signature_of(d, rec["prompt_version"], rec["model"], f"permute-{k}")
-        yield rec
 
 
 # --- semif order --------------------------------------------------------------------------------------------------
@@ -406,9 +259,7 @@ def order_report(labels: str | None, base: str, reversed_: str, permuted: str | 
                 "time_s": [float(ta.seconds.sum()), float(tb.seconds.sum())]}
 
     title = _title("Order robustness (options reversed)", _run_info(base, recs_a), len(labs))
-    rep: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "order", "title": title,
-                           "created_unix": round(time.time(), 3),
-                           "machine": machine(), "labels": _labels_info(labels),
+    rep: dict[str, Any] = {"title": title, "labels": _labels_info(labels),
                            "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
                            "rows": len(labs), "plain": side(base, reversed_)}
     if permuted and permuted_reversed:
@@ -417,7 +268,7 @@ def order_report(labels: str | None, base: str, reversed_: str, permuted: str | 
         rep["cost"] = {"plain_time_s": plain_t, "permuted_time_s": perm_t,
                        "time_ratio": perm_t / plain_t if plain_t else None,
                        "k": (rep["permuted"]["original"].get("permute"))}
-    return rep
+    return enveloped("order", rep)
 
 
 def print_order(rep: dict[str, Any]) -> None:
@@ -434,17 +285,6 @@ def print_order(rep: dict[str, Any]) -> None:
               f"{sum(s['time_s']) / 2:>8.1f}")
     if "cost" in rep and rep["cost"]["time_ratio"]:
         print(f"cost of the order-averaged readout: {rep['cost']['time_ratio']:.2f}x the time of one plain pass")
-
-
-def _cmd_order(args: argparse.Namespace) -> int:
-    if bool(args.permuted) != bool(args.permuted_reversed):
-        raise InputError("--permuted", None, None, "only one of --permuted/--permuted-reversed given",
-                         "both (the order-averaged runs on the original and the reversed rows) or neither")
-    rep = order_report(args.labels, args.base, args.reversed, args.permuted, args.permuted_reversed, args.reps,
-                       args.seed)
-    print_order(rep)
-    _write_report(rep, Path(args.output) if args.output else _default_out("order", args.base), args.force)
-    return 0
 
 
 # --- semif route --------------------------------------------------------------------------------------------------
@@ -467,8 +307,8 @@ def route_records(fast: list[dict[str, Any]], reference: list[dict[str, Any]],
     out = []
     for rid in ids:
         f = fst.get(rid)
-        if not escalates(f, threshold):
-            rec = dict(f)  # type: ignore[arg-type]
+        if f is not None and not escalates(f, threshold):
+            rec = dict(f)
             rec["escalated"] = False
             rec["route"] = {"policy": "margin", "threshold": threshold, "path": "fast", "fast_margin": f["margin"]}
         elif rid in ref:
@@ -515,13 +355,13 @@ def route_report(fast: str, reference: str, labels: str | None, thresholds: tupl
     fm, rm = fi.get("model") or {}, ri.get("model") or {}
     title = (f"Two-path routing · fast {fm.get('key')} {fm.get('backend')} → reference {rm.get('key')} "
              f"{rm.get('backend')} · {Path(reference).stem} ({len(labs)} rows)")
-    return {"schema": REPORT_SCHEMA, "kind": "route", "title": title, "created_unix": round(time.time(), 3),
-            "machine": machine(), "fast": fi, "reference": ri, "labels": _labels_info(labels),
+    return enveloped("route", {
+            "title": title, "fast": fi, "reference": ri, "labels": _labels_info(labels),
             "rows": len(labs), "policy": "escalate a decision to the reference path when its fast-path margin "
                                          "(top minus second probability) is below the threshold",
             "time_accounting": "fast time for every row + reference time for escalated rows (timing.total_s)",
             "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
-            "table": rows}
+            "table": rows})
 
 
 def print_route(rep: dict[str, Any]) -> None:
@@ -532,34 +372,6 @@ def print_route(rep: dict[str, Any]) -> None:
     for r in rep["table"]:
         print(f"{r['policy']:<16} {_ci(r['accuracy']):>24} {r['balanced_accuracy']['value']:>8.3f} "
               f"{100 * r['escalated_share']:>9.1f}% {r['time_s']:>8.1f} {r['time_vs_reference']:>6.2f}x")
-
-
-def _cmd_route(args: argparse.Namespace) -> int:
-    try:
-        ths = tuple(float(x) for x in args.thresholds.split(","))
-    except ValueError:
-        raise InputError("--thresholds", None, None, f"{args.thresholds!r} is not a list of numbers",
-                         "e.g. 0,0.05,0.1") from None
-    if any(not math.isfinite(t) or t < 0 for t in ths):
-        raise InputError("--thresholds", None, None, "a threshold is negative or not finite", "numbers >= 0")
-    rep = route_report(args.fast, args.reference, args.labels, ths, args.reps, args.seed)
-    print_route(rep)
-    report_out = Path(args.output) if args.output else _default_out("route", args.fast)
-    recs: list[dict[str, Any]] = []
-    if args.apply is not None:
-        from scorer.schema import dumps_record, read_records
-
-        if args.routed_output is None:
-            raise InputError("--routed-output", None, None, "missing", "a JSONL path for the routed records")
-        out = Path(args.routed_output)
-        _check_outputs(report_out, args.force, out)
-        recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
-    _write_report(rep, report_out, args.force)
-    if args.apply is not None:
-        write_atomic(out, b"".join(dumps_record(r) for r in recs))
-        print(f"[semif] wrote {len(recs)} routed records (margin < {args.apply:g} escalated) to {out}",
-              file=sys.stderr)
-    return 0
 
 
 def route_live(decisions: list[Decision], fast: Any, reference: Any, threshold: float, run: dict[str, Any],
@@ -578,96 +390,3 @@ def route_live(decisions: list[Decision], fast: Any, reference: Any, threshold: 
         rec["run"] = {**rec["run"], "index": i}
     return out
 
-
-def _cmd_route_score(args: argparse.Namespace) -> int:
-    from scorer.backends import BackendConfig, load_backend
-    from scorer.runs.score import config_sha256
-    from scorer.schema import dumps_record, load_decisions
-
-    inp, out = Path(args.input), Path(args.output)
-    decisions = load_decisions(inp)
-    check_writable(out)
-    if not (math.isfinite(args.margin) and args.margin >= 0):
-        raise InputError("--margin", None, None, f"{args.margin!r}", "a number >= 0")
-    fast = load_backend(BackendConfig(model=args.fast_model, backend=args.fast_backend, threads=args.threads))
-    ref = load_backend(BackendConfig(model=args.reference_model, backend=args.reference_backend,
-                                     threads=args.threads))
-    parts = {"input_sha256": file_sha256(inp), "semif": __version__, "route": {"margin": args.margin},
-             "fast": fast.model_info().get("key"), "fast_backend": args.fast_backend, "fast_mode": args.fast_mode,
-             "reference": ref.model_info().get("key"), "reference_backend": args.reference_backend}
-    run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3), "resumed_from": 0}
-    recs = route_live(decisions, fast, ref, args.margin, run, args.fast_mode)
-    write_atomic(out, b"".join(dumps_record(r) for r in recs))
-    n_esc = sum(r["escalated"] for r in recs)
-    total = sum(r["timing"]["total_s"] for r in recs)
-    print(f"[semif] wrote {out}: {len(recs)} decisions, {n_esc} escalated (margin < {args.margin:g}), "
-          f"{total:.1f} s", file=sys.stderr)
-    return 0
-
-
-# --- registration -------------------------------------------------------------------------------------------------
-def _common(p: argparse.ArgumentParser, labels_help: str = "decision input file with label/family/group fields "
-            "(default: the records' extra.label)") -> None:
-    p.add_argument("--labels", help=labels_help)
-    p.add_argument("--output", help="JSON report path (default data/results/<kind>-<run>.json)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing report")
-    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS, help="bootstrap replicates")
-    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED, help="bootstrap seed")
-
-
-def register(sub: Any) -> None:
-    from scorer.cli import positive_int
-
-    p = sub.add_parser("eval", help="decision-quality metrics of a run against labels")
-    p.add_argument("run", help="records (JSONL) of `semif score`")
-    p.add_argument("--compare", help="a second run on the same rows: paired comparison (B = this run)")
-    _common(p)
-    p.set_defaults(func=_cmd_eval)
-
-    from scorer.calibration.cli import register as register_calibrate
-
-    p = register_calibrate(sub)  # `semif calibrate temperature` (and the bare `semif calibrate RUN`)
-    p.add_argument("run")
-    p.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
-    p.add_argument("--apply", help="also write the run's records with the temperature applied to this JSONL")
-    p.add_argument("--temperature", type=float, help="with --apply: use this T instead of the fitted one")
-    _common(p)
-    p.set_defaults(func=_cmd_calibrate)
-
-    p = sub.add_parser("perturb", help="deterministic perturbations of a decision file (reverse, wrap, distract)")
-    p.add_argument("--input", required=True)
-    p.add_argument("--kind", required=True, help="comma list of reverse, wrap, distract, rotate-S (applied in order)")
-    p.add_argument("--output", required=True)
-    p.add_argument("--force", action="store_true", help="overwrite the output (rebuilds are byte-identical)")
-    p.set_defaults(func=_cmd_perturb)
-
-    p = sub.add_parser("order", help="flips under option reversal, with and without the --permute readout")
-    p.add_argument("--base", required=True, help="run on the original rows")
-    p.add_argument("--reversed", required=True, help="run on the reversed rows (semif perturb --kind reverse)")
-    p.add_argument("--permuted", help="semif score --permute K run on the original rows")
-    p.add_argument("--permuted-reversed", help="semif score --permute K run on the reversed rows")
-    _common(p)
-    p.set_defaults(func=_cmd_order)
-
-    p = sub.add_parser("route", help="two-path routing: fast path, escalate low-margin decisions to the reference")
-    p.add_argument("--fast", required=True, help="records of the fast path")
-    p.add_argument("--reference", required=True, help="records of the reference (accurate) path on the same rows")
-    p.add_argument("--thresholds", default=",".join(f"{t:g}" for t in DEFAULT_THRESHOLDS),
-                   help="margins to report (comma list)")
-    p.add_argument("--apply", type=float, help="also write the routed records at this margin threshold")
-    p.add_argument("--routed-output", help="with --apply: JSONL path of the routed records")
-    _common(p)
-    p.set_defaults(func=_cmd_route)
-
-    p = sub.add_parser("route-score", help="score rows with the two-path policy: fast path first, rows with "
-                                           "margin below --margin re-scored on the reference path")
-    p.add_argument("--input", required=True, help="decisions, one JSON object per line")
-    p.add_argument("--output", required=True, help="routed records (JSONL); never overwritten")
-    p.add_argument("--margin", type=float, required=True, help="escalate decisions whose fast margin is below this")
-    p.add_argument("--fast-model", required=True)
-    p.add_argument("--fast-backend", choices=("torch", "llamacpp"), default="llamacpp")
-    p.add_argument("--fast-mode", choices=("direct", "serial", "shared"), default="direct")
-    p.add_argument("--reference-model", required=True)
-    p.add_argument("--reference-backend", choices=("torch", "llamacpp"), default="torch")
-    p.add_argument("--threads", type=positive_int, help="CPU threads for both backends, >= 1")
-    p.set_defaults(func=_cmd_route_score)

@@ -17,11 +17,7 @@
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import gc
-import hashlib
-import os
 import statistics
 import sys
 import time
@@ -29,20 +25,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from scorer import metrics, store
 from scorer.backends import BackendConfig, load_backend
 from scorer.backends.base import Backend
+from scorer.envelope import carried_inputs, make_report, write_report
 from scorer.errors import InputError, ModelError
+from scorer.generate import Criterion, VersusInput
 from scorer.gguf_tools import FTYPES, write_f32
 from scorer.io import check_writable, write_atomic
+from scorer.machine import load_average, load_span
 from scorer.prompt import state_text
 from scorer.runs.compare import compare_records
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES, prepare, score_items
 from scorer.schema import Decision, dumps_record, load_decisions
 
-REPORT_FORMAT = "semif-quant-v1"
+REPORT_FORMAT = "semif-quant-v2"
+"""v2: the report envelope; per run ``load_average`` {before, after} (v1: ``loadavg_1m_before_after``)."""
 DEFAULT_RUNGS = ("Q8_0", "Q5_K_M", "Q4_K_M", "Q4_0", "Q3_K_M")
 REFERENCE_NOTE = (
     "Reference weights: the model's GGUF dequantized to fp32. For the models of the embedded store that GGUF "
@@ -100,14 +98,12 @@ class _Run:
     score_s: float
     load_s: float
     generation: dict[str, Any] | None
-    loadavg: tuple[float, float]
-    """The machine's 1-minute load average before and after (other work on the CPUs skews the timings)."""
+    load_average: dict[str, Any]
+    """The machine's load averages before and after (other work on the CPUs skews the timings)."""
 
 
-def array_inputs(decisions: list[Decision]) -> list[Any]:
+def array_inputs(decisions: list[Decision]) -> list[VersusInput]:
     """Generation-path inputs: the rows of each state whose options are exactly yes/no, in input order."""
-    from scorer.runs.versus import Criterion, VersusInput
-
     groups: dict[str, list[Decision]] = {}
     for d in decisions:
         if d.option_ids == ["yes", "no"]:
@@ -143,7 +139,7 @@ def _generate(backend: Backend, inputs: list[Any], max_new: int | None) -> dict[
 
 def _score(backend: Backend, decisions: list[Decision], cfg: QuantConfig, load_s: float,
            arrays: list[Any]) -> _Run:
-    before = _loadavg()
+    before = load_average()
     t0 = time.perf_counter()
     items = prepare(backend, decisions, with_prefix=cfg.mode != "direct")
     t1 = time.perf_counter()
@@ -151,14 +147,7 @@ def _score(backend: Backend, decisions: list[Decision], cfg: QuantConfig, load_s
     records = list(score_items(backend, items, cfg.mode, run, 0, cfg.max_batch_tokens))
     t2 = time.perf_counter()
     gen = _generate(backend, arrays, cfg.max_new_tokens) if cfg.generation and arrays else None
-    return _Run(records, t1 - t0, t2 - t1, load_s, gen, (before, _loadavg()))
-
-
-def _loadavg() -> float:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:  # not available on this platform
-        return -1.0
+    return _Run(records, t1 - t0, t2 - t1, load_s, gen, load_span(before))
 
 
 def _labels(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -182,7 +171,7 @@ def _summary(run: _Run, reference: _Run | None) -> dict[str, Any]:
         "score_s": round(run.score_s, 3), "decisions_per_s": len(recs) / run.score_s if run.score_s > 0 else None,
         "labels": _labels(recs), "ties": sum(r["tie"] for r in recs),
         "median_allowed_mass": _median([r["allowed_token_mass"] for r in recs]),
-        "loadavg_1m_before_after": list(run.loadavg),
+        "load_average": run.load_average,
     }
     if reference is not None:
         s = compare_records(reference.records, recs, "reference", "rung")["summary"]
@@ -230,8 +219,6 @@ def _log(msg: str) -> None:
 
 def run_quant(cfg: QuantConfig) -> dict[str, Any]:
     """Build the ladder, score everything, return the report (not yet written)."""
-    from scorer.machine import library_versions, machine_facts
-
     bad = [r for r in cfg.rungs if r not in FTYPES or r in ("F32", "F16", "BF16")]
     if bad:
         raise ModelError(f"--rungs {','.join(bad)}: not llama.cpp quantization types "
@@ -248,7 +235,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
     key = ref.key if ref.kind == "store" else src.stem
     arrays = array_inputs(decisions) if cfg.generation else []
-    created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    created = time.time()
     t_start = time.perf_counter()
 
     _log(f"writing the F32 reference GGUF of {src.name} …")
@@ -290,7 +277,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
         backend = load_backend(BackendConfig(model=cfg.model, backend="llamacpp", gguf=str(path), threads=cfg.threads))
         run = _score(backend, decisions, cfg, time.perf_counter() - t0, arrays)
         info = backend.model_info()
-        backend.close()  # type: ignore[attr-defined]
+        backend.close()
         del backend
         gc.collect()
         runs[name] = run
@@ -315,26 +302,22 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
                      "reference": {"choice": rec["choice"], "p": rec["probabilities"]},
                      **{name: {"choice": run.records[i]["choice"], "p": run.records[i]["probabilities"]}
                         for name, run in runs.items()}})
-    report = {
-        "format": REPORT_FORMAT,
-        "created_utc": created.isoformat().replace("+00:00", "Z"),
+    body = {
         "command": cfg.command,
         "wall_s": round(time.perf_counter() - t_start, 3),
-        "machine": machine_facts(),
-        "versions": library_versions(),
         "model": {"key": key, "source_gguf": _file_block(src), "source_quantization": rungs[-1]["quantization"]
                   if cfg.include_source else None},
         "reference_weights_note": REFERENCE_NOTE,
         "probability_note": PROBABILITY_NOTE,
         "f32_gguf": f32_block,
-        "decision_set": {"path": str(cfg.input), "sha256": hashlib.sha256(cfg.input.read_bytes()).hexdigest(),
+        "decision_set": {"path": str(cfg.input), "sha256": store.sha256_file(cfg.input),
                          "rows": len(decisions), "generation_arrays": len(arrays)},
         "protocol": {"mode": cfg.mode, "max_batch_tokens": cfg.max_batch_tokens, "threads": cfg.threads,
                      "generation": cfg.generation, "generation_prompt": "semif-array-v1 (see semif versus)",
                      "decoding": "greedy, stop at end-of-turn or the token limit; arrays judged strictly",
                      "reference_backend": "torch fp32 on cpu", "rung_backend": "llama.cpp (CPU), flash attention off",
                      "timing": "wall clock of the scoring loop (prompts already rendered and validated), one pass, "
-                               "no warm-up; loadavg_1m_before_after shows other work on the machine"},
+                               "no warm-up; load_average shows other work on the machine"},
         "reference": {"backend": ref_info.get("backend"), "dtype": ref_info.get("dtype"),
                       "device": ref_info.get("device"), "weights": ref_info.get("weights"),
                       **_summary(reference, None),
@@ -342,11 +325,18 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
         "rungs": rungs,
         "rows": rows,
     }
-    return report
+    return make_report("quant", REPORT_FORMAT, quant_inputs(body, src), body, created=created)
+
+
+def quant_inputs(body: dict[str, Any], source: Path | None = None) -> dict[str, dict[str, Any]]:
+    """A quant report's ``inputs``: the decision set and the source GGUF (at ``source``, else by its file name)."""
+    gguf = body["model"]["source_gguf"]
+    return {**carried_inputs(body), "model.source_gguf": {"path": str(source or gguf["file"]),
+                                                          "sha256": gguf["sha256"], "bytes": gguf["bytes"]}}
 
 
 def _write(report: dict[str, Any], out: Path, overwrite: bool) -> None:
-    write_atomic(out, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n", overwrite, _FORCE_HINT)
+    write_report(out, report, overwrite, _FORCE_HINT)
 
 
 def print_report(rep: dict[str, Any]) -> None:
@@ -373,42 +363,10 @@ def print_report(rep: dict[str, Any]) -> None:
         line(r["name"], r["quantization"], r["bytes"] / 2**20, r)
 
 
-def _cmd_quant(args: argparse.Namespace) -> int:
-    key = Path(args.model).stem if args.model.endswith(".gguf") else args.model
-    out = Path(args.output or f"data/results/quant-{key}.json")
-    cfg = QuantConfig(model=args.model, input=Path(args.input), output=out,
-                      rungs=tuple(r.strip() for r in args.rungs.split(",") if r.strip()), mode=args.mode,
-                      max_batch_tokens=args.max_batch_tokens, threads=args.threads,
-                      workdir=Path(args.workdir) if args.workdir else None, keep_files=args.keep_files,
-                      generation=not args.no_generation, max_new_tokens=args.max_new_tokens,
-                      include_source=not args.no_source,
-                      records_dir=Path(args.records_dir) if args.records_dir else None, overwrite=args.force,
-                      command="semif " + " ".join(sys.argv[1:]))
+def quant(cfg: QuantConfig) -> dict[str, Any]:
+    """``semif quant``: run the ladder, write its report to ``cfg.output``, print its table; returns the report."""
     rep = run_quant(cfg)
-    _write(rep, out, args.force)
-    print(f"[semif] wrote {out}", file=sys.stderr)
+    _write(rep, cfg.output, cfg.overwrite)
+    print(f"[semif] wrote {cfg.output}", file=sys.stderr)
     print_report(rep)
-    return 0
-
-
-def register(sub: Any) -> None:
-    from scorer.cli import positive_int
-
-    p = sub.add_parser("quant", help="quantization ladder: F32 GGUF → Q8_0 … 3-bit, each scored against torch fp32")
-    p.add_argument("--model", default=store.TEST_MODEL, help=f"registry key or .gguf (default {store.TEST_MODEL})")
-    p.add_argument("--input", required=True, help="decisions (JSONL) to score on the reference and every rung")
-    p.add_argument("--output", help="JSON report (default data/results/quant-MODEL.json); never overwritten")
-    p.add_argument("--force", action="store_true", help="overwrite --output and the --records-dir files")
-    p.add_argument("--rungs", default=",".join(DEFAULT_RUNGS),
-                   help=f"llama.cpp types, comma-separated (default {','.join(DEFAULT_RUNGS)})")
-    p.add_argument("--mode", choices=MODES, default="shared", help="scoring mode for every run (default shared)")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
-    p.add_argument("--threads", type=positive_int, help="CPU threads (torch and llama.cpp), >= 1")
-    p.add_argument("--workdir", help="folder for the written GGUFs (default: under the model cache)")
-    p.add_argument("--keep-files", action="store_true", help="keep the F32 and quantized GGUFs")
-    p.add_argument("--records-dir", help="also write every run's records (JSONL) here, for semif compare "
-                                        "(existing files are refused before any work, unless --force)")
-    p.add_argument("--no-generation", action="store_true", help="skip the generation path (JSON arrays)")
-    p.add_argument("--max-new-tokens", type=int, help="generation limit per array (default 4 per criterion + 16)")
-    p.add_argument("--no-source", action="store_true", help="do not measure the model's original GGUF as a rung")
-    p.set_defaults(func=_cmd_quant)
+    return rep

@@ -6,7 +6,8 @@
 * ``shared``: prefill each state's prefix once, then score all of its criteria in packed passes.
 
 Records come out in input order whatever the mode, one dict per decision (schema
-``scorer/schema/record-v2.json``).
+``scorer/schema/record-v2.json``). Two readouts: the plain one (one ordering of the options) and the
+order-averaged one (``permute`` K > 1: :func:`score_permuted`, merged by :mod:`scorer.permute`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import orjson
@@ -31,8 +32,8 @@ from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_toke
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
 
 if TYPE_CHECKING:
+    from scorer.calibration.batch import BatchResult
     from scorer.calibration.core import Calibration
-    from scorer.runs.drift import ExactPolicy
 
 MODES = ("direct", "serial", "shared")
 RECORD_LINE_PREFIX = b'{"schema":"' + RECORD_SCHEMA.encode() + b'"'
@@ -130,7 +131,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "prompt_sha256": p.sha256,
         "tokens_sha256": p.tokens_sha256,
         "mode": mode,
-        "kernel": _kernel(backend, mode),
+        "kernel": kernel_name(backend, mode),
         "prefix_tokens": cache["prefix_tokens"] if cache else None,
         "suffix_tokens": cache["suffix_tokens"] if cache else None,
         "cache_hit": cache["cache_hit"] if cache else None,
@@ -144,7 +145,9 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
     }
 
 
-def _kernel(backend: Backend, mode: str) -> str:
+def kernel_name(backend: Backend, mode: str) -> str:
+    """The kernel a record of ``mode`` names: the backend's packed kernel in shared mode, else
+    ``<backend>.fresh`` (direct) or ``<backend>.prefix-reuse`` (serial)."""
     if mode == "shared":
         return backend.kernel
     return f"{backend.name}.{'fresh' if mode == 'direct' else 'prefix-reuse'}"
@@ -263,16 +266,27 @@ def _shared(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
     assert not done and next_out == len(items), "shared mode lost a record"
 
 
+def fresh_scorer(backend: Backend) -> Callable[[list[Decision]], Iterator[dict[str, Any]]]:
+    """A function that scores rows fresh on ``backend`` (direct mode, plain readout) and yields their records
+    in order: how a content-free prior (:func:`scorer.calibration.prior.content_free_prior`) scores its
+    probe rows."""
+    def score(rows: list[Decision]) -> Iterator[dict[str, Any]]:
+        return score_items(backend, prepare(backend, rows, with_prefix=False), "direct", {"content_free": True})
+
+    return score
+
+
 def config_sha256(parts: dict[str, Any]) -> str:
     """Hash of everything that must match for ``--resume`` to continue a run."""
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def config_parts(backend: Backend, run_parts: dict[str, Any], mode: str, max_batch_tokens: int) -> dict[str, Any]:
+def config_parts(info: Mapping[str, Any], run_parts: Mapping[str, Any], mode: str,
+                 max_batch_tokens: int) -> dict[str, Any]:
     """What identifies a plain run (no permute/temperature/exact): ``run_parts`` (input hash, version), the
-    loaded model's identity, the mode and the pass budget. Its :func:`config_sha256` goes into every record,
-    so every entry (CLI, Python API, HTTP service) that scores the same rows the same way names the same run."""
-    info = backend.model_info()
+    identity of the loaded model (``info``: its ``model_info()``), the mode and the pass budget. Its
+    :func:`config_sha256` goes into every record, so every entry (CLI, Python API, HTTP service) that scores
+    the same rows the same way names the same run."""
     ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
                                        "device", "backend")}
     return {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
@@ -315,79 +329,111 @@ def resume_point(data: bytes, path: Path | str, config_hash: str | None, decisio
     return point
 
 
-def run_score(decisions: list[Decision], backend: Backend, output: Path | RecordsOutput, mode: str,
-              run_parts: dict[str, Any], resume: bool, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None,
-              permute: int = 1, temperature: float | None = None, exact: ExactPolicy | None = None,
-              calibration: Calibration | None = None) -> int:
+class RecordPolicy(Protocol):
+    """A policy that re-scores some fast-path records before they are written (``--exact``:
+    :class:`scorer.runs.exact.ExactPolicy`). Scoring calls it; it is free to score again itself."""
+
+    def config(self) -> dict[str, Any]:
+        """What must match for ``--resume`` (goes into the run's config hash)."""
+        ...
+
+    def calibrate(self, backend: Backend, items: list[Item], mode: str, max_batch_tokens: int) -> None:
+        """Settle the policy on these rows before any record is written."""
+        ...
+
+    def apply(self, backend: Backend, items: list[Item], mode: str,
+              records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The records, in order, some of them replaced."""
+        ...
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    """How a records file is scored: everything but the rows, the backend and the output."""
+
+    mode: str = "direct"
+    """One of :data:`MODES`."""
+    run_parts: Mapping[str, Any] = field(default_factory=dict)
+    """What identifies the run besides the model and these options (input hash, semif version); the
+    model block is added by :func:`run_score`."""
+    resume: bool = False
+    """Continue the records already in the output (all of them must be this configuration's)."""
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    """Shared mode: suffix tokens per packed pass."""
+    permute: int = 1
+    """K > 1: read each decision out over K cyclic option orderings (:func:`score_permuted`)."""
+    temperature: float | None = None
+    """Rescale the option logits by 1/T (:func:`scorer.calibrate.apply_temperature`)."""
+    exact: RecordPolicy | None = None
+    """Re-score fresh the fast-path decisions under a drift bound (:class:`scorer.runs.exact.ExactPolicy`)."""
+    calibration: Calibration | None = None
+    """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
+
+
+def run_score(decisions: list[Decision], backend: Backend, output: Path | RecordsOutput, cfg: ScoreConfig,
+              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None) -> int:
     """Score ``decisions`` into ``output`` (JSONL, one record handed to the kernel at a time). Returns the
     records written.
 
-    ``output`` is a path (opened here: created exclusively, or continued with ``resume``) or an
+    ``output`` is a path (opened here: created exclusively, or continued with ``cfg.resume``) or an
     already locked :class:`~scorer.io.RecordsOutput` (the CLI takes the lock before the model loads;
-    ``resume`` is then how it was opened). Existing records are kept only if every one belongs to this
-    run's configuration; otherwise the file is refused unchanged. ``run_parts`` identifies the run
+    ``cfg.resume`` is then how it was opened). Existing records are kept only if every one belongs to this
+    run's configuration; otherwise the file is refused unchanged. ``cfg.run_parts`` identifies the run
     (input hash, options); the model block is added here, so a resumed run is refused unless it loads
-    the very same weights the same way. ``permute`` > 1 reads each decision out over that many cyclic
-    option orderings (:func:`scorer.runs.eval.score_permuted`); ``temperature`` rescales the option
-    logits (:func:`scorer.calibrate.apply_temperature`); ``exact`` re-scores fresh the fast-path
-    decisions under its drift bound (:class:`scorer.runs.drift.ExactPolicy`); ``calibration`` adds a
-    ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`; every row's
-    signature is checked against it before anything is scored).
+    the very same weights the same way. With ``cfg.calibration`` every row's signature is checked against
+    it before anything is scored. ``on_start(total, skip)`` runs once the rows are ready to score,
+    ``on_record(record)`` after each record is written.
     """
-    parts = config_parts(backend, run_parts, mode, max_batch_tokens)
-    if permute > 1:  # only when set, so the config hash of a plain run is what it always was
-        parts["permute"] = permute
-    if temperature is not None:
-        parts["temperature"] = temperature
-    if calibration is not None:  # every row's signature is checked before anything is scored
+    info = backend.model_info()
+    parts = config_parts(info, cfg.run_parts, cfg.mode, cfg.max_batch_tokens)
+    if cfg.permute > 1:  # only when set, so the config hash of a plain run is what it always was
+        parts["permute"] = cfg.permute
+    if cfg.temperature is not None:
+        parts["temperature"] = cfg.temperature
+    if cfg.calibration is not None:  # every row's signature is checked before anything is scored
         from scorer.calibration.apply import check_decisions
 
-        check_decisions(calibration, decisions, backend.model_info(), permute)
-        parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
-    if exact is not None:
-        if permute > 1:
+        check_decisions(cfg.calibration, decisions, info, cfg.permute)
+        parts["calibration"] = cfg.calibration.source.get("sha256")  # the file's content, wherever it lies
+    if cfg.exact is not None:
+        if cfg.permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
-        parts["exact"] = exact.config()
+        parts["exact"] = cfg.exact.config()
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
-        return _score_into(output, decisions, backend, mode, chash, max_batch_tokens, on_record, on_start,
-                           permute, temperature, exact, calibration)
-    with RecordsOutput.resume(output) if resume else RecordsOutput.create(output) as sink:
-        return _score_into(sink, decisions, backend, mode, chash, max_batch_tokens, on_record, on_start,
-                           permute, temperature, exact, calibration)
+        return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
+    with RecordsOutput.resume(output) if cfg.resume else RecordsOutput.create(output) as sink:
+        return _score_into(sink, decisions, backend, cfg, chash, on_record, on_start)
 
 
-def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend, mode: str, chash: str,
-                max_batch_tokens: int, on_record: ProgressFn | None, on_start: Callable[[int, int], None] | None,
-                permute: int, temperature: float | None, exact: ExactPolicy | None,
-                calibration: Calibration | None) -> int:
+def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend, cfg: ScoreConfig, chash: str,
+                on_record: ProgressFn | None, on_start: Callable[[int, int], None] | None) -> int:
     point = resume_point(sink.read(), sink.path, chash, decisions)
     sink.accept(point)
     skip = len(point.lines)
     run = {"config_sha256": chash, "started_unix": round(time.time(), 3), "resumed_from": skip}
+    mode, exact = cfg.mode, cfg.exact
     records: Iterator[dict[str, Any]]
-    if permute > 1:
-        from scorer.runs.eval import score_permuted
-
-        records = score_permuted(backend, decisions, permute, mode, run, skip, max_batch_tokens)
+    if cfg.permute > 1:
+        records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens)
         if on_start:
             on_start(len(decisions), skip)
     else:
         items = prepare(backend, decisions, with_prefix=mode != "direct")
         if exact is not None:  # the bound is set (probe or drift report) before any record is written
-            exact.calibrate(backend, items, mode, max_batch_tokens)
+            exact.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if on_start:
             on_start(len(items), skip)
-        records = score_items(backend, items, mode, run, skip, max_batch_tokens)
+        records = score_items(backend, items, mode, run, skip, cfg.max_batch_tokens)
         if exact is not None:
             records = exact.apply(backend, items, mode, records)
-    if temperature is not None:
+    if cfg.temperature is not None:
         from scorer.calibrate import apply_temperature
 
+        temperature = cfg.temperature
         records = (apply_temperature(r, temperature) for r in records)
-    if calibration is not None:
-        records = calibration.apply_all(records)
+    if cfg.calibration is not None:
+        records = cfg.calibration.apply_all(records)
     written = 0
     for rec in records:
         sink.write_line(dumps_record(rec))
@@ -395,3 +441,66 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         if on_record:
             on_record(rec)
     return written
+
+
+def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Path, cfg: ScoreConfig,
+                         estimator: str = "mean", min_rows: int = 8, fallback: str = "none",
+                         raw_sink: RecordsOutput | None = None, on_record: ProgressFn | None = None,
+                         on_start: Callable[[int, int], None] | None = None) -> BatchResult:
+    """``semif score --batch-calibrate``: the raw phase is :func:`run_score` under ``cfg`` into
+    ``OUT.raw.jsonl``, then the in-run prior is fitted and applied into ``output``
+    (:mod:`scorer.calibration.batch`). ``raw_sink``: the raw phase's records file, already opened and locked
+    by the caller (the CLI takes the lock before the model loads); without it the raw file is opened here."""
+    from dataclasses import replace
+
+    from scorer.calibration import batch
+
+    raw = batch.check_outputs(output, cfg.resume, raw_sink is not None)
+    raw_cfg = replace(cfg, run_parts=batch.run_parts(cfg.run_parts, estimator, min_rows, fallback))
+    written = run_score(decisions, backend, raw_sink if raw_sink is not None else raw, raw_cfg,
+                        on_record=on_record, on_start=on_start)
+    return batch.finish(raw, output, written, estimator, min_rows, fallback)
+
+
+# --- the order-averaged readout (semif score --permute K) ----------------------------------------------------
+def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: str, run: dict[str, Any],
+                   skip: int = 0, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> Iterator[dict[str, Any]]:
+    """Records of ``decisions[skip:]`` read out over ``k`` cyclic orderings each (pass j scores every row
+    that has a j-th shift; rows with fewer options than ``k`` use all n of their rotations).
+
+    Every pass's prompts are rendered and validated here, before any is scored (like a plain run);
+    the records come from the returned iterator, in input order, once all passes have run.
+    """
+    from scorer.permute import permute_shifts
+    from scorer.perturb import rotate
+
+    rows = decisions[skip:]
+    shifts = [permute_shifts(len(d.options), k) for d in rows]
+    passes = []
+    for j in range(max(len(s) for s in shifts) if rows else 0):
+        sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
+        passes.append(prepare(backend, sel, with_prefix=mode != "direct"))
+    return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens)
+
+
+def _permuted_records(backend: Backend, rows: list[Decision], shifts: list[list[int]], passes: list[list[Item]],
+                      k: int, mode: str, run: dict[str, Any], skip: int,
+                      max_batch_tokens: int) -> Iterator[dict[str, Any]]:
+    from scorer.permute import merge_permuted
+    from scorer.progress import bar
+
+    by_pass = []
+    for j, items in enumerate(passes):
+        # The merged records only exist once every pass has run: show each pass's own progress meanwhile.
+        b = bar(len(items), f"permute pass {j + 1}/{len(passes)}")
+        recs = {}
+        for r in score_items(backend, items, mode, run, 0, max_batch_tokens):
+            recs[r["id"]] = r
+            b.update(1)
+        b.close()
+        by_pass.append(recs)
+    for i, (d, s) in enumerate(zip(rows, shifts, strict=True)):
+        rec = merge_permuted([by_pass[j][d.id] for j in range(len(s))], k, s, skip + i)
+        # an order-averaged readout is its own decision procedure: its signature says so
+        rec["signature"] = signature_of(d, rec["prompt_version"], rec["model"], f"permute-{k}")
+        yield rec

@@ -22,12 +22,8 @@ the run, so it does not inflate any lane's time.
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
-import os
 import re
-import shlex
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,16 +36,19 @@ import orjson
 from scorer import readout, trace
 from scorer.backends.base import Backend, Grammar, pack_chunks
 from scorer.errors import InputError, ValidationError
-from scorer.generate import ARRAY_PROMPT_VERSION, default_max_new_tokens, render_array, run_generated
-from scorer.grammar import ArrayGrammar
-from scorer.prompt import sha256_text, sha256_tokens
-from scorer.runs.drift import (
-    DEFAULT_PROBE_ROWS,
-    DEFAULT_SAFETY,
-    ExactPolicy,
-    add_exact_tuning_args,
-    default_report_path,
+from scorer.generate import (
+    ARRAY_PROMPT_VERSION,
+    Criterion,
+    VersusInput,
+    default_max_new_tokens,
+    render_array,
+    run_generated,
 )
+from scorer.grammar import ArrayGrammar
+from scorer.machine import load_average
+from scorer.prompt import sha256_text, sha256_tokens
+from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, default_report_path
+from scorer.runs.exact import ExactPolicy
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, make_record, memory_need, prepare, score_items
 from scorer.schema import Decision, Option, check_state, nonempty_str
 
@@ -60,36 +59,6 @@ DEFAULT_TRACES = Path("data") / "traces"
 DEFAULT_REPEATS, DEFAULT_WARMUP, DEFAULT_TOP_K = 3, 1, 5
 _INPUT_KEYS = {"id", "state", "criteria"}
 _CRITERION_KEYS = {"id", "question", "label"}
-
-
-@dataclass(frozen=True)
-class Criterion:
-    """One binary criterion about the state."""
-
-    id: str
-    """Unique id within the input file."""
-    question: str
-    """The yes/no question."""
-    label: str | None = None
-    """Gold answer ``yes``/``no`` when known; never shown to the model."""
-
-
-@dataclass(frozen=True)
-class VersusInput:
-    """One state and its ordered criteria (``data/versus/*.json``)."""
-
-    id: str
-    """Input id; names the trace file."""
-    state: str | dict[str, Any] | list[Any]
-    """The evidence: text or a JSON object/array."""
-    criteria: tuple[Criterion, ...]
-    """The criteria, in the order the generated array must follow."""
-
-    def as_json(self) -> dict[str, Any]:
-        """The trace's ``inputs`` identity: ``{id, state, criteria}``."""
-        crit = [{"id": c.id, "question": c.question, **({"label": c.label} if c.label else {})}
-                for c in self.criteria]
-        return {"id": self.id, "state": self.state, "criteria": crit}
 
 
 def load_input(path: str | Path) -> VersusInput:
@@ -200,10 +169,10 @@ class FileCalibration:
         return [float(p) for p in block["probabilities"]]
 
     def provenance(self) -> dict[str, Any]:
-        import hashlib
+        from scorer.store import sha256_file
 
         return {"method": self._cal.method, "file": self.path,
-                "file_sha256": hashlib.sha256(Path(self.path).read_bytes()).hexdigest(),
+                "file_sha256": sha256_file(Path(self.path)),
                 "rows_used": sum(self._rows.values()),
                 "detail": {"estimator": self._cal.estimator, "levels": sorted(self._levels),
                            "entries_used": len(self._rows), "applied_by": "scorer.calibration (semif score's lookup)",
@@ -460,14 +429,6 @@ def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
 RunFn = Callable[[dict[str, Any]], None]
 
 
-def _load_average() -> list[float] | None:
-    """1/5/15-minute load averages: other work on the machine shows in the timings, so it is recorded."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
-
-
 def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: str = "",
                on_run: RunFn | None = None, calibration: Calibrator | None = None) -> dict[str, Any]:
     """Run the whole protocol and return the finalized ``semif-trace-v2`` trace (not yet written)."""
@@ -494,7 +455,7 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     policy, exact_block = _calibrate(backend, base_items, cfg)
     runs: list[dict[str, Any]] = []
     created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
-    load_before = _load_average()
+    load_before = load_average()
     clock0 = time.perf_counter()
     schedule = [(True, i) for i in range(cfg.warmup)] + [(False, i) for i in range(cfg.repeats)]
     for warm, rep in schedule:
@@ -517,7 +478,7 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     check = _check_direct(backend, decisions, first_measured) if cfg.check_direct else None
     from scorer.machine import library_versions, machine_facts
 
-    mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": _load_average()}
+    mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": load_average()}
     if info.get("device") == "cpu":
         mach["gpu"] = None  # a GPU in the box that the run did not use must not be credited with the numbers
     exp_id = (f"{trace_name(inp.id, str(info.get('key')), str(info.get('backend')), str(info.get('device')))[:-5]}"
@@ -570,77 +531,3 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     doc["summary"] = trace.compute_summary(doc)
     doc["notes"] = _notes(doc, exact_note)
     return trace.finalize(doc)
-
-
-# --- command line ------------------------------------------------------------------------------------
-def _cmd_versus(args: argparse.Namespace) -> int:
-    from scorer import store
-    from scorer.backends import load_backend
-    from scorer.cli import backend_config
-    from scorer.errors import OutputExistsError
-
-    inp = load_input(args.input)  # validated before any model loads
-    calibration = load_calibrator(args.calibration) if args.calibration else None
-    if args.drift_report:
-        from scorer.runs.drift import load_report
-
-        load_report(Path(args.drift_report))  # a bad report path fails before the model loads
-    device = args.device if args.backend == "torch" else ("cpu" if args.llama_gpu_layers == "0" else "gpu")
-    key = store.resolve(args.model, args.revision).key
-    out = Path(args.output) if args.output else DEFAULT_TRACES / trace_name(inp.id, key, args.backend, device)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
-    backend = load_backend(backend_config(args))
-
-    def progress(run: dict[str, Any]) -> None:
-        kind = "warm-up" if run["warmup"] else f"repeat {run['repeat'] + 1}/{args.repeats}"
-        extra = ""
-        if run["path"] != "typed":
-            extra = f", TTFT {run['ttft_s']:.2f} s, {run['output_tokens']} tokens, {run['verdict']}"
-        print(f"[semif] versus {run['path']:<11} {kind}: {run['total_s']:.2f} s{extra}", file=sys.stderr)
-
-    cfg = VersusConfig(repeats=args.repeats, warmup=args.warmup, max_new_tokens=args.max_new_tokens,
-                       top_k=args.top_k, max_batch_tokens=args.max_batch_tokens,
-                       check_direct=not args.no_check_direct, exact=not args.no_exact,
-                       exact_safety=args.exact_safety, exact_probe=args.exact_probe,
-                       drift_report=Path(args.drift_report) if args.drift_report else None,
-                       command="semif " + shlex.join(sys.argv[1:]))
-    doc = run_versus(backend, inp, cfg, source=str(args.input), on_run=progress, calibration=calibration)
-    problems = trace.verify(doc)
-    if problems:  # a trace this code wrote must verify; refuse to save one that does not
-        raise ValidationError("the trace failed its own verification:\n  " + "\n  ".join(problems))
-    trace.write(out, doc, force=args.force)
-    print(trace.summary_text(doc))
-    print(f"[semif] wrote {out}", file=sys.stderr)
-    return 0
-
-
-def register(sub: Any) -> None:
-    """Add ``semif versus``."""
-    from scorer.cli import _add_model_args
-
-    p = sub.add_parser("versus", help="typed readout vs free and grammar-constrained generated JSON arrays on one "
-                                      "state and its criteria (traced)")
-    p.add_argument("--input", default=str(DEFAULT_INPUT),
-                   help='{"id", "state", "criteria": [{"id", "question", "label"?}]} (default: the shipped ticket-21)')
-    p.add_argument("--output", help="trace file (default data/traces/versus-<input>-<model>-<backend>-<device>.json)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing trace file")
-    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="measured runs per path (default 3)")
-    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up runs per path (default 1)")
-    p.add_argument("--max-new-tokens", type=int, help="free lane's generation limit (default 4 x criteria + 16; "
-                                                       "the constrained lane's limit is set by its grammar)")
-    p.add_argument("--calibration", metavar="FILE",
-                   help="typed lane: also record calibrated probabilities from this calibration file "
-                        "(semif calibrate prior/bias); raw probabilities are kept unchanged")
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="alternatives recorded per position (default 5)")
-    p.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS,
-                   help="typed path: suffix tokens per packed pass")
-    p.add_argument("--no-check-direct", action="store_true",
-                   help="skip the untimed direct-mode cross-check of the typed choices")
-    p.add_argument("--no-exact", action="store_true",
-                   help="typed path: do not re-score near-tie decisions fresh (default: the exact policy is on)")
-    add_exact_tuning_args(p, drift_help="exact policy: drift report of this configuration (default: "
-                                        "data/results/drift-<model>-<backend>-shared.json if it matches, else a probe)",
-                          probe_help="criteria scored both ways to measure drift when no report is used")
-    _add_model_args(p)
-    p.set_defaults(func=_cmd_versus)

@@ -1,5 +1,8 @@
 """``semif calibrate {temperature,prior,bias,apply,report}`` and the calibration options of ``semif score``.
 
+The fits, files and reports are :mod:`scorer.calibration` and :mod:`scorer.runs.eval` (temperature);
+this module parses their options, checks outputs and prints.
+
 ``semif calibrate RUN …`` (the form before these subcommands existed) still works: it means
 ``semif calibrate temperature RUN …`` (:func:`legacy_argv` rewrites it before parsing).
 """
@@ -8,14 +11,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from scorer import __version__, metrics
-from scorer.calibration.core import Calibration, file_sha256, load_calibration, write_calibration
+from scorer import metrics
+from scorer.calibration.core import Calibration, load_calibration, write_calibration
 from scorer.calibration.signature import load_rows, record_signatures
-from scorer.errors import InputError, OutputExistsError
+from scorer.cli.options import add_model_args, add_report_args, backend_config, comma_list
+from scorer.errors import InputError
+from scorer.io import check_writable, write_atomic
+from scorer.store import sha256_file
 
 SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report")
 
@@ -57,7 +62,7 @@ def load_runs(runs: list[str], rows_paths: list[str] | None) -> tuple[list[dict[
 
 
 def _sources(runs: list[str]) -> list[dict[str, Any]]:
-    return [{"path": r, "sha256": file_sha256(Path(r))} for r in runs]
+    return [{"path": r, "sha256": sha256_file(Path(r))} for r in runs]
 
 
 def _print_file(cal: Calibration, out: Path, sha: str) -> None:
@@ -75,22 +80,21 @@ def _cmd_prior(args: argparse.Namespace) -> int:
     from scorer.calibration.prior import content_free_prior, fit_prior
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
+    check_writable(out, args.force)
     if args.min_rows < 1:
         raise InputError("--min-rows", None, None, f"{args.min_rows}", "an integer >= 1")
     recs, sigs = load_runs(args.runs, args.input)
-    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
-            "inputs": _sources(args.input or [])}
+    meta = {"runs": _sources(args.runs), "row_files": _sources(args.input or [])}
     if args.estimator == "content-free":
         from scorer.backends import load_backend
-        from scorer.cli import backend_config
+        from scorer.runs.score import fresh_scorer
 
         if not args.input:
             raise InputError("--input", None, None, "missing", "the rows the runs scored (content-free rebuilds their "
                                                                "questions)")
         backend = load_backend(backend_config(args))
-        cal = content_free_prior(backend, _rows(args.input) or [], recs, sigs, meta=meta)
+        cal = content_free_prior(backend.model_info(), _rows(args.input) or [], recs, sigs, fresh_scorer(backend),
+                                 meta=meta)
     else:
         rows = {d.id: d.question for d in _rows(args.input) or []}
         questions = {s: rows[r["id"]] for r, s in zip(recs, sigs, strict=True) if r.get("id") in rows}
@@ -111,17 +115,15 @@ def _cmd_prior(args: argparse.Namespace) -> int:
 # --- semif calibrate bias -----------------------------------------------------------------------------------------
 def _cmd_bias(args: argparse.Namespace) -> int:
     from scorer.calibration.bias import fit_bias
-    from scorer.calibration.evaluate import before_after, out_of_fold
+    from scorer.calibration.evaluate import before_after, out_of_fold, print_before_after
 
     out = Path(args.output)
-    if out.exists() and not args.force:
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it (pass --force, or choose another --output)")
-    levels = [x.strip() for x in args.levels.split(",") if x.strip()]
+    check_writable(out, args.force)
+    levels = comma_list(args.levels)
     recs, sigs = load_runs(args.runs, [args.labels, *(args.input or [])])
     labs = metrics.labels_from_decisions(args.labels)
     gold = {lb.id: lb.label for lb in labs}
-    meta = {"semif": __version__, "created_unix": round(time.time(), 3), "runs": _sources(args.runs),
-            "labels": {"path": args.labels, "sha256": file_sha256(Path(args.labels))}}
+    meta = {"runs": _sources(args.runs), "labels": {"path": args.labels, "sha256": sha256_file(Path(args.labels))}}
 
     def fit(r: list[dict[str, Any]], s: list[str]) -> Calibration:
         try:
@@ -146,41 +148,19 @@ def _cmd_bias(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_before_after(title: str, ev: dict[str, Any]) -> None:
-    """A before/after table (headline metrics with intervals, per-family balanced accuracy and AUC)."""
-    def ci(m: dict[str, float]) -> str:
-        return f"{m['value']:.3f} [{m['ci_lo']:.3f}, {m['ci_hi']:.3f}]"
-
-    print(title)
-    print(f"  {'metric':<18} {'before':>22} {'after':>22}")
-    for k in ("accuracy", "balanced_accuracy", "nll", "brier", "ece"):
-        print(f"  {k:<18} {ci(ev['before']['metrics'][k]):>22} {ci(ev['after']['metrics'][k]):>22}")
-    auc_b = {a["family"]: a for a in ev["before"]["auc_per_family"]}
-    auc_a = {a["family"]: a for a in ev["after"]["auc_per_family"]}
-    print(f"  {'family':<12} {'bal.acc before':>14} {'after':>7} {'AUC before':>11} {'after':>7}")
-    for fam, b in ev["before"]["per_family"].items():
-        a = ev["after"]["per_family"][fam]
-        ab, aa = auc_b[fam]["auc"], auc_a[fam]["auc"]
-        print(f"  {fam:<12} {b['balanced_accuracy']:>14.3f} {a['balanced_accuracy']:>7.3f} "
-              f"{'n/a' if ab is None else f'{ab:.3f}':>11} {'n/a' if aa is None else f'{aa:.3f}':>7}")
-    print(f"  choices changed: {ev['changed_choices']}")
-
-
 # --- semif calibrate apply ----------------------------------------------------------------------------------------
 def _cmd_apply(args: argparse.Namespace) -> int:
     from scorer.schema import RECORD_SCHEMA, dumps_record
 
     out = Path(args.output)
-    if out.exists():
-        raise OutputExistsError(f"{out} exists; refusing to overwrite it")
+    check_writable(out)
     cal = load_calibration(args.calibration)
     recs, sigs = load_runs([args.run], args.input)
     lines = []
     for r, s in zip(recs, sigs, strict=True):
         rec = cal.apply({**r, "schema": RECORD_SCHEMA, "signature": s})
         lines.append(dumps_record(rec))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(b"".join(lines))
+    write_atomic(out, b"".join(lines))
     print(f"[semif] wrote {len(lines)} calibrated records ({cal.method}, {cal.source['sha256'][:12]}) to {out}",
           file=sys.stderr)
     return 0
@@ -206,7 +186,7 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
 def check_score_args(args: argparse.Namespace) -> Calibration | None:
     """Validate the calibration options before any model loads (and settle ``calibration_min_rows``);
     the loaded calibration file, if any."""
-    from scorer.calibration.batch import raw_path
+    from scorer.calibration.batch import raw_path, refuse_raw
     from scorer.calibration.prior import DEFAULT_MIN_ROWS
 
     if args.calibration_min_rows is not None and not args.batch_calibrate:
@@ -217,8 +197,7 @@ def check_score_args(args: argparse.Namespace) -> Calibration | None:
     if args.calibration_min_rows < 1:
         raise InputError("--calibration-min-rows", None, None, f"{args.calibration_min_rows}", "an integer >= 1")
     if args.batch_calibrate and raw_path(Path(args.output)).exists() and not args.resume:
-        raise OutputExistsError(f"{raw_path(Path(args.output))} (the raw phase of a batch-calibrated run) exists; "
-                                "pass --resume to continue that run, or choose another --output")
+        raise refuse_raw(Path(args.output))
     return load_calibration(args.calibration) if getattr(args, "calibration", None) else None
 
 
@@ -233,9 +212,8 @@ def report_batch(res: Any) -> None:
 
 
 # --- registration -------------------------------------------------------------------------------------------------
-def register(sub: Any) -> argparse.ArgumentParser:
-    """Add ``semif calibrate`` and its subcommands; returns the ``temperature`` parser (its arguments are
-    those of the temperature fit in :mod:`scorer.runs.eval`, which fills it in)."""
+def register(sub: Any) -> None:
+    """Add ``semif calibrate`` and its subcommands."""
     from scorer.calibration.bias import DEFAULT_L2, LEVELS
     from scorer.calibration.bias import DEFAULT_MIN_ROWS as BIAS_MIN_ROWS
     from scorer.calibration.prior import DEFAULT_MIN_ROWS, ESTIMATORS
@@ -245,6 +223,12 @@ def register(sub: Any) -> argparse.ArgumentParser:
     csub = p.add_subparsers(dest="calibrate_command", required=True)
     temp = csub.add_parser("temperature", help="fit one temperature by NLL; ECE before/after out of fold "
                                                "(never changes a choice)")
+    temp.add_argument("run")
+    temp.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
+    temp.add_argument("--apply", help="also write the run's records with the temperature applied to this JSONL")
+    temp.add_argument("--temperature", type=float, help="with --apply: use this T instead of the fitted one")
+    add_report_args(temp)
+    temp.set_defaults(func=_cmd_temperature)
 
     q = csub.add_parser("prior", help="label-free option prior per decision signature -> PRIOR.json")
     q.add_argument("runs", nargs="+", help="records (JSONL) of semif score")
@@ -259,9 +243,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     q.add_argument("--fallback", choices=("none", "family"), default="none",
                    help="family: a small signature uses the prior of its family's rows with the same options")
     q.add_argument("--force", action="store_true")
-    from scorer.cli import _add_model_args
-
-    _add_model_args(q)
+    add_model_args(q)
     q.set_defaults(func=_cmd_prior)
 
     b = csub.add_parser("bias", help="labelled per-option logit offsets (signature -> family -> global), fitted by "
@@ -290,7 +272,60 @@ def register(sub: Any) -> argparse.ArgumentParser:
     a.add_argument("--input", action="append", help="rows the run scored (for v1 records)")
     a.set_defaults(func=_cmd_apply)
 
-    from scorer.calibration.report import register_report
+    p = csub.add_parser("report", help="every calibration method on a labelled set: label-free, stored, out of fold, "
+                                       "bound, skew, routing -> JSON report (create-only)")
+    p.add_argument("--run", required=True, help="records of the plain run (the reference path for --route-fast)")
+    p.add_argument("--labels", required=True, help="the labelled rows the run scored")
+    p.add_argument("--permuted", help="semif score --permute K records of the same rows")
+    p.add_argument("--permuted-reversed", help="semif score --permute K records of the reversed rows")
+    p.add_argument("--family-field", default="family", help="row field that names the family (default family)")
+    p.add_argument("--group-field", default="group", help="row field that names the group (default group)")
+    p.add_argument("--folds", default="5", help="group-disjoint folds, or `groups` for leave-one-group-out")
+    p.add_argument("--label-free", action="store_true", help="skip the labelled (out-of-fold) bias fits")
+    p.add_argument("--skew", action="store_true", help="class-skewed subsamples of the binary signatures")
+    p.add_argument("--route-fast", help="records of a fast path on the same rows: routing tables")
+    p.add_argument("--escalate", default="0.1,0.25,0.5,0.75",
+                   help="routing: shares of lowest-margin decisions sent to the reference (comma list)")
+    p.add_argument("--output", required=True, help="JSON report (never overwritten)")
+    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS)
+    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED)
+    p.set_defaults(func=_cmd_report)
 
-    register_report(csub)
-    return temp
+
+# --- semif calibrate temperature ----------------------------------------------------------------------------------
+def _cmd_temperature(args: argparse.Namespace) -> int:
+    from scorer.runs.eval import apply_file, calibrate_report, check_outputs, default_out, print_calibrate, save_report
+
+    rep = calibrate_report(args.run, args.labels, args.folds, args.reps, args.seed)
+    print_calibrate(rep)
+    report_out = Path(args.output) if args.output else default_out("calibrate", args.run)
+    if args.apply:
+        check_outputs(report_out, args.force, Path(args.apply))
+    save_report(rep, report_out, args.force)
+    if args.apply:
+        t = args.temperature if args.temperature is not None else rep["fit_all_rows"]["temperature"]
+        n = apply_file(args.run, Path(args.apply), t)
+        print(f"[semif] wrote {n} records with T = {t:.6g} to {args.apply}", file=sys.stderr)
+    return 0
+
+
+# --- semif calibrate report ---------------------------------------------------------------------------------------
+def _cmd_report(args: argparse.Namespace) -> int:
+    from scorer.calibration.report import print_report, report
+    from scorer.envelope import write_report
+
+    out = Path(args.output)
+    check_writable(out, hint="reports are create-only; choose another --output")
+    folds = None if args.folds == "groups" else int(args.folds)
+    try:
+        shares = tuple(float(x) for x in args.escalate.split(","))
+    except ValueError:
+        raise InputError("--escalate", None, None, f"{args.escalate!r}", "a comma list of shares in [0, 1]") from None
+    if any(not 0 <= x <= 1 for x in shares):
+        raise InputError("--escalate", None, None, f"{args.escalate!r}", "shares in [0, 1]")
+    rep = report(args.run, args.labels, args.permuted, args.permuted_reversed, args.family_field, args.group_field,
+                 folds, not args.label_free, args.skew, args.route_fast, shares, args.reps, args.seed)
+    print_report(rep)
+    write_report(out, rep, hint="reports are create-only; choose another --output")
+    print(f"[semif] wrote {out}", file=sys.stderr)
+    return 0

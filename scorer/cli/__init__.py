@@ -1,0 +1,114 @@
+"""The ``semif`` command line: argument parsing, progress bars, exit codes and error messages.
+
+One module per command group (``scorer.cli.score``, ``.eval``, ``.versus``…), each with
+``register(subparsers)`` and its ``_cmd_*`` functions; :mod:`scorer.cli.options` holds the options several
+commands share. Commands turn their arguments into the typed configs of the runs (:mod:`scorer.runs`,
+:mod:`scorer.serve`…), which never see argparse. Nothing outside this package imports it.
+
+Exit status: 0 success, 2 bad input / refused model / refused output / validation failure (a one-line
+message, no traceback), 1 environment fault (an ``OSError``: disk full, read-only folder, a directory where
+a file should be; one line with the errno text and the path), 130 interrupted by SIGINT, 143 by SIGTERM
+(partial output kept and reported; rerun with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from scorer import __version__
+from scorer.backends import load_backend
+from scorer.errors import SemifError, Terminated
+from scorer.io import os_error_text
+
+__all__ = ["build_parser", "load_backend", "main"]
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "scorer.cli.score",
+    "scorer.cli.prompt",
+    "scorer.cli.models",
+    "scorer.cli.versus",
+    "scorer.cli.trace",
+    "scorer.cli.eval",
+    "scorer.cli.calibrate",
+    "scorer.cli.perturb",
+    "scorer.cli.order",
+    "scorer.cli.route",
+    "scorer.cli.drift",
+    "scorer.cli.bench",
+    "scorer.cli.compare",
+    "scorer.cli.quant",
+    "scorer.cli.serve",
+)
+"""Modules that add subcommands, in the order ``semif --help`` lists them (imports must be cheap: no torch)."""
+
+
+def err(msg: str) -> None:
+    """One ``semif: error: …`` line on stderr."""
+    print(f"semif: error: {msg}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="semif", description="Typed decisions from option-letter logits.")
+    ap.add_argument("--version", action="version", version=f"semif {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return ap
+
+
+def stop_code(exc: KeyboardInterrupt) -> int:
+    """The exit status of an interruption: 130 (SIGINT) or 143 (SIGTERM)."""
+    return int(getattr(exc, "exit_code", 130))
+
+
+def stop_word(code: int) -> str:
+    return "terminated (SIGTERM)" if code == Terminated.exit_code else "interrupted"
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated()
+
+
+def _handle_sigterm() -> Callable[[], None]:
+    """SIGTERM is handled like SIGINT (the run stops between records, says what it kept, exits 143).
+    Returns the function that restores the previous handler (signals can only be set in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+def main(argv: list[str] | None = None) -> int:
+    from scorer.cli.calibrate import legacy_argv
+
+    args = build_parser().parse_args(legacy_argv(sys.argv[1:] if argv is None else argv))
+    restore = _handle_sigterm()
+    try:
+        return int(args.func(args) or 0)
+    except SemifError as exc:
+        err(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt as exc:
+        code = stop_code(exc)
+        err(f"{stop_word(code)}; outputs written so far are kept (a records run: rerun with --resume to continue)")
+        return code
+    except OSError as exc:  # an environment fault (disk full, permissions, a directory where a file should be)
+        err(os_error_text(exc))
+        return 1
+    finally:
+        restore()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

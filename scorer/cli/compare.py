@@ -1,0 +1,36 @@
+"""``semif compare A.jsonl B.jsonl``: line-for-line parity of two runs over the same decisions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from scorer.runs.compare import DEFAULT_TOLERANCE, SHOW
+
+
+def register(sub: Any) -> None:
+    """Add ``semif compare``."""
+    p = sub.add_parser("compare", help="parity of two runs of the same decisions (|dp|, flips, ties, margins)")
+    p.add_argument("a", help="records (JSONL) of the first run, e.g. torch fp32")
+    p.add_argument("b", help="records (JSONL) of the second run, e.g. llama.cpp on the same GGUF")
+    p.add_argument("--output", help="write the full report as JSON here")
+    p.add_argument("--force", action="store_true", help="overwrite --output")
+    p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                   help=f"list rows whose |dp| exceeds this even without a flip (default {DEFAULT_TOLERANCE})")
+    p.add_argument("--show", type=int, default=SHOW, help=f"differing rows to print (default {SHOW})")
+    p.set_defaults(func=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from scorer.envelope import write_report
+    from scorer.runs.compare import compare_files, print_report
+
+    rep = compare_files(args.a, args.b, args.tolerance)
+    if args.output:
+        out = Path(args.output)
+        write_report(out, rep, args.force)
+        print(f"[semif] wrote {out}", file=sys.stderr)
+    print_report(rep, args.show)
+    return 0

@@ -1,0 +1,27 @@
+"""``semif eval``: decision-quality metrics of a run against labels (and a paired comparison)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from scorer.cli.options import add_report_args
+
+
+def register(sub: Any) -> None:
+    """Add ``semif eval``."""
+    p = sub.add_parser("eval", help="decision-quality metrics of a run against labels")
+    p.add_argument("run", help="records (JSONL) of `semif score`")
+    p.add_argument("--compare", help="a second run on the same rows: paired comparison (B = this run)")
+    add_report_args(p)
+    p.set_defaults(func=_cmd_eval)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from scorer.runs.eval import default_out, eval_report, print_eval, save_report
+
+    rep = eval_report(args.run, args.labels, args.compare, args.reps, args.seed)
+    print_eval(rep)
+    save_report(rep, Path(args.output) if args.output else default_out("eval", args.run), args.force)
+    return 0

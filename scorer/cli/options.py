@@ -1,0 +1,120 @@
+"""Options several commands share: which model runs where, the ``--exact`` policy, checked number types.
+
+A command adds a group with ``add_*_args(parser)`` and turns the parsed arguments into the typed
+config its run takes (:func:`backend_config`, :func:`exact_policy`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from scorer import store
+from scorer.backends import BACKENDS, BackendConfig
+from scorer.backends.base import Backend
+from scorer.errors import InputError
+from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY
+from scorer.runs.exact import ExactPolicy
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (``0`` and negatives are refused, never silently ignored)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return int(text)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (v > 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number > 0")
+    return v
+
+
+def comma_list(text: str) -> list[str]:
+    """The non-empty items of a comma list (``"a, b,"`` -> ``["a", "b"]``)."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+# --- the model ------------------------------------------------------------------------------------------------------
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The ``model`` group: registry key or path, backend, device, dtype, threads, llama.cpp options."""
+    g = p.add_argument_group("model")
+    g.add_argument("--model", default=store.DEFAULT_MODEL,
+                   help=f"registry key ({', '.join(store.REGISTRY)}), .gguf path, local HF folder, or ORG/NAME "
+                        f"(with --revision); default {store.DEFAULT_MODEL}")
+    g.add_argument("--revision", help="hub commit (40 hex) for ORG/NAME models")
+    g.add_argument("--backend", choices=BACKENDS, default="torch")
+    g.add_argument("--device", choices=("cpu", "cuda", "mps"), default="cpu", help="torch device")
+    g.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+                   help="torch dtype (default fp32 on cpu, bf16 on cuda)")
+    g.add_argument("--threads", "--llama-threads", type=positive_int,
+                   help="CPU threads (torch intra-op / llama.cpp n_threads), >= 1")
+    g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
+    g.add_argument("--llama-gpu-layers", default="0", help="llama.cpp: layers to offload, N or auto (default 0)")
+
+
+def backend_config(args: argparse.Namespace) -> BackendConfig:
+    """The :class:`~scorer.backends.BackendConfig` of the ``model`` group's arguments."""
+    return BackendConfig(model=args.model, revision=args.revision, backend=args.backend, device=args.device,
+                         dtype=args.dtype, threads=args.threads, gguf=args.gguf,
+                         llama_gpu_layers=args.llama_gpu_layers)
+
+
+def load_model(args: argparse.Namespace) -> Backend:
+    """Load the backend of the ``model`` group's arguments through :data:`scorer.cli.load_backend` (looked up
+    at call time: the one seam tests replace with a fake backend)."""
+    from scorer import cli
+
+    return cli.load_backend(backend_config(args))
+
+
+# --- the exact policy -----------------------------------------------------------------------------------------------
+def add_exact_args(p: argparse.ArgumentParser) -> None:
+    """The ``--exact`` options (``semif score``)."""
+    g = p.add_argument_group("exactness")
+    g.add_argument("--exact", action="store_true",
+                   help="re-score on the fresh path every fast-path decision whose margin is below a bound derived "
+                        "from measured drift, so the choices equal fresh scoring's")
+    add_exact_tuning_args(g, drift_help="--exact: take the drift from this `semif drift` report of the same "
+                                        "configuration (else a probe of the first rows measures it)",
+                          probe_help="--exact without --drift-report: rows scored both ways to measure drift")
+
+
+def add_exact_tuning_args(g: Any, drift_help: str, probe_help: str) -> None:
+    """Where the exact policy's bound comes from: ``--drift-report``, ``--exact-safety``, ``--exact-probe``
+    (shared by ``semif score``, where the policy is opt-in, and ``semif versus``, where it is on)."""
+    g.add_argument("--drift-report", help=drift_help)
+    g.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY,
+                   help=f"bound = SAFETY x 2 x max|dp| (default {DEFAULT_SAFETY:g})")
+    g.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS, metavar="N",
+                   help=f"{probe_help} (default {DEFAULT_PROBE_ROWS})")
+
+
+def exact_policy(args: argparse.Namespace) -> ExactPolicy | None:
+    """The :class:`~scorer.runs.exact.ExactPolicy` of ``--exact`` and its tuning options (None without it)."""
+    if not getattr(args, "exact", False):
+        if getattr(args, "drift_report", None):
+            raise InputError("--drift-report", None, None, "given without --exact", "--exact --drift-report PATH")
+        return None
+    return ExactPolicy(safety=args.exact_safety, probe_rows=args.exact_probe,
+                       report=Path(args.drift_report) if args.drift_report else None)
+
+
+# --- evaluation reports ---------------------------------------------------------------------------------------------
+def add_report_args(p: argparse.ArgumentParser, labels_help: str = "decision input file with label/family/group "
+                    "fields (default: the records' extra.label)") -> None:
+    """``--labels``, ``--output``, ``--force``, ``--reps``, ``--seed`` of the evaluation reports (``semif eval``,
+    ``calibrate temperature``, ``order``, ``route``)."""
+    from scorer import metrics
+
+    p.add_argument("--labels", help=labels_help)
+    p.add_argument("--output", help="JSON report path (default data/results/<kind>-<run>.json)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing report")
+    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS, help="bootstrap replicates")
+    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED, help="bootstrap seed")

@@ -1,0 +1,50 @@
+"""``semif prompt``: the exact prompt, token ids and hashes of one input row."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scorer.cli.options import add_model_args, load_model
+
+
+def register(sub: Any) -> None:
+    """Add ``semif prompt``."""
+    p = sub.add_parser("prompt", help="print the exact prompt, token ids and hashes of one row")
+    p.add_argument("--input", required=True)
+    p.add_argument("--id", required=True)
+    p.add_argument("--json", action="store_true")
+    add_model_args(p)
+    p.set_defaults(func=_cmd_prompt)
+
+
+def _cmd_prompt(args: argparse.Namespace) -> int:
+    from scorer.errors import InputError
+    from scorer.prompt import render
+    from scorer.schema import load_decisions
+
+    decisions = {d.id: d for d in load_decisions(Path(args.input))}
+    if args.id not in decisions:
+        raise InputError(args.input, None, "id", f"no row with id {args.id!r}", "an id present in the file")
+    backend = load_model(args)
+    p = render(backend.tokenizer, decisions[args.id])
+    doc = {"id": args.id, "prompt_version": p.version, "prompt_template": p.template, "prompt": p.text,
+           "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slot_token_ids": p.slot_ids,
+           "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256, "plain_spans": p.plain_spans,
+           "hash_rules": {"prompt_sha256": "sha256 of the prompt string, UTF-8",
+                          "tokens_sha256": "sha256 of the token ids as little-endian int32 bytes",
+                          "token_ids": "the template's control tokens parsed; plain_spans (state, question, "
+                                       "options, instructions) tokenized as text, never as control tokens"},
+           "model": backend.model_info()}
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print(p.text)
+        print(f"\n--- {len(p.ids)} tokens: {p.ids}", file=sys.stdout)
+        slots = dict(zip(p.letters, p.slot_ids, strict=True))
+        print(f"prompt_sha256 {p.sha256}\ntokens_sha256 {p.tokens_sha256}\nslots {slots}")
+    return 0

@@ -1,0 +1,102 @@
+"""``semif route`` (the two-path margin policy judged on two runs) and ``semif route-score`` (run live)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from scorer.cli.options import add_report_args, positive_int
+from scorer.errors import InputError
+from scorer.runs.eval import DEFAULT_THRESHOLDS
+from scorer.runs.score import MODES
+
+
+def register(sub: Any) -> None:
+    """Add ``semif route`` and ``semif route-score``."""
+    p = sub.add_parser("route", help="two-path routing: fast path, escalate low-margin decisions to the reference")
+    p.add_argument("--fast", required=True, help="records of the fast path")
+    p.add_argument("--reference", required=True, help="records of the reference (accurate) path on the same rows")
+    p.add_argument("--thresholds", default=",".join(f"{t:g}" for t in DEFAULT_THRESHOLDS),
+                   help="margins to report (comma list)")
+    p.add_argument("--apply", type=float, help="also write the routed records at this margin threshold")
+    p.add_argument("--routed-output", help="with --apply: JSONL path of the routed records")
+    add_report_args(p)
+    p.set_defaults(func=_cmd_route)
+
+    p = sub.add_parser("route-score", help="score rows with the two-path policy: fast path first, rows with "
+                                           "margin below --margin re-scored on the reference path")
+    p.add_argument("--input", required=True, help="decisions, one JSON object per line")
+    p.add_argument("--output", required=True, help="routed records (JSONL); never overwritten")
+    p.add_argument("--margin", type=float, required=True, help="escalate decisions whose fast margin is below this")
+    p.add_argument("--fast-model", required=True)
+    p.add_argument("--fast-backend", choices=("torch", "llamacpp"), default="llamacpp")
+    p.add_argument("--fast-mode", choices=MODES, default="direct")
+    p.add_argument("--reference-model", required=True)
+    p.add_argument("--reference-backend", choices=("torch", "llamacpp"), default="torch")
+    p.add_argument("--threads", type=positive_int, help="CPU threads for both backends, >= 1")
+    p.set_defaults(func=_cmd_route_score)
+
+
+def _cmd_route(args: argparse.Namespace) -> int:
+    from scorer.io import write_atomic
+    from scorer.runs.eval import check_outputs, default_out, print_route, route_records, route_report, save_report
+
+    try:
+        ths = tuple(float(x) for x in args.thresholds.split(","))
+    except ValueError:
+        raise InputError("--thresholds", None, None, f"{args.thresholds!r} is not a list of numbers",
+                         "e.g. 0,0.05,0.1") from None
+    if any(not math.isfinite(t) or t < 0 for t in ths):
+        raise InputError("--thresholds", None, None, "a threshold is negative or not finite", "numbers >= 0")
+    rep = route_report(args.fast, args.reference, args.labels, ths, args.reps, args.seed)
+    print_route(rep)
+    report_out = Path(args.output) if args.output else default_out("route", args.fast)
+    recs: list[dict[str, Any]] = []
+    if args.apply is not None:
+        from scorer.schema import dumps_record, read_records
+
+        if args.routed_output is None:
+            raise InputError("--routed-output", None, None, "missing", "a JSONL path for the routed records")
+        out = Path(args.routed_output)
+        check_outputs(report_out, args.force, out)
+        recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
+    save_report(rep, report_out, args.force)
+    if args.apply is not None:
+        write_atomic(out, b"".join(dumps_record(r) for r in recs))
+        print(f"[semif] wrote {len(recs)} routed records (margin < {args.apply:g} escalated) to {out}",
+              file=sys.stderr)
+    return 0
+
+
+def _cmd_route_score(args: argparse.Namespace) -> int:
+    from scorer import __version__
+    from scorer.backends import BackendConfig, load_backend
+    from scorer.io import check_writable, write_atomic
+    from scorer.runs.eval import route_live
+    from scorer.runs.score import config_sha256
+    from scorer.schema import dumps_record, load_decisions
+    from scorer.store import sha256_file
+
+    inp, out = Path(args.input), Path(args.output)
+    decisions = load_decisions(inp)
+    check_writable(out)
+    if not (math.isfinite(args.margin) and args.margin >= 0):
+        raise InputError("--margin", None, None, f"{args.margin!r}", "a number >= 0")
+    fast = load_backend(BackendConfig(model=args.fast_model, backend=args.fast_backend, threads=args.threads))
+    ref = load_backend(BackendConfig(model=args.reference_model, backend=args.reference_backend,
+                                     threads=args.threads))
+    parts = {"input_sha256": sha256_file(inp), "semif": __version__, "route": {"margin": args.margin},
+             "fast": fast.model_info().get("key"), "fast_backend": args.fast_backend, "fast_mode": args.fast_mode,
+             "reference": ref.model_info().get("key"), "reference_backend": args.reference_backend}
+    run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3), "resumed_from": 0}
+    recs = route_live(decisions, fast, ref, args.margin, run, args.fast_mode)
+    write_atomic(out, b"".join(dumps_record(r) for r in recs))
+    n_esc = sum(r["escalated"] for r in recs)
+    total = sum(r["timing"]["total_s"] for r in recs)
+    print(f"[semif] wrote {out}: {len(recs)} decisions, {n_esc} escalated (margin < {args.margin:g}), "
+          f"{total:.1f} s", file=sys.stderr)
+    return 0

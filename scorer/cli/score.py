@@ -1,0 +1,180 @@
+"""``semif score`` (decisions in, records out) and ``semif show`` (a records file as a table)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from scorer import __version__
+from scorer.cli.calibrate import add_score_args as add_calibration_args
+from scorer.cli.calibrate import check_score_args as check_calibration_args
+from scorer.cli.calibrate import report_batch
+from scorer.cli.options import (
+    add_exact_args,
+    add_model_args,
+    backend_config,
+    exact_policy,
+    load_model,
+    positive_float,
+    positive_int,
+)
+from scorer.errors import ValidationError
+from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
+from scorer.ray_engine import RayOptions
+from scorer.runs.score import MODES, ScoreConfig
+from scorer.store import sha256_file
+
+
+def register(sub: Any) -> None:
+    """Add ``semif score`` and ``semif show``."""
+    p = sub.add_parser("score", help="score decisions (JSONL in, JSONL records out)")
+    p.add_argument("--input", required=True, help="decisions, one JSON object per line")
+    p.add_argument("--output", required=True, help="records (JSONL); never overwritten")
+    p.add_argument("--mode", choices=MODES, default="direct")
+    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
+                   help="shared mode: suffix tokens per pass, >= 1")
+    p.add_argument("--resume", action="store_true",
+                   help="continue a killed run into the same --output (refused, file unchanged, unless every record "
+                        "in it is from this same configuration; an empty file is accepted)")
+    p.add_argument("--summary", action="store_true", help="print a table of the decisions when done")
+    p.add_argument("--permute", type=positive_int, default=1, metavar="K",
+                   help="average option probabilities over K cyclic option orderings, aligned by id (K passes)")
+    p.add_argument("--temperature", type=positive_float, metavar="T",
+                   help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
+    add_model_args(p)
+    add_exact_args(p)
+    add_calibration_args(p)
+    _add_engine_args(p)
+    p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("show", help="print a readable table of a records file")
+    p.add_argument("run")
+    p.set_defaults(func=_cmd_show)
+
+
+def _add_engine_args(p: argparse.ArgumentParser) -> None:
+    """``--engine`` and the Ray options of ``semif score``."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this process; ray: a pool of Ray Data actors (the ray extra)")
+    g.add_argument("--address", help="ray: cluster address (default: start a local cluster)")
+    g.add_argument("--actors", type=positive_int, default=1, help="ray: scoring actors, one model each")
+    g.add_argument("--cpus-per-actor", type=float, default=1.0, help="ray: CPUs per actor (and its threads)")
+    g.add_argument("--gpus-per-actor", type=float, default=0.0, help="ray: GPUs per actor")
+
+
+def _ray_options(args: argparse.Namespace) -> RayOptions:
+    """The :class:`RayOptions` of ``semif score``'s arguments; refuses what the Ray engine does not do."""
+    for flag, on in (("--permute", args.permute > 1), ("--temperature", args.temperature is not None),
+                     ("--exact", bool(getattr(args, "exact", False)))):
+        if on:
+            raise ValidationError(f"{flag} is not supported with --engine ray (use the local engine)")
+    if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
+        raise ValidationError("--cpus-per-actor must be > 0 and --gpus-per-actor >= 0")
+    return RayOptions(args.address, args.actors, args.cpus_per_actor, args.gpus_per_actor)
+
+
+def _progress(total: int, desc: str, initial: int = 0) -> Any:
+    from scorer.progress import bar
+
+    return bar(total, desc, initial)
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from scorer.cli import err, stop_code, stop_word
+    from scorer.runs.drift import load_report
+    from scorer.runs.score import resume_point, run_score
+    from scorer.schema import load_decisions
+
+    inp, out = Path(args.input), Path(args.output)
+    decisions = load_decisions(inp)  # every line validated before the model loads
+    exact = exact_policy(args)
+    ray_opts = _ray_options(args) if args.engine == "ray" else None  # refused before anything is opened
+    if exact is not None and exact.report is not None:
+        load_report(exact.report)  # a bad report path fails before the model loads
+    calibration = check_calibration_args(args)  # a bad calibration file too
+    if ray_opts is not None and (calibration is not None or args.batch_calibrate):
+        raise ValidationError("--calibration and --batch-calibrate are not available with --engine ray yet (score "
+                              "with the Ray engine, then `semif calibrate apply` the records)")
+    total = len(decisions)
+    parts = {"input_sha256": sha256_file(inp), "semif": __version__}
+    bar: Any = None
+
+    def start(n: int, skip: int) -> None:
+        nonlocal bar
+        if skip:
+            print(f"[semif] resuming: {skip} of {n} records already in {out}", file=sys.stderr)
+        bar = _progress(n, f"score {args.mode}", skip)
+
+    # The output is created (or, with --resume, opened) and locked before the model loads: a second run on
+    # the same --output is refused here, and nothing is written or cut until the configuration is checked.
+    # A batch-calibrated run streams its raw phase into OUT.raw.jsonl (that is the locked records file);
+    # OUT itself appears whole, atomically, once the in-run prior is fitted.
+    if args.batch_calibrate:
+        from scorer.calibration.batch import raw_path
+
+        if out.exists() and not args.resume:
+            raise refuse_overwrite(out, "pass --resume to continue that run, or choose another --output")
+        records_path = raw_path(out)
+    else:
+        records_path = out
+    sink = RecordsOutput.resume(records_path) if args.resume else RecordsOutput.create(records_path)
+    cfg = ScoreConfig(mode=args.mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
+                      permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration)
+    try:
+        with sink:
+            try:
+                if args.resume:  # a file that is not this input's records is refused before the model loads
+                    resume_point(sink.read(), records_path, None, decisions)
+                if ray_opts is not None:
+                    from scorer.ray_engine import run_score_ray
+
+                    run_score_ray(decisions, backend_config(args), sink, args.mode, parts, args.max_batch_tokens,
+                                  ray_opts, on_record=lambda _r: bar.update(1), on_start=start)
+                else:
+                    backend = load_model(args)
+                    if args.batch_calibrate:
+                        from scorer.runs.score import run_batch_calibrated
+
+                        report_batch(run_batch_calibrated(decisions, backend, out, cfg, args.batch_calibrate,
+                                                          args.calibration_min_rows, raw_sink=sink,
+                                                          on_record=lambda _r: bar.update(1), on_start=start))
+                    else:
+                        run_score(decisions, backend, sink, cfg, on_record=lambda _r: bar.update(1), on_start=start)
+            finally:
+                if bar is not None:
+                    bar.close()
+    except KeyboardInterrupt as exc:
+        code = stop_code(exc)
+        err(f"{stop_word(code)}; {sink.kept_note(total)}")
+        return code
+    except OSError as exc:
+        err(f"{os_error_text(exc)}; {sink.kept_note(total)}")
+        return 1
+    if calibration is not None:
+        from scorer.calibration.batch import mix_warnings
+        from scorer.schema import read_records
+
+        for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
+            print(f"[semif] warning: {w}", file=sys.stderr)
+    if exact is not None:
+        print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "
+              f"{exact.block.get('max_abs_dp'):.3g}, safety {exact.safety:g}); {exact.escalated} decisions re-scored "
+              f"fresh in {exact.escalate_s:.2f} s, probe {exact.probe_s:.2f} s", file=sys.stderr)
+    print(f"[semif] wrote {out}", file=sys.stderr)
+    if args.summary:
+        from scorer.report import print_table
+        from scorer.schema import read_records
+
+        print_table(read_records(out))
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from scorer.report import print_table
+    from scorer.schema import read_records
+
+    print_table(read_records(Path(args.run)))
+    return 0

@@ -1,0 +1,51 @@
+"""``semif serve``: the HTTP decision service (Starlette on uvicorn, or Ray Serve replicas)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from scorer.cli.options import add_model_args, backend_config, positive_int
+from scorer.serve import TOKEN_ENV, Limits
+
+
+def register(sub: Any) -> None:
+    """Add ``semif serve``."""
+    p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--mode", choices=("direct", "serial", "shared"), default="shared")
+    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
+                   help="shared mode: suffix tokens per pass, >= 1")
+    p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
+    p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
+                   help="requests waiting for the scorer before 503")
+    p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
+    p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
+                        "a row it does not cover answers 422")
+    g = p.add_argument_group("ray serve")
+    g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
+    g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
+    g.add_argument("--address", help="--ray: cluster address (default: start a local cluster)")
+    g.add_argument("--cpus-per-replica", type=float, default=1.0, help="--ray: CPUs per replica")
+    add_model_args(p)
+    p.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from scorer.serve import RayServeOptions, ServeConfig, serve, serve_on_ray
+
+    cfg = ServeConfig(host=args.host, port=args.port, mode=args.mode, max_batch_tokens=args.max_batch_tokens,
+                      token=args.token or os.environ.get(TOKEN_ENV) or None,
+                      limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
+                                    queue_size=args.queue_size),
+                      calibration=args.calibration)
+    if args.ray:
+        serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
+                                                                cpus_per_replica=args.cpus_per_replica))
+    else:
+        serve(backend_config(args), cfg)
+    return 0

@@ -1,0 +1,90 @@
+"""``semif versus``: typed readout vs free and grammar-constrained generation on one state, traced."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from scorer.cli.options import add_exact_tuning_args, add_model_args, backend_config
+from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
+from scorer.runs.versus import (
+    DEFAULT_INPUT,
+    DEFAULT_REPEATS,
+    DEFAULT_TOP_K,
+    DEFAULT_TRACES,
+    DEFAULT_WARMUP,
+    VersusConfig,
+)
+
+
+def register(sub: Any) -> None:
+    """Add ``semif versus``."""
+    p = sub.add_parser("versus", help="typed readout vs free and grammar-constrained generated JSON arrays on one "
+                                      "state and its criteria (traced)")
+    p.add_argument("--input", default=str(DEFAULT_INPUT),
+                   help='{"id", "state", "criteria": [{"id", "question", "label"?}]} (default: the shipped ticket-21)')
+    p.add_argument("--output", help="trace file (default data/traces/versus-<input>-<model>-<backend>-<device>.json)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing trace file")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="measured runs per path (default 3)")
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="warm-up runs per path (default 1)")
+    p.add_argument("--max-new-tokens", type=int, help="free lane's generation limit (default 4 x criteria + 16; "
+                                                       "the constrained lane's limit is set by its grammar)")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="typed lane: also record calibrated probabilities from this calibration file "
+                        "(semif calibrate prior/bias); raw probabilities are kept unchanged")
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="alternatives recorded per position (default 5)")
+    p.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS,
+                   help="typed path: suffix tokens per packed pass")
+    p.add_argument("--no-check-direct", action="store_true",
+                   help="skip the untimed direct-mode cross-check of the typed choices")
+    p.add_argument("--no-exact", action="store_true",
+                   help="typed path: do not re-score near-tie decisions fresh (default: the exact policy is on)")
+    add_exact_tuning_args(p, drift_help="exact policy: drift report of this configuration (default: "
+                                        "data/results/drift-<model>-<backend>-shared.json if it matches, else a probe)",
+                          probe_help="criteria scored both ways to measure drift when no report is used")
+    add_model_args(p)
+    p.set_defaults(func=_cmd_versus)
+
+
+def _cmd_versus(args: argparse.Namespace) -> int:
+    from scorer import store, trace
+    from scorer.backends import load_backend
+    from scorer.errors import ValidationError
+    from scorer.io import FORCE_HINT, check_writable
+    from scorer.runs.drift import load_report
+    from scorer.runs.versus import load_calibrator, load_input, run_versus, trace_name
+
+    inp = load_input(args.input)  # validated before any model loads
+    calibration = load_calibrator(args.calibration) if args.calibration else None
+    if args.drift_report:
+        load_report(Path(args.drift_report))  # a bad report path fails before the model loads
+    device = args.device if args.backend == "torch" else ("cpu" if args.llama_gpu_layers == "0" else "gpu")
+    key = store.resolve(args.model, args.revision).key
+    out = Path(args.output) if args.output else DEFAULT_TRACES / trace_name(inp.id, key, args.backend, device)
+    check_writable(out, args.force, FORCE_HINT)
+    backend = load_backend(backend_config(args))
+
+    def progress(run: dict[str, Any]) -> None:
+        kind = "warm-up" if run["warmup"] else f"repeat {run['repeat'] + 1}/{args.repeats}"
+        extra = ""
+        if run["path"] != "typed":
+            extra = f", TTFT {run['ttft_s']:.2f} s, {run['output_tokens']} tokens, {run['verdict']}"
+        print(f"[semif] versus {run['path']:<11} {kind}: {run['total_s']:.2f} s{extra}", file=sys.stderr)
+
+    cfg = VersusConfig(repeats=args.repeats, warmup=args.warmup, max_new_tokens=args.max_new_tokens,
+                       top_k=args.top_k, max_batch_tokens=args.max_batch_tokens,
+                       check_direct=not args.no_check_direct, exact=not args.no_exact,
+                       exact_safety=args.exact_safety, exact_probe=args.exact_probe,
+                       drift_report=Path(args.drift_report) if args.drift_report else None,
+                       command="semif " + shlex.join(sys.argv[1:]))
+    doc = run_versus(backend, inp, cfg, source=str(args.input), on_run=progress, calibration=calibration)
+    problems = trace.verify(doc)
+    if problems:  # a trace this code wrote must verify; refuse to save one that does not
+        raise ValidationError("the trace failed its own verification:\n  " + "\n  ".join(problems))
+    trace.write(out, doc, force=args.force)
+    print(trace.summary_text(doc))
+    print(f"[semif] wrote {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,102 @@
+"""Build-time charts as inline SVG: horizontal bars and reliability diagrams. Every text is escaped; the
+numbers drawn are the ones given."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from scorer.site.formatting import finite, fmt_value
+
+
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str, *, label_w: int = 150,
+             ref: tuple[str, float] | None = None) -> Markup:
+    """A horizontal bar chart as inline SVG: one bar per (label, value, note); labels are escaped text.
+
+    ``label_w`` widens the label column for long labels (the plot keeps its width; a label longer than the
+    column is cut with "…", its full text kept as a tooltip). ``ref`` draws a dashed line across the bars at a
+    reference value, named below the chart (``("raw", 0.63)``: the value every bar is compared with)."""
+    row_h, top = 30, 26
+    width = label_w + 330
+    plot_w = width - label_w - 70
+    max_chars = label_w * 24 // 150
+    vmax = max([v for _, v, _ in bars] + ([ref[1]] if ref else []), default=0.0) or 1.0
+    height = top + row_h * len(bars) + 8
+    if ref:
+        height += 14
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(title)}" '
+             f'xmlns="http://www.w3.org/2000/svg">',
+             f'<title>{_esc(title)}</title>',
+             f'<text x="0" y="16" class="chart-title">{_esc(unit)}</text>']
+    for i, (label, value, note) in enumerate(bars):
+        y = top + i * row_h
+        w = max(0.0, value / vmax * plot_w)
+        short = label if len(label) <= max_chars else label[:max_chars - 1] + "…"
+        parts.append(f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end" class="chart-label">'
+                     f'<title>{_esc(label)}</title>{_esc(short)}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.2f}" height="14" rx="2" class="chart-bar"/>')
+        parts.append(f'<text x="{label_w + w + 4:.2f}" y="{y + 14}" class="chart-value">'
+                     f'{_esc(fmt_value(value))}</text>')
+        if note:
+            parts.append(f'<text x="{label_w}" y="{y + 27}" class="chart-note">{_esc(note)}</text>')
+    if ref:
+        x = label_w + max(0.0, ref[1] / vmax * plot_w)
+        parts.append(f'<line x1="{x:.2f}" y1="{top - 4}" x2="{x:.2f}" y2="{height - 18}" class="chart-diagonal"/>')
+        parts.append(f'<text x="{x:.2f}" y="{height - 4}" text-anchor="middle" class="chart-note">'
+                     f'{_esc(ref[0])} {_esc(fmt_value(ref[1]))}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def with_caption(chart: Markup, caption: str) -> Markup:
+    """A chart followed by its one-line caption in plain words (escaped text, shown under the chart)."""
+    return Markup(f'{chart}<p class="small muted">{escape(caption)}</p>')
+
+
+def svg_reliability(series: list[tuple[str, list[dict[str, Any]]]], title: str) -> Markup:
+    """Reliability diagram as inline SVG: per series, a point per non-empty bin at (mean confidence,
+    accuracy), sized by its row count, joined by a line; the diagonal is perfect calibration."""
+    size, pad = 260, 34
+    plot = size - 2 * pad
+    width = size + 120
+
+    def xy(c: float, a: float) -> tuple[float, float]:
+        return pad + c * plot, size - pad - a * plot
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {size}" role="img" aria-label="{_esc(title)}" '
+             f'xmlns="http://www.w3.org/2000/svg">', f'<title>{_esc(title)}</title>',
+             f'<rect x="{pad}" y="{pad}" width="{plot}" height="{plot}" class="chart-frame"/>',
+             f'<line x1="{pad}" y1="{size - pad}" x2="{size - pad}" y2="{pad}" class="chart-diagonal"/>',
+             f'<text x="{size / 2}" y="{size - 6}" text-anchor="middle" class="chart-label">confidence</text>',
+             f'<text x="10" y="{size / 2}" transform="rotate(-90 10 {size / 2})" text-anchor="middle" '
+             f'class="chart-label">accuracy</text>']
+    for tick in (0.0, 0.5, 1.0):
+        x, y = xy(tick, tick)
+        parts.append(f'<text x="{x:.1f}" y="{size - pad + 12}" text-anchor="middle" class="chart-note">{tick:g}</text>')
+        parts.append(f'<text x="{pad - 4}" y="{y + 3:.1f}" text-anchor="end" class="chart-note">{tick:g}</text>')
+    total = max(1.0, max((finite(b.get("n")) or 0.0) for _, bins in series for b in bins))
+    for i, (name, bins) in enumerate(series):
+        pts: list[tuple[float, float, float]] = []
+        for b in bins:
+            c, a, n = finite(b.get("confidence")), finite(b.get("accuracy")), finite(b.get("n")) or 0.0
+            if c is not None and a is not None and n > 0:
+                pts.append((c, a, n))
+        cls = f"chart-series-{i % 2}"
+        if len(pts) > 1:
+            path = " ".join(f"{xy(c, a)[0]:.1f},{xy(c, a)[1]:.1f}" for c, a, _ in pts)
+            parts.append(f'<polyline points="{path}" class="chart-line {cls}"/>')
+        for c, a, n in pts:
+            x, y = xy(c, a)
+            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{2.5 + 5 * math.sqrt(n / total):.1f}" '
+                         f'class="chart-dot {cls}"><title>{_esc(name)}: {int(n)} rows, confidence {c:.2f}, '
+                         f'accuracy {a:.2f}</title></circle>')
+        parts.append(f'<circle cx="{size + 8}" cy="{pad + 6 + 18 * i}" r="5" class="chart-dot {cls}"/>'
+                     f'<text x="{size + 18}" y="{pad + 10 + 18 * i}" class="chart-label">{_esc(name)}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
