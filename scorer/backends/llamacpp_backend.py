@@ -251,7 +251,7 @@ class LlamaCppBackend(Backend):
         elif cfg.gguf and ref.kind == "gguf":
             ref_gguf, ref_sha = store.gguf_for(ref)
         hf_tok, tok_info = _load_reference_tokenizer(ref, ref_gguf, ref_sha)
-        self.tokenizer = HFTokenizer(hf_tok)
+        self.tokenizer: HFTokenizer = HFTokenizer(hf_tok)
 
         lib.llama_backend_init()
         self.gpu_offload_supported = bool(lib.llama_supports_gpu_offload())

@@ -237,7 +237,7 @@ class TorchBackend(Backend):
             weight_check.result()
         self.load_s = time.perf_counter() - t0
         self.model = model.to(device).eval()
-        self.tokenizer = HFTokenizer(hf_tok)
+        self.tokenizer: HFTokenizer = HFTokenizer(hf_tok)
         cfg = model.config
         self.n_vocab = int(cfg.vocab_size)
         self.n_ctx = int(getattr(cfg, "max_position_embeddings", 0) or hf_tok.model_max_length)
