@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorer import cli
 from scorer.schema import MAX_DEPTH, MAX_OPTIONS, load_decisions
+
+pytestmark = pytest.mark.fuzz  # thousands of generated inputs: make test runs them, make test-fast does not
 
 BAD_EXAMPLES = 1000
 _SETTINGS = {"deadline": None, "database": None, "suppress_health_check": [HealthCheck.too_slow]}

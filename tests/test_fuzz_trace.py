@@ -28,6 +28,8 @@ from scorer import trace
 from scorer.cli import main
 from scorer.runs.versus import Criterion, VersusConfig, VersusInput, run_versus
 
+pytestmark = pytest.mark.fuzz  # thousands of generated inputs: make test runs them, make test-fast does not
+
 N_JSON, N_BYTES, N_FORGED = 600, 250, 250
 assert N_JSON + N_BYTES + N_FORGED >= 1000
 

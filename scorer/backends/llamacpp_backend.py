@@ -339,7 +339,7 @@ class LlamaCppBackend(Backend):
         self._ctx = ctx
         self._mem = lib.llama_get_memory(ctx)
         flash = [a or b for a, b in _FLASH.findall(LLAMA_LOG.text(mark))]
-        self._ctx_info = {
+        self._ctx_info: dict[str, Any] = {
             "kv_cells": int(lib.llama_n_ctx(ctx)), "n_seq_max": int(lib.llama_n_seq_max(ctx)),
             "n_batch": int(lib.llama_n_batch(ctx)), "n_ubatch": int(lib.llama_n_ubatch(ctx)),
             "n_threads": int(lib.llama_n_threads(ctx)), "n_threads_batch": int(lib.llama_n_threads_batch(ctx)),

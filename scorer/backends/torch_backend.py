@@ -142,7 +142,7 @@ def _dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
         t0 = time.perf_counter()
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-        model.hf_quantizer = None  # else save_pretrained refuses a GGUF-loaded model
+        model.hf_quantizer = None  # type: ignore[assignment]  # else save_pretrained refuses a GGUF-loaded model
         model.save_pretrained(str(tmp))
         tok.save_pretrained(str(tmp))
         dropped = _drop_quantization_config(tmp / "config.json")
@@ -236,7 +236,7 @@ class TorchBackend(Backend):
         if weight_check is not None:
             weight_check.result()
         self.load_s = time.perf_counter() - t0
-        self.model = model.to(device).eval()
+        self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() for modules only
         self.tokenizer: HFTokenizer = HFTokenizer(hf_tok)
         cfg = model.config
         self.n_vocab = int(cfg.vocab_size)
