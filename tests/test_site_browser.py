@@ -7,141 +7,38 @@ sub-path. Screenshots of key frames go to ``test-output/site/``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
 import random
 import re
-import threading
-import time
-from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from test_site_build import FAKE, FAKE_INVALID, HOSTILE, ROOT, build, make_data_dir, trace_mod
+import site_helpers as sh
+from site_helpers import (
+    FAKE,
+    FAKE_DOC,
+    FAKE_INVALID,
+    HOSTILE,
+    ROOT,
+    SHOTS,
+    build,
+    cell,
+    demo_url,
+    lane,
+    measured_run,
+    state,
+    trace_mod,
+    wait_until,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = ROOT / "test-output" / "site"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(),
-                       reason="needs Debian's Chromium at /usr/bin/chromium (apt-get install chromium)"),
-]
-
-
-# --- fixtures -------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def www(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A web root holding the site under a sub-path, as a GitHub Pages project site is served."""
-    tmp = tmp_path_factory.mktemp("www")
-    build.build(make_data_dir(tmp, more=True), tmp / "www" / "project")
-    return tmp / "www"
+pytestmark = sh.BROWSER_MARKS
+www, site, server, browser, open_page = sh.www, sh.site, sh.server, sh.browser, sh.open_page
 
 
-@pytest.fixture(scope="module")
-def site(www: Path) -> Path:
-    return www / "project"
-
-
-@pytest.fixture(scope="module")
-def server(www: Path) -> Iterator[tuple[str, list[str]]]:
-    """``http://127.0.0.1:PORT`` serving the web root, and the list of every path it was asked for."""
-    asked: list[str] = []
-
-    class Handler(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            asked.append(self.path)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(www)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", asked
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
-
-
-class Log:
-    """What a page did: console errors, uncaught exceptions, dialogs, requests."""
-
-    def __init__(self, page: Any):
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.dialogs: list[str] = []
-        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
-        page.on("request", lambda r: self.requests.append(r.url))
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-
-
-@pytest.fixture
-def open_page(browser: Any) -> Iterator[Any]:
-    contexts = []
-
-    def _open(url: str, width: int = 1280, height: int = 900, **ctx: Any) -> tuple[Any, Log]:
-        context = browser.new_context(viewport={"width": width, "height": height}, **ctx)
-        contexts.append(context)
-        page = context.new_page()
-        log = Log(page)
-        page.goto(url)
-        wait_until(page, "window.semifReplay !== undefined || !document.getElementById('replay')")
-        return page, log
-
-    yield _open
-    for c in contexts:
-        c.close()
-
-
-def wait_until(page: Any, expression: str, timeout_s: float = 20.0) -> None:
-    """Poll a JS expression from the test side: the page's CSP (rightly) forbids the eval that
-    Playwright's own wait_for_function would use."""
-    deadline = time.monotonic() + timeout_s
-    while not page.evaluate(expression):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {expression}")
-        page.wait_for_timeout(50)
-
-
-def demo_url(site: Path, fragment: str = "") -> str:
-    return (site / "demo" / "index.html").as_uri() + fragment
-
-
-def lane(key: str, sel: str = "") -> str:
-    """A selector inside one lane of the replay (``typed``, ``free`` or ``constrained``)."""
-    return f".lane[data-lane={key}] {sel}".strip()
-
-
-def cell(cid: str, key: str) -> str:
-    """The value cell of a generated lane in one criterion's row."""
-    return f".crit[data-id={cid}] .gv[data-lane={key}] .v"
-
-
-def state(page: Any) -> dict[str, Any]:
-    return page.evaluate("window.semifReplay.state()")
-
-
-def measured_run(doc: dict[str, Any], path: str, repeat: int) -> dict[str, Any]:
-    return next(r for r in doc["runs"] if r["path"] == path and r["repeat"] == repeat and not r["warmup"])
-
-
-FAKE_DOC = json.loads(FAKE.read_bytes())
 
 
 # --- loading ----------------------------------------------------------------------------------------------

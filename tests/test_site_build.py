@@ -1,7 +1,7 @@
 """The site build (build.py): inputs validated, pages self-contained and deterministic, traces inert text.
 
-The browser checks live in test_site_browser.py; these need no browser and no model. Helpers here
-(``make_data_dir``, ``hostile_trace``) are shared with the browser tests.
+The browser checks live in test_site_browser.py; these need no browser and no model. The helpers
+(``make_data_dir``, ``hostile_trace``…) live in site_helpers.py, shared with the browser tests.
 """
 
 from __future__ import annotations
@@ -15,155 +15,26 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
+from site_helpers import (
+    FAKE,
+    ROOT,
+    build,
+    data_file,
+    embedded_json,
+    hostile_trace,
+    inline_blocks,
+    make_data_dir,
+    shape_report,
+    trace_mod,
+    tree_bytes,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import build  # noqa: E402
-from scorer import trace as trace_mod  # noqa: E402
-from scorer.site import render, schemas, svg  # noqa: E402
-from scorer.site import reports as site_reports  # noqa: E402
-from scorer.site.formatting import fmt_value  # noqa: E402
-
-FIXTURES = ROOT / "tests" / "fixtures"
-FAKE = FIXTURES / "trace-fake.json"
-FAKE_INVALID = FIXTURES / "trace-fake-invalid.json"
-HOSTILE = '<script>alert(1)</script></script><img src=x onerror="window.__pwned=1"><!-- & -->'
-
-
-# --- shared helpers ------------------------------------------------------------------------------------
-def hostile_trace() -> dict[str, Any]:
-    """The fake trace with markup and ``</script>`` in every text a reader sees, re-derived so it verifies."""
-    doc = trace_mod.load(FAKE)
-    doc["experiment"]["title"] = HOSTILE + " title"
-    doc["model"]["key"] = "<i>fake</i>" + HOSTILE
-    doc["inputs"]["state"] = HOSTILE + "\n" + doc["inputs"]["state"]
-    doc["inputs"]["criteria"][0]["question"] = HOSTILE + " " + doc["inputs"]["criteria"][0]["question"]
-    doc["inputs"]["criteria"][1]["question"] = "</script><script>window.__pwned=2</script>"
-    doc["notes"].append(HOSTILE)
-    doc["differences"].append(HOSTILE)
-    ty = doc["prompts"]["typed"]
-    ty["suffix_texts"][0] = HOSTILE + ty["suffix_texts"][0]
-    ge = doc["prompts"]["generated"]
-    ge["text"] = HOSTILE + ge["text"]
-    ge["prompt_sha256"] = hashlib.sha256(ge["text"].encode()).hexdigest()
-    typed = {(r["warmup"], r["repeat"]): r for r in doc["runs"] if r["path"] == "typed"}
-    n = len(doc["inputs"]["criteria"])
-    for run in doc["runs"]:
-        if run["path"] != "generated":
-            continue
-        run["tokens"][0]["text"] = HOSTILE + run["tokens"][0]["text"]
-        run["text"] = "".join(t["text"] for t in run["tokens"] if not t["stop"])
-        _rejudge(run, typed, n)
-    return _finalized(doc)
-
-
-def capped_trace(limit: int = 12, end_of_turn: bool = False) -> dict[str, Any]:
-    """The fake v1 trace as if its generated runs had hit ``max_new_tokens = limit`` inside the array (capped,
-    invalid) or, with ``end_of_turn``, had ended their turn there (invalid, not capped); either way the text
-    is an unclosed string, which v1 worded "Unterminated string starting at at char …". Re-derived so it
-    verifies."""
-    doc = trace_mod.load(FAKE)
-    if not end_of_turn:
-        doc["protocol"]["max_new_tokens"] = doc["prompts"]["generated"]["max_new_tokens"] = limit
-    n = len(doc["inputs"]["criteria"])
-    typed = {(r["warmup"], r["repeat"]): r for r in doc["runs"] if r["path"] == "typed"}
-    for run in doc["runs"]:
-        if run["path"] != "generated":
-            continue
-        stop = run["tokens"][-1]
-        run["tokens"] = run["tokens"][:limit - 1 if end_of_turn else limit]
-        if end_of_turn:
-            run["tokens"].append(dict(stop, i=limit - 1))
-        end = run["tokens"][-1]["t"]
-        run["events"] = [dict(e, t=min(e["t"], end)) if e["name"] != "done" else dict(e, t=end) for e in run["events"]]
-        run.update(total_s=end, output_tokens=limit, decode_steps=limit - 1,
-                   stop_reason="end_of_turn" if end_of_turn else "max_new_tokens",
-                   text="".join(t["text"] for t in run["tokens"] if not t["stop"]))
-        _rejudge(run, typed, n, v1_wording=True)
-    return _finalized(doc)
-
-
-def _rejudge(run: dict[str, Any], typed: dict[tuple[bool, int], dict[str, Any]], n: int, v1_wording: bool = False,
-             ) -> None:
-    """Re-derive a generated run's judgement and agreement from its (edited) text."""
-    valid, complete, parsed, error = trace_mod.parse_array(run["text"], n, v1_wording=v1_wording)
-    run.update(valid=valid, complete=complete, parsed=parsed, error=error)
-    choices = [d["choice"] for d in typed[(run["warmup"], run["repeat"])]["decisions"]]
-    run["agreement"] = trace_mod.agreement(parsed, complete, choices)
-
-
-def _finalized(doc: dict[str, Any]) -> dict[str, Any]:
-    """Summary and checksums recomputed; the edited trace must verify."""
-    trace_mod.finalize(doc)
-    problems = trace_mod.verify(doc)
-    assert not problems, problems
-    return doc
-
-
-def shape_report() -> dict[str, Any]:
-    """A shape benchmark report in the shape ``semif bench`` writes (numbers made up for rendering)."""
-
-    def p(mode: str, rate: float, dp: float | None, flips: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"mode": mode, "decisions": 42, "wall_s": 42 / rate, "decisions_per_s": rate}
-        if dp is not None:
-            out.update(speedup_vs_fresh=rate / 10.0, vs_fresh={"max_abs_dp": dp, "n_flips": flips, "n_ties": 0})
-        return out
-
-    return {"kind": "bench", "format": "semif-bench-v2", "workload": {"name": "shape", "size": "small", "rows": 42},
-            "model": {"key": "fake", "backend": "fake", "dtype": "float32"}, "machine": {"cpu": "Test CPU"},
-            "passes": {"direct": p("direct", 10.0, None, 0), "serial": p("serial", 31.5, 2e-6, 0),
-                       "shared": p("shared", 55.25, 1.5e-5, 1)}}
-
-
-def make_data_dir(tmp: Path, hostile: bool = True, reports: bool = True, more: bool = False) -> Path:
-    """A data directory: the fake trace (first), optionally the hostile trace, a few result reports and (``more``)
-    the capped and cut v1 traces and the two v2 fixtures."""
-    data = tmp / "data"
-    (data / "traces").mkdir(parents=True)
-    (data / "traces" / "trace-fake.json").write_bytes(FAKE.read_bytes())
-    if hostile:
-        trace_mod.write(data / "traces" / "trace-hostile.json", hostile_trace())
-    if more:
-        trace_mod.write(data / "traces" / "trace-v1-capped.json", capped_trace())
-        trace_mod.write(data / "traces" / "trace-v1-cut.json", capped_trace(end_of_turn=True))
-        for name, fixture in (("trace-v2", "trace-v2-fake"), ("trace-v2-free-valid", "trace-v2-fake-free-valid")):
-            (data / "traces" / f"{name}.json").write_bytes((FIXTURES / f"{fixture}.json").read_bytes())
-    if reports:
-        (data / "results").mkdir()
-        (data / "results" / "shape-small-fake-fake.json").write_bytes(orjson.dumps(shape_report()))
-        (data / "results" / "mystery.json").write_bytes(orjson.dumps(
-            {"kind": "mystery", "title": "A kind the site does not know <b>", "rows": [{"a": 1, "b": "x<y"}]}))
-    return data
-
-
-def inline_blocks(html: str, tag: str) -> list[str]:
-    """Contents of the inline ``<tag>`` elements (scripts without a type, i.e. the executable ones)."""
-    if tag == "script":
-        return re.findall(r"<script>(.*?)</script>", html, flags=re.S)
-    return re.findall(rf"<{tag}>(.*?)</{tag}>", html, flags=re.S)
-
-
-def embedded_json(html: str, element_id: str) -> Any:
-    m = re.search(rf'<script type="application/json" id="{re.escape(element_id)}">(.*?)</script>', html, flags=re.S)
-    assert m, element_id
-    return json.loads(m.group(1))
-
-
-def data_file(js: str) -> tuple[str, dict[str, Any]]:
-    """The slug and the payload (``view`` and ``text``) of a ``traces/<slug>.js`` data file."""
-    head = r"/\* [^*]* \*/\n\(window\.SemifTraces = window\.SemifTraces \|\| \{\}\)"
-    m = re.fullmatch(head + r"\[(\"[^\"]+\")\] = (.*);\n", js, flags=re.S)
-    assert m, js[:200]
-    return json.loads(m.group(1)), json.loads(m.group(2))
-
-
-def tree_bytes(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+from scorer.site import render, schemas, svg
+from scorer.site import reports as site_reports
+from scorer.site.formatting import fmt_value
 
 
 # --- tests ----------------------------------------------------------------------------------------------

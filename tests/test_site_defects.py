@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_site_browser as sb
-from test_site_browser import FAKE, FAKE_DOC, demo_url, measured_run, state, wait_until
+import site_helpers as sb
+from site_helpers import FAKE, FAKE_DOC, demo_url, measured_run, state, wait_until
 
-pytestmark = sb.pytestmark
+pytestmark = sb.BROWSER_MARKS
 www, site, server, browser, open_page = sb.www, sb.site, sb.server, sb.browser, sb.open_page
 
 AXE = sb.ROOT / "node_modules" / "axe-core" / "axe.min.js"

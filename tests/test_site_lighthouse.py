@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_site_browser import CHROMIUM, ROOT, SHOTS, build
+from site_helpers import CHROMIUM, ROOT, SHOTS, build
 
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 RUNS = int(os.environ.get("SEMIF_LIGHTHOUSE_RUNS", "3"))

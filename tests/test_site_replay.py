@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_site_browser as sb
-from test_site_browser import ROOT, cell, demo_url, lane, state, wait_until
+import site_helpers as sb
+from site_helpers import ROOT, cell, demo_url, lane, state, wait_until
 
-pytestmark = sb.pytestmark
+pytestmark = sb.BROWSER_MARKS
 www, site, server, browser, open_page = sb.www, sb.site, sb.server, sb.browser, sb.open_page
 
 V2 = json.loads((ROOT / "tests" / "fixtures" / "trace-v2-fake.json").read_bytes())

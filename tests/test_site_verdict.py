@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_site_build import FAKE, FAKE_INVALID, FIXTURES, ROOT, build, capped_trace, make_data_dir, trace_mod
+from site_helpers import FAKE, FAKE_INVALID, FIXTURES, ROOT, build, capped_trace, make_data_dir, trace_mod
 
 from scorer.site import labels, lanes, trace_view, verdict
 from scorer.site.formatting import fmt_seconds
