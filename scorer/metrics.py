@@ -466,7 +466,7 @@ def _family_auc_parts(t: Table, family: str) -> list[tuple[np.ndarray, np.ndarra
     parts = []
     for c in classes:
         idx = np.array([i for i in rows if c in t.labels[i].option_ids], dtype=np.int64)
-        score = np.array([t.probs[i][t.labels[i].option_ids.index(c)] for i in idx])  # type: ignore[index]
+        score = np.array([t.probs[i][t.labels[i].option_ids.index(c)] for i in idx])
         parts.append((idx, score, np.array([t.labels[i].label == c for i in idx], dtype=bool)))
     return parts
 
