@@ -294,18 +294,13 @@ class Scorer:
         ``calibrated`` block (the run's configuration then names the calibration file's sha256, as the
         CLI's does).
         """
-        from scorer.runs.score import config_parts, config_sha256, prepare, score_items
+        from scorer.runs.score import checked_config_parts, config_sha256, prepare, score_items
 
         with self._lock:
             backend = self._load_locked()
-            info = backend.model_info()
-            parts = config_parts(info, run_parts, self.mode, self.max_batch_tokens)
             cal = self.calibration
-            if cal is not None:
-                from scorer.calibration.apply import check_decisions
-
-                check_decisions(cal, decisions, info)
-                parts["calibration"] = cal.source.get("sha256")
+            parts = checked_config_parts(backend.model_info(), decisions, run_parts, self.mode, self.max_batch_tokens,
+                                         calibration=cal)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=self.mode != "direct")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -370,6 +370,31 @@ class ScoreConfig:
     """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
 
 
+def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], run_parts: Mapping[str, Any], mode: str,
+                         max_batch_tokens: int, *, permute: int = 1, temperature: float | None = None,
+                         calibration: Calibration | None = None,
+                         exact: RecordPolicy | None = None) -> dict[str, Any]:
+    """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
+    set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
+    must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
+    API and the Ray engine all name their runs through this one function."""
+    parts = config_parts(info, run_parts, mode, max_batch_tokens)
+    if permute > 1:
+        parts["permute"] = permute
+    if temperature is not None:
+        parts["temperature"] = temperature
+    if calibration is not None:
+        from scorer.calibration.apply import check_decisions
+
+        check_decisions(calibration, decisions, info, permute)
+        parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
+    if exact is not None:
+        if permute > 1:
+            raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
+        parts["exact"] = exact.config()
+    return parts
+
+
 def run_score(decisions: list[Decision], backend: Backend, output: Path | RecordsOutput, cfg: ScoreConfig,
               on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None) -> int:
     """Score ``decisions`` into ``output`` (JSONL, one record handed to the kernel at a time). Returns the
@@ -384,21 +409,9 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     it before anything is scored. ``on_start(total, skip)`` runs once the rows are ready to score,
     ``on_record(record)`` after each record is written.
     """
-    info = backend.model_info()
-    parts = config_parts(info, cfg.run_parts, cfg.mode, cfg.max_batch_tokens)
-    if cfg.permute > 1:  # only when set, so the config hash of a plain run is what it always was
-        parts["permute"] = cfg.permute
-    if cfg.temperature is not None:
-        parts["temperature"] = cfg.temperature
-    if cfg.calibration is not None:  # every row's signature is checked before anything is scored
-        from scorer.calibration.apply import check_decisions
-
-        check_decisions(cfg.calibration, decisions, info, cfg.permute)
-        parts["calibration"] = cfg.calibration.source.get("sha256")  # the file's content, wherever it lies
-    if cfg.exact is not None:
-        if cfg.permute > 1:
-            raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
-        parts["exact"] = cfg.exact.config()
+    parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
+                                 permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
+                                 exact=cfg.exact)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
         return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
