@@ -128,10 +128,10 @@ def main() -> int:
     out = Path(args.output)
     if out.exists():
         raise SystemExit(str(refuse_overwrite(out)))
-    from scorer.backends.torch_backend import _dequantize_gguf
+    from scorer.backends.torch_backend import dequantize_gguf
 
     entry = store.get_entry(args.model)
-    folder = _dequantize_gguf(store.fetch(entry), entry.sha256)  # built (and verified) if missing
+    folder = dequantize_gguf(store.fetch(entry), entry.sha256)  # built (and verified) if missing
     manifest = store.verify_manifest(folder, entry.sha256)
     runs: dict[str, list[dict[str, float]]] = {"load": [], "verify": [], "verify_then_load": []}
     load_before = load_average()

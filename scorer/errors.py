@@ -1,7 +1,8 @@
 """Errors that the command line turns into a clear message and an exit status (never a traceback).
 
 Exit status: 2 for a :class:`SemifError` (bad input, refused model, refused output), 1 for an
-environment fault (an ``OSError``: disk full, read-only folder, a directory where a file should be),
+environment fault (an ``OSError``: disk full, read-only folder, a directory where a file should be; an
+:class:`EngineError`: a remote engine down or serving another model),
 130 for SIGINT and 143 for SIGTERM (:class:`Terminated`).
 """
 
@@ -57,6 +58,13 @@ class InputError(SemifError):
 
 class ModelError(SemifError):
     """A model cannot be fetched, verified or loaded as asked (e.g. sha256 mismatch: fail closed)."""
+
+
+class EngineError(SemifError):
+    """A remote engine cannot be used: it does not answer (after the retries), answers garbage, or serves
+    another model or tokenizer than the one named. An environment fault: exit 1."""
+
+    exit_code = 1
 
 
 class ValidationError(SemifError):

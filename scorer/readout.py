@@ -63,8 +63,10 @@ def logsumexp(x: np.ndarray) -> float:
     return m + math.log(float(np.exp(z - m).sum()))
 
 
-def read(logits: np.ndarray, slot_ids: list[int], logits_dtype: str) -> Readout:
-    """Read the options of one decision from its full-vocabulary logits."""
+def read(logits: np.ndarray, slot_ids: list[int], logits_dtype: str, normalized: bool = False) -> Readout:
+    """Read the options of one decision from its full-vocabulary logits. ``normalized``: the values are
+    full-vocabulary log-probabilities (a remote engine's, possibly only some ids known, ``-inf`` elsewhere), so
+    the vocabulary's logsumexp is 0 by definition rather than computed from the array."""
     full = np.asarray(logits)
     if full.ndim != 1:
         raise ValueError(f"expected one position's logits (1-D), got shape {full.shape}")
@@ -78,7 +80,7 @@ def read(logits: np.ndarray, slot_ids: list[int], logits_dtype: str) -> Readout:
     tied = [int(i) for i in order if opt[top] - opt[i] <= res]
     tie = len(tied) > 1
     margin = float(probs[order[0]] - probs[order[1]])
-    mass = float(np.exp(logsumexp(opt) - logsumexp(full)))
+    mass = float(np.exp(logsumexp(opt) - (0.0 if normalized else logsumexp(full))))
     return Readout(
         option_logits=[float(v) for v in opt],
         probabilities=[float(p) for p in probs],
@@ -91,11 +93,12 @@ def read(logits: np.ndarray, slot_ids: list[int], logits_dtype: str) -> Readout:
     )
 
 
-def top_k(logits: np.ndarray, k: int, decode: Any) -> list[dict[str, Any]]:
-    """The k most likely tokens of the full vocabulary: id, text, probability."""
+def top_k(logits: np.ndarray, k: int, decode: Any, normalized: bool = False) -> list[dict[str, Any]]:
+    """The k most likely tokens of the full vocabulary: id, text, probability (``normalized`` as in
+    :func:`read`)."""
     full = np.asarray(logits, dtype=np.float64)
     k = min(k, full.shape[0])
     idx = np.argpartition(-full, k - 1)[:k]
     idx = idx[np.argsort(-full[idx], kind="stable")]
-    lse = logsumexp(full)
+    lse = 0.0 if normalized else logsumexp(full)
     return [{"id": int(i), "text": decode([int(i)]), "p": float(math.exp(full[i] - lse))} for i in idx]

@@ -17,6 +17,8 @@ from scorer import store
 from scorer.prompt import PLAIN_TEMPLATE, Span, SpecialSplitter, plain_render
 
 TOKENIZER_MARK = "semif-tokenizer.json"
+STOP_NAMES = ["<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<|eot_id|>", "<eos>", "</s>"]
+"""Special tokens that end an assistant turn, in the chat templates of the supported models."""
 
 
 class HFTokenizer:

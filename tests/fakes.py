@@ -136,7 +136,7 @@ class FakeBackend(Backend):
         return {"key": "fake", "source": "fake", "revision": None, "gguf_sha256": None, "dtype": "float32",
                 "device": "cpu", "backend": "fake", "versions": {"semif": "test"}}
 
-    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
         self.calls["fresh"] += 1
         return _logits_for(list(ids), self.bias)
 
@@ -151,19 +151,21 @@ class FakeBackend(Backend):
         self.calls["prefill"] += 1
         return Prefix(list(ids), tuple(ids), 0.001)
 
-    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
+                           ) -> tuple[np.ndarray, float]:
         self.calls["with_prefix"] += 1
         return self._drifted(list(prefix.handle) + list(suffix)), 0.0
 
-    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
-                ) -> tuple[list[np.ndarray], FanOutTiming]:
+    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int,
+                wants: Sequence[Sequence[int]] | None = None) -> tuple[list[np.ndarray], FanOutTiming]:
         self.calls["fan_out"] += 1
-        return super().fan_out(prefix, suffixes, max_batch_tokens)
+        return super().fan_out(prefix, suffixes, max_batch_tokens, wants)
 
     def _branch(self, prefix: Prefix, part: list[list[int]]) -> tuple[int, ...]:
         return tuple(prefix.handle)
 
-    def _pass(self, prefix: Prefix, branched: tuple[int, ...], part: list[list[int]]) -> list[np.ndarray]:
+    def _pass(self, prefix: Prefix, branched: tuple[int, ...], part: list[list[int]],
+              wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
         self.calls["chunks"] += 1
         return [self._drifted([*branched, *s]) for s in part]
 
@@ -225,7 +227,7 @@ class SlowFakeBackend(FakeBackend):
         self.pass_sleep = pass_s
         self.reuse_sleep = reuse_s
 
-    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
         time.sleep(self.reuse_sleep)
         return super()._score_fresh(ids)
 
@@ -233,11 +235,13 @@ class SlowFakeBackend(FakeBackend):
         time.sleep(self.prefill_sleep)
         return super()._prefill(ids)
 
-    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
+                           ) -> tuple[np.ndarray, float]:
         time.sleep(self.reuse_sleep)
         return super()._score_with_prefix(prefix, suffix)
 
-    def _pass(self, prefix: Prefix, branched: tuple[int, ...], part: list[list[int]]) -> list[np.ndarray]:
+    def _pass(self, prefix: Prefix, branched: tuple[int, ...], part: list[list[int]],
+              wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
         time.sleep(self.pass_sleep)
         return super()._pass(prefix, branched, part)
 
@@ -273,7 +277,7 @@ class NearTieBackend(FakeBackend):
     def _tie(self, ids: list[int]) -> bool:
         return bool(self.tie_every) and _h(ids) % self.tie_every == 0
 
-    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
         self.calls["fresh"] += 1
         out = self._base(list(ids))
         if self._tie(list(ids)):

@@ -377,7 +377,7 @@ def test_sigint_keeps_a_resumed_file_that_existed(tmp_path, monkeypatch):
     out.touch()
 
     class Stop(FakeBackend):
-        def score_fresh(self, ids):
+        def score_fresh(self, ids, want=None):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "load_backend", lambda cfg: Stop())

@@ -297,7 +297,7 @@ def test_site_refuses_a_peers_report_without_tools(tmp_path):
 
 
 def test_a_peer_that_cannot_be_installed_is_reported_with_pips_words(tmp_path, monkeypatch):
-    from benchmarks.peers import venvs
+    from scorer.engines import venv as venvs
 
     def fake_ensure(env):
         return venvs.VenvStatus(env.name, False, "/nowhere/python", list(env.specs), install_s=1.5,

@@ -170,7 +170,7 @@ def test_torch_backend_refuses_a_tampered_cache_before_loading(folder: Path, mon
     _flip(folder / "model.safetensors")
     monkeypatch.setattr(store, "build_verified", lambda *a, **k: pytest.fail("must not rebuild over a tampered cache"))
     with pytest.raises(ModelError, match=r"model\.safetensors: has blake3"):
-        torch_backend._dequantize_gguf(Path("/nonexistent/x.gguf"), GGUF_SHA)
+        torch_backend.dequantize_gguf(Path("/nonexistent/x.gguf"), GGUF_SHA)
 
 
 def test_failed_build_leaves_nothing(cache: Path):
@@ -354,10 +354,10 @@ ROWS = ROOT / "data" / "examples" / "decisions.jsonl"
 @pytest.fixture(scope="module")
 def smol_pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private copy of the smollm2 GGUF and its verified fp32 folder (built in the shared cache if missing)."""
-    from scorer.backends.torch_backend import _dequantize_gguf
+    from scorer.backends.torch_backend import dequantize_gguf
 
     gguf = store.fetch(SMOL, progress=False)
-    folder = _dequantize_gguf(gguf, SMOL.sha256)
+    folder = dequantize_gguf(gguf, SMOL.sha256)
     root = tmp_path_factory.mktemp("pristine")
     (root / "models" / SMOL.key).mkdir(parents=True)
     shutil.copyfile(gguf, root / "models" / SMOL.key / SMOL.filename)

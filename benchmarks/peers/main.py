@@ -6,7 +6,7 @@
    (:func:`benchmarks.peers.task.export_prompts`, what ``semif prompt`` prints).
 2. Writes the lm-eval task (YAML + JSONL: zero-shot multiple choice, prompt verbatim, letters as
    continuations) and the exported prompts (ids and slot ids, for vLLM and SGLang).
-3. Makes each peer's own virtualenv (:mod:`benchmarks.peers.venvs`; reused after the first run).
+3. Makes each peer's own virtualenv (:mod:`scorer.engines.venv`; reused after the first run).
 4. Runs every tool as a fresh process per repeat — semif direct, semif shared, lm-eval, vLLM, SGLang —
    round-robin with the order rotated each round, so a burst of load falls on all of them.
 5. Checks that each tool scored semif's token ids (lm-eval: from its logged samples re-encoded by its own
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peers import task as ptask
-from benchmarks.peers import venvs
+from scorer.engines import venv as venvs
 from scorer.envelope import envelope, write_report
 from scorer.errors import InputError, ModelError, SemifError
 from scorer.io import check_writable

@@ -1,4 +1,5 @@
-"""Backends: one base class with the contract (:mod:`scorer.backends.base`), two kernels (torch, llama.cpp)."""
+"""Backends: one base class with the contract (:mod:`scorer.backends.base`), two in-process kernels (torch,
+llama.cpp) and one remote engine over the OpenAI-compatible HTTP API (vLLM, llama.cpp's server)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from scorer import store
 from scorer.backends.base import Backend
 from scorer.errors import ModelError
 
-BACKENDS = ("torch", "llamacpp")
+BACKENDS = ("torch", "llamacpp", "openai")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,19 @@ class BackendConfig:
     """llama.cpp: an explicit GGUF path (else the model store's file for ``model``)."""
     llama_gpu_layers: str = "0"
     """llama.cpp: layers to offload, an integer or ``auto``."""
+    base_url: str | None = None
+    """openai: the engine's URL (``http://127.0.0.1:8080``; a trailing ``/v1`` is accepted)."""
+    api_key_env: str | None = None
+    """openai: the environment variable holding the engine's API key (sent as a bearer token)."""
+    served_model: str | None = None
+    """openai: the model name the engine serves (default: the only one it lists)."""
+    concurrency: int = 4
+    """openai: most requests in flight at once."""
+    retries: int = 5
+    """openai: retries of a request the engine refused for load (429, 503) or could not take (connection
+    errors), with exponential backoff."""
+    request_timeout_s: float = 600.0
+    """openai: seconds one request may take."""
 
 
 def load_backend(cfg: BackendConfig) -> Backend:
@@ -46,4 +60,8 @@ def load_backend(cfg: BackendConfig) -> Backend:
             raise ModelError(f"the llama.cpp backend needs llama-cpp-python ({exc}); install it with "
                              "`pip install llama-cpp-python==0.3.36` (builds from source)") from None
         return LlamaCppBackend(cfg)
+    if cfg.backend == "openai":
+        from scorer.backends.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(cfg)
     raise ModelError(f"unknown backend {cfg.backend!r} (expected one of {', '.join(BACKENDS)})")

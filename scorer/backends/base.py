@@ -5,7 +5,11 @@ kernel calls. :class:`Backend` is the one base class of the torch and llama.cpp 
 tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts below.
 
 * Logits come back as a 1-D ``numpy.float32`` array of :attr:`Backend.n_vocab` values, for the LAST
-  position of what was fed. No token is sampled.
+  position of what was fed. No token is sampled. A remote engine (:attr:`Backend.sparse_logits`) returns
+  only what it was asked for: the caller names the ids it will read (``want``: a decision's answer slots),
+  the engine's full-vocabulary **log-probabilities** of those ids (and of whatever else it returned, such
+  as its top tokens) fill the array, every other entry is ``-inf``, and :attr:`Backend.logits_normalized`
+  is true (a softmax over any subset is unchanged by the shift from logits to log-probabilities).
 * A :class:`Prefix` is immutable from the caller's point of view: ``score_with_prefix`` and ``fan_out``
   never change what a later call over the same prefix sees.
 * Results over a prefix equal the fresh results over ``prefix.ids + suffix`` up to the backend's
@@ -42,6 +46,7 @@ from __future__ import annotations
 import sys
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -128,14 +133,22 @@ class Backend(ABC):
     """Name of the shared-mode kernel this backend runs (recorded in each shared-mode record)."""
     load_s: float = 0.0
     """Seconds loading the weights took (0 when nothing was loaded)."""
+    sparse_logits: bool = False
+    """True when the logits hold only the ids a call asked for (``want``) and what the engine returned besides,
+    ``-inf`` elsewhere (remote engines); the calls that score then refuse a missing ``want``."""
+    logits_normalized: bool = False
+    """True when the values are log-probabilities over the full vocabulary (their logsumexp over the whole
+    vocabulary is 0 even where only some are known), false for raw logits."""
     _closed: bool = False
 
     # --- the public calls: input checked here, then the kernel ------------------------------------------
-    def score_fresh(self, ids: list[int]) -> np.ndarray:
-        """Logits at the last position of one forward pass over ``ids`` from an empty state."""
+    def score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
+        """Logits at the last position of one forward pass over ``ids`` from an empty state. ``want``: the ids
+        the caller reads (required by a :attr:`sparse_logits` backend, ignored by the others)."""
         self._check_open()
         self._check_ids(ids, "prompt")
-        return self._score_fresh(ids)
+        self._check_want(want)
+        return self._score_fresh(ids, want=want)
 
     def prefill(self, ids: list[int]) -> Prefix:
         """Run ``ids`` and keep the resulting state for reuse (until :meth:`release`)."""
@@ -143,36 +156,46 @@ class Backend(ABC):
         self._check_ids(ids, "prefix")
         return self._prefill(ids)
 
-    def score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
+                          ) -> tuple[np.ndarray, float]:
         """Logits at the last suffix position, continuing ``prefix``; also the seconds spent restoring
-        (copying) the prefix state. ``prefix`` is left as it was."""
+        (copying) the prefix state. ``prefix`` is left as it was. ``want`` as in :meth:`score_fresh`."""
         self._check_open()
         self._check_prefix(prefix)
         self._check_ids(suffix, "suffix", len(prefix.ids))
-        return self._score_with_prefix(prefix, suffix)
+        self._check_want(want)
+        return self._score_with_prefix(prefix, suffix, want=want)
 
-    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int
-                ) -> tuple[list[np.ndarray], FanOutTiming]:
+    def fan_out(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int,
+                wants: Sequence[Sequence[int]] | None = None) -> tuple[list[np.ndarray], FanOutTiming]:
         """Logits at the last position of every suffix (in order), each continuing ``prefix`` independently,
         with suffix tokens packed into passes of at most ``max_batch_tokens`` (one suffix is never split;
-        a backend may split a pass further, see :meth:`_max_branches`). ``prefix`` is left as it was."""
+        a backend may split a pass further, see :meth:`_max_branches`). ``prefix`` is left as it was.
+        ``wants``: per suffix, the ids the caller reads (as ``want`` in :meth:`score_fresh`)."""
         self._check_open()
         self._check_prefix(prefix)
         if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, int) or max_batch_tokens < 1:
             raise ValidationError(f"max_batch_tokens {max_batch_tokens!r} (expected an integer >= 1)")
         for k, suffix in enumerate(suffixes):
             self._check_ids(suffix, f"suffix {k}", len(prefix.ids))
+        if wants is not None and len(wants) != len(suffixes):
+            raise ValidationError(f"{len(wants)} wants for {len(suffixes)} suffixes (expected one per suffix)")
+        for w in wants if wants is not None else [None]:
+            self._check_want(w)
         timing = FanOutTiming()
         results: list[np.ndarray] = []
         width = self._max_branches()
+        at = 0
         for chunk in pack_chunks(suffixes, max_batch_tokens):
             for k in range(0, len(chunk), width):
                 part = chunk[k:k + width]
+                part_wants = None if wants is None else list(wants[at:at + len(part)])
+                at += len(part)
                 t0 = time.perf_counter()
                 branched = self._branch(prefix, part)
                 t1 = time.perf_counter()
                 try:
-                    results += self._pass(prefix, branched, part)
+                    results += self._pass(prefix, branched, part, wants=part_wants)
                 finally:
                     self._unbranch(branched)
                 t2 = time.perf_counter()
@@ -219,15 +242,16 @@ class Backend(ABC):
         library versions."""
 
     @abstractmethod
-    def _score_fresh(self, ids: list[int]) -> np.ndarray:
-        """:meth:`score_fresh` on checked ids."""
+    def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
+        """:meth:`score_fresh` on checked ids (``want``: only a :attr:`sparse_logits` backend reads it)."""
 
     @abstractmethod
     def _prefill(self, ids: list[int]) -> Prefix:
         """:meth:`prefill` on checked ids; the returned handle is never ``None``."""
 
     @abstractmethod
-    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
+                           ) -> tuple[np.ndarray, float]:
         """:meth:`score_with_prefix` on a live prefix and a checked suffix."""
 
     @abstractmethod
@@ -237,8 +261,10 @@ class Backend(ABC):
         when it raises."""
 
     @abstractmethod
-    def _pass(self, prefix: Prefix, branched: Any, part: list[list[int]]) -> list[np.ndarray]:
-        """One forward over every suffix of ``part``: the logits at each suffix's last token, in order."""
+    def _pass(self, prefix: Prefix, branched: Any, part: list[list[int]],
+              wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
+        """One forward over every suffix of ``part``: the logits at each suffix's last token, in order
+        (``wants``: per suffix, as ``want`` of :meth:`_score_fresh`)."""
 
     def _unbranch(self, branched: Any) -> None:  # noqa: B027 (a no-op default on purpose)
         """Free what :meth:`_branch` made (called even when :meth:`_pass` raised)."""
@@ -292,6 +318,14 @@ class Backend(ABC):
         if before + len(ids) > self.n_ctx:
             raise ValidationError(f"{before} + {len(ids)} tokens exceed the model's context ({self.n_ctx}); "
                                   "SemIf never truncates")
+
+    def _check_want(self, want: Sequence[int] | None) -> None:
+        if want is None:
+            if self.sparse_logits:
+                raise ValidationError(f"the {self.name} backend returns only the logits a call asks for "
+                                      "(expected want=[the answer slots' token ids])")
+            return
+        self._check_ids(list(want), "want")
 
     def _check_prefix(self, prefix: Prefix) -> None:
         if prefix.handle is None:

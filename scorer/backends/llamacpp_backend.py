@@ -40,12 +40,13 @@ import numpy as np
 from scorer import __version__, store
 from scorer.backends import BackendConfig
 from scorer.backends.base import Backend, Grammar, Prefix
+from scorer.backends.reference_tokenizer import load_reference_tokenizer
 from scorer.errors import ModelError, ValidationError
 from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.gguf_tools import GGUFIdentity, identity
 from scorer.llama_log import LLAMA_LOG
 from scorer.prompt import Prompt, Span, SpecialSplitter
-from scorer.tokenizer import HFTokenizer, gguf_tokenizer_folder
+from scorer.tokenizer import HFTokenizer
 
 KERNEL = "llamacpp.seq-cp-batch"
 _CELL_ROUND = 256  # llama.cpp pads the KV cache to 256 cells anyway
@@ -198,25 +199,6 @@ def _round_up(n: int, k: int) -> int:
     return max(k, -(-n // k) * k)
 
 
-def _load_reference_tokenizer(ref: store.ModelRef, gguf_path: Path | None, gguf_sha: str | None
-                              ) -> tuple[Any, dict[str, Any]]:
-    """The reference (HF) tokenizer: the very tokenizer the torch backend uses for this model."""
-    from transformers import AutoTokenizer
-
-    if ref.kind in ("local", "hub"):
-        kw = {"revision": ref.revision} if ref.kind == "hub" else {}
-        try:
-            return AutoTokenizer.from_pretrained(ref.name, **kw), {"from": ref.kind, "name": ref.name, **kw}
-        except OSError as exc:
-            raise ModelError(f"could not load the reference tokenizer of {ref.name}: {exc}") from None
-    assert gguf_path is not None and gguf_sha is not None
-    if ref.kind == "store" and not gguf_path.is_file():
-        assert ref.entry is not None
-        gguf_path = store.fetch(ref.entry)
-    folder, info = gguf_tokenizer_folder(gguf_path, gguf_sha)
-    return AutoTokenizer.from_pretrained(str(folder)), info
-
-
 class LlamaCppBackend(Backend):
     """A GGUF on llama.cpp. See :class:`scorer.backends.base.Backend` for the contracts."""
 
@@ -250,7 +232,7 @@ class LlamaCppBackend(Backend):
             ref_gguf, ref_sha = store.gguf_path(ref.entry), ref.entry.sha256
         elif cfg.gguf and ref.kind == "gguf":
             ref_gguf, ref_sha = store.gguf_for(ref)
-        hf_tok, tok_info = _load_reference_tokenizer(ref, ref_gguf, ref_sha)
+        hf_tok, tok_info = load_reference_tokenizer(ref, ref_gguf, ref_sha)
         self.tokenizer: HFTokenizer = HFTokenizer(hf_tok)
 
         lib.llama_backend_init()
@@ -496,7 +478,7 @@ class LlamaCppBackend(Backend):
         check_row(prompt, self._vocab)
         check_slots(prompt, self._vocab, self._letters_ok)
 
-    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
         self._ensure(len(ids), 1)
         self._idle_reset()
         s = self._take()
@@ -525,7 +507,8 @@ class LlamaCppBackend(Backend):
             raise ValidationError("this prefix was released")
         return prefix.handle
 
-    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
+                           ) -> tuple[np.ndarray, float]:
         """Serial: restore the saved prefix into cells 0…, decode the suffix after it, drop the sequence."""
         state = self._state(prefix)
         self._ensure(state.n_past + len(suffix), 1)
@@ -560,7 +543,8 @@ class LlamaCppBackend(Backend):
             raise
         return seqs
 
-    def _pass(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]]) -> list[np.ndarray]:
+    def _pass(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]],
+              wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
         """Every suffix in ONE batch (each token tagged with its branch's sequence and position), logits at
         each branch's last token only."""
         p = branched[0].n_past

@@ -27,7 +27,7 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,9 @@ import numpy as np
 from scorer import __version__, store
 from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.errors import ModelError
-from scorer.tokenizer import HFTokenizer
+from scorer.tokenizer import STOP_NAMES, HFTokenizer
 
 _DTYPES = ("float32", "bfloat16", "float16")
-_STOP_NAMES = ["<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<|eot_id|>", "<eos>", "</s>"]
 KERNEL = "torch.packed-4d-mask"
 KERNEL_BLOCKWISE = "torch.packed-blockwise"
 KERNELS = (KERNEL_BLOCKWISE, KERNEL)
@@ -121,7 +120,7 @@ def _drop_quantization_config(config_json: Path) -> dict[str, Any] | None:
     return dropped
 
 
-def _dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
+def dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
     """The verified fp32 checkpoint of a GGUF: built once (transformers dequantizes it), checked on every load.
 
     The folder (``store.dequant_dir``) is refused with a :class:`ModelError` naming the file when any file
@@ -208,7 +207,7 @@ class TorchBackend(Backend):
         weight_check: _Check | None = None
         if ref.kind in ("store", "gguf"):
             gguf, sha = store.gguf_for(ref)
-            folder = _dequantize_gguf(gguf, sha, weights=False)
+            folder = dequantize_gguf(gguf, sha, weights=False)
             # The weights' digests are checked on a thread while transformers reads the same files (the check
             # then costs about what the load's reads cost); the model is refused before it is ever used.
             weight_check = _Check(lambda: store.verify_weights(folder, sha))
@@ -280,7 +279,7 @@ class TorchBackend(Backend):
     def _last(self, logits: Any) -> np.ndarray:
         return logits[0, -1].float().cpu().numpy()
 
-    def _score_fresh(self, ids: list[int]) -> np.ndarray:
+    def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
         with self.torch.inference_mode():
             out = self.model(input_ids=self._ids(ids), use_cache=False, logits_to_keep=1)
         return self._last(out.logits)
@@ -291,7 +290,8 @@ class TorchBackend(Backend):
             out = self.model(input_ids=self._ids(ids), use_cache=True, logits_to_keep=1)
         return Prefix(list(ids), out.cache, time.perf_counter() - t0)
 
-    def _score_with_prefix(self, prefix: Prefix, suffix: list[int]) -> tuple[np.ndarray, float]:
+    def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
+                           ) -> tuple[np.ndarray, float]:
         t0 = time.perf_counter()
         cache = copy.deepcopy(prefix.handle)
         copy_s = time.perf_counter() - t0
@@ -302,7 +302,8 @@ class TorchBackend(Backend):
     def _branch(self, prefix: Prefix, part: list[list[int]]) -> Any:
         return copy.deepcopy(prefix.handle)  # the pass appends to the cache: the prefix's own stays untouched
 
-    def _pass(self, prefix: Prefix, branched: Any, part: list[list[int]]) -> list[np.ndarray]:
+    def _pass(self, prefix: Prefix, branched: Any, part: list[list[int]],
+              wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
         """ONE packed forward: every suffix after the prefix, positions restarting at ``len(prefix)``."""
         torch = self.torch
         p = len(prefix.ids)
@@ -365,7 +366,7 @@ class TorchBackend(Backend):
         del session
 
     def stop_ids(self) -> list[int]:
-        ids = set(self.tokenizer.special_ids(_STOP_NAMES))
+        ids = set(self.tokenizer.special_ids(STOP_NAMES))
         eos = getattr(self.model.generation_config, "eos_token_id", None)
         if isinstance(eos, int):
             ids.add(eos)

@@ -57,13 +57,20 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help="CPU threads (torch intra-op / llama.cpp n_threads), >= 1")
     g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
     g.add_argument("--llama-gpu-layers", default="0", help="llama.cpp: layers to offload, N or auto (default 0)")
+    g.add_argument("--base-url", help="openai: the engine's URL (vLLM, llama.cpp server), e.g. http://127.0.0.1:8080")
+    g.add_argument("--api-key-env", metavar="NAME", help="openai: environment variable holding the engine's API key")
+    g.add_argument("--served-model", help="openai: the model name the engine serves (default: the only one it lists)")
+    g.add_argument("--concurrency", type=positive_int, default=4, help="openai: requests in flight (default 4)")
+    g.add_argument("--retries", type=int, default=5, help="openai: retries on 429/503/connection errors (default 5)")
 
 
 def backend_config(args: argparse.Namespace) -> BackendConfig:
     """The :class:`~scorer.backends.BackendConfig` of the ``model`` group's arguments."""
     return BackendConfig(model=args.model, revision=args.revision, backend=args.backend, device=args.device,
                          dtype=args.dtype, threads=args.threads, gguf=args.gguf,
-                         llama_gpu_layers=args.llama_gpu_layers)
+                         llama_gpu_layers=args.llama_gpu_layers, base_url=args.base_url,
+                         api_key_env=args.api_key_env, served_model=args.served_model,
+                         concurrency=args.concurrency, retries=args.retries)
 
 
 def load_model(args: argparse.Namespace) -> Backend:

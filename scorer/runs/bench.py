@@ -301,10 +301,11 @@ def warm_up(backend: Backend, decisions: list[Decision], max_batch_tokens: int) 
     """One fresh pass and one small fan-out, untimed, so no pass pays the start-up costs."""
     t0 = time.perf_counter()
     items = prepare(backend, decisions[: min(3, len(decisions))])
-    backend.score_fresh(items[0].prompt.ids)
+    backend.score_fresh(items[0].prompt.ids, want=items[0].prompt.slot_ids)
     pre = backend.prefill(items[0].prefix)
-    backend.fan_out(pre, [it.prompt.ids[len(it.prefix):] for it in items if it.prefix == items[0].prefix],
-                    max_batch_tokens)
+    same = [it for it in items if it.prefix == items[0].prefix]
+    backend.fan_out(pre, [it.prompt.ids[len(it.prefix):] for it in same], max_batch_tokens,
+                    wants=[it.prompt.slot_ids for it in same])
     backend.release(pre)
     return time.perf_counter() - t0
 

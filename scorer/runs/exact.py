@@ -103,7 +103,7 @@ class ExactPolicy:
             info = backend.model_info()
             fresh = []
             for it in probe:
-                self._fresh[it.index] = backend.score_fresh(it.prompt.ids)
+                self._fresh[it.index] = backend.score_fresh(it.prompt.ids, want=it.prompt.slot_ids)
                 fresh.append(make_record(it, self._fresh[it.index], backend, info, "direct",
                                          {"encode_s": 0.0, "forward_s": 0.0, "total_s": 0.0}, None,
                                          {"config_sha256": "probe"}))
@@ -134,7 +134,7 @@ class ExactPolicy:
             logits = self._fresh.get(idx)
             from_probe = logits is not None
             if logits is None:
-                logits = backend.score_fresh(it.prompt.ids)
+                logits = backend.score_fresh(it.prompt.ids, want=it.prompt.slot_ids)
             dt = time.perf_counter() - t0
             t = dict(rec["timing"])
             timing = {**t, "escalate_s": dt, "forward_s": t["forward_s"] + dt, "total_s": t["total_s"] + dt}

@@ -105,7 +105,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
                 timing: dict[str, float], cache: dict[str, Any] | None, run: dict[str, Any]) -> dict[str, Any]:
     """One decision record (the same fields in every mode and backend)."""
     d, p = item.decision, item.prompt
-    r = readout.read(logits, p.slot_ids, backend.logits_dtype)
+    r = readout.read(logits, p.slot_ids, backend.logits_dtype, normalized=backend.logits_normalized)
     ids = d.option_ids
     tok = backend.tokenizer
     timing = {k: round(v, 6) for k, v in timing.items()}
@@ -197,7 +197,7 @@ def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, A
     if mode == "direct":
         for it in items[skip:]:
             t0 = time.perf_counter()
-            logits = backend.score_fresh(it.prompt.ids)
+            logits = backend.score_fresh(it.prompt.ids, want=it.prompt.slot_ids)
             fwd = time.perf_counter() - t0
             yield make_record(it, logits, backend, info, mode,
                               {"encode_s": it.encode_s, "forward_s": fwd, "total_s": it.encode_s + fwd}, None, run)
@@ -222,7 +222,8 @@ def _serial(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
             while len(lru) > SERIAL_CACHE_STATES:
                 backend.release(lru.popitem(last=False)[1])
         t0 = time.perf_counter()
-        logits, copy_s = backend.score_with_prefix(lru[key], it.prompt.ids[len(it.prefix):])
+        logits, copy_s = backend.score_with_prefix(lru[key], it.prompt.ids[len(it.prefix):],
+                                                  want=it.prompt.slot_ids)
         suffix_s = time.perf_counter() - t0 - copy_s
         fwd = prefill_s + copy_s + suffix_s
         timing = {"encode_s": it.encode_s, "forward_s": fwd, "total_s": it.encode_s + fwd,
@@ -245,7 +246,8 @@ def _shared(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
         first = items[members[0]]
         pre = backend.prefill(first.prefix)
         suffixes = [items[i].prompt.ids[len(first.prefix):] for i in members]
-        logits, t = backend.fan_out(pre, suffixes, max_batch_tokens)
+        logits, t = backend.fan_out(pre, suffixes, max_batch_tokens,
+                                    wants=[items[i].prompt.slot_ids for i in members])
         backend.release(pre)
         n = len(members)
         for i, lg in zip(members, logits, strict=True):
@@ -289,6 +291,9 @@ def config_parts(info: Mapping[str, Any], run_parts: Mapping[str, Any], mode: st
     the same rows the same way names the same run."""
     ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
                                        "device", "backend")}
+    engine = info.get("engine")
+    if isinstance(engine, dict):  # a remote engine: which one, serving what, is part of the run's identity
+        ident["engine"] = {k: engine.get(k) for k in ("kind", "version", "served_model")}
     return {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
 
 

@@ -213,9 +213,12 @@ def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: 
     avail: list[float] = []
     passes: list[int] = []
     chunks = pack_chunks(suffixes, max_batch_tokens)
+    at = 0
     for k, chunk in enumerate(chunks):
         # One fan_out per packed chunk, so each decision's availability is its own pass's end.
-        lg, _timing = backend.fan_out(pre, chunk, max_batch_tokens)
+        lg, _timing = backend.fan_out(pre, chunk, max_batch_tokens,
+                                      wants=[it.prompt.slot_ids for it in items[at:at + len(chunk)]])
+        at += len(chunk)
         t = time.perf_counter() - t0
         logits += lg
         avail += [t] * len(chunk)
@@ -230,7 +233,7 @@ def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: 
         for i, it in enumerate(items):
             if exact.escalates(records[i]):
                 # The fresh path's answer replaces the fast one; it is available when its own pass ends.
-                logits[i] = backend.score_fresh(it.prompt.ids)
+                logits[i] = backend.score_fresh(it.prompt.ids, want=it.prompt.slot_ids)
                 records[i] = make_record(it, logits[i], backend, info, "direct", zero, None, run_ident)
                 avail[i] = time.perf_counter() - t0
                 escalated[i] = True
@@ -250,7 +253,7 @@ def run_typed(backend: Backend, decisions: list[Decision], repeat: int, warmup: 
             "choice": rec["choice"], "margin": rec["margin"], "tie": rec["tie"],
             "tied_option_ids": rec["tied_option_ids"], "allowed_token_mass": rec["allowed_token_mass"],
             "full_vocab_argmax": rec["full_vocab_argmax"],
-            "top_k": readout.top_k(lg, top_k, tok.decode) if top_k else [],
+            "top_k": readout.top_k(lg, top_k, tok.decode, backend.logits_normalized) if top_k else [],
             "label": label, "correct": None if label is None else rec["choice"] == label,
             "calibrated": None if cal is None else trace.calibrated_block(cal, rec["option_ids"], label)})
     n_pre = len(items[0].prefix)

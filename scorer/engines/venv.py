@@ -1,4 +1,4 @@
-"""Each peer tool in its own virtualenv under the semif cache, so the project's pins stay untouched.
+"""Engines and peer tools each in their own virtualenv under the semif cache, so the project's pins stay untouched.
 
 ``<cache>/peers/<name>-venv`` (cache = ``$SEMIF_CACHE``, else ``~/.cache/semif``), created on first use with
 exact pins and reused after: a stamp file holds the pins it was made with, and a changed pin rebuilds it.
