@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from scorer import __version__, store
+from scorer import __version__, gguf_header, store
 from scorer.backends import BackendConfig
 from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.backends.reference_tokenizer import load_reference_tokenizer
@@ -540,14 +540,7 @@ def _vocab_size(hf_tok: Any, gguf: Path | None) -> int:
     entries the tokenizer may not), else the tokenizer's."""
     n = len(hf_tok)
     if gguf is not None:
-        try:
-            from gguf import GGUFReader
-
-            field = GGUFReader(str(gguf)).fields.get("tokenizer.ggml.tokens")
-            if field is not None:
-                n = max(n, len(field.data))
-        except Exception:  # an unreadable GGUF header: the tokenizer's size still covers every real token
-            pass
+        n = max(n, gguf_header.array_length(gguf, "tokenizer.ggml.tokens") or 0)
     return n
 
 
