@@ -1,0 +1,154 @@
+"""Live two-path routing (``semif score --fast SPEC --accurate SPEC --escalate-below M``).
+
+Every decision is scored on the fast engine; a decision whose margin (the calibrated margin when the fast SPEC
+has a calibration) is below the threshold, or that is a tie, is re-scored on the accurate engine inside the same
+run, before its record is written. The record's top-level readout is the one that decided; ``route`` says which
+engine decided and why, and keeps the other readout (``route.fast`` for an escalated decision: its probabilities,
+logits, choice, margin, calibrated block, model and timing), so both are auditable from the record alone.
+
+A :class:`RoutePolicy` is a :class:`~scorer.runs.score.RecordPolicy`, like ``--exact``: it sees the fast records
+in input order and replaces some of them. Escalations are batched (a window of :data:`WINDOW` consecutive fast
+records) so an accurate engine in shared mode prefills a state once for all of that state's escalated
+criteria. The accurate prompts are rendered and validated for every row before anything is scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from scorer.backends.base import Backend
+from scorer.calibration.core import Calibration
+from scorer.errors import ValidationError
+from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, prepare, score_items
+
+WINDOW = 32
+"""Fast records buffered before their escalations are scored together."""
+_READOUT = ("probabilities", "option_logits", "choice", "margin", "tie", "tied_option_ids", "allowed_token_mass",
+            "full_vocab_argmax", "score_kind", "prompt_sha256", "tokens_sha256", "signature", "mode", "kernel",
+            "timing", "calibrated")
+
+
+def acting(rec: dict[str, Any]) -> dict[str, Any]:
+    """The readout a decision is acted on: the calibrated block when there is one, else the raw record."""
+    cal = rec.get("calibrated")
+    return cal if isinstance(cal, dict) else rec
+
+
+def check_threshold(value: float, where: str = "--escalate-below") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= float(value) <= 1:
+        raise ValidationError(f"{where} {value!r} (expected a margin from 0 to 1)")
+    return float(value)
+
+
+def _engine(info: dict[str, Any]) -> dict[str, Any]:
+    got = info.get("engine")
+    eng: dict[str, Any] = got if isinstance(got, dict) else {}
+    return {"key": info.get("key"), "backend": info.get("backend"), "dtype": info.get("dtype"),
+            "gguf_sha256": info.get("gguf_sha256"), "engine": eng.get("kind"), "version": eng.get("version"),
+            "base_url": eng.get("base_url")}
+
+
+@dataclass
+class RoutePolicy:
+    """Escalate low-margin fast decisions to ``accurate`` (see the module docstring)."""
+
+    accurate: Backend
+    """The accurate engine."""
+    threshold: float
+    """Escalate when the (calibrated) fast margin is below this, or on a tie."""
+    accurate_mode: str = "direct"
+    """How the accurate engine scores the escalated rows (direct, serial or shared)."""
+    fast_calibration: Calibration | None = None
+    """Applied to every fast record before the margin is read."""
+    accurate_calibration: Calibration | None = None
+    """Applied to every accurate record."""
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    """Shared mode on the accurate engine: suffix tokens per pass."""
+    threshold_source: str | None = None
+    """Where the threshold came from (a number given, or a `semif route` threshold file and its sha256)."""
+    _items: list[Item] = field(default_factory=list)
+    escalated: int = 0
+    """Decisions escalated so far (this process)."""
+
+    def __post_init__(self) -> None:
+        self.threshold = check_threshold(self.threshold)
+
+    def config(self) -> dict[str, Any]:
+        info = self.accurate.model_info()
+        ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "dtype", "device", "backend")}
+        if isinstance(info.get("engine"), dict):
+            ident["engine"] = {k: info["engine"].get(k) for k in ("kind", "version", "served_model")}
+        return {"threshold": self.threshold, "accurate": ident, "accurate_mode": self.accurate_mode,
+                "fast_calibration": self.fast_calibration.source.get("sha256") if self.fast_calibration else None,
+                "accurate_calibration": (self.accurate_calibration.source.get("sha256")
+                                         if self.accurate_calibration else None)}
+
+    def calibrate(self, backend: Backend, items: list[Item], mode: str, max_batch_tokens: int) -> None:
+        """Render and validate every row for the accurate engine (before any record is written); check that
+        the calibrations cover the rows on their own engine."""
+        decisions = [it.decision for it in items]
+        self._items = prepare(self.accurate, decisions, with_prefix=self.accurate_mode != "direct")
+        from scorer.calibration.apply import check_decisions
+
+        if self.fast_calibration is not None:
+            check_decisions(self.fast_calibration, decisions, backend.model_info(), 1)
+        if self.accurate_calibration is not None:
+            check_decisions(self.accurate_calibration, decisions, self.accurate.model_info(), 1)
+
+    def _escalates(self, rec: dict[str, Any]) -> bool:
+        r = acting(rec)
+        return bool(r["tie"]) or float(r["margin"]) < self.threshold
+
+    def apply(self, backend: Backend, items: list[Item], mode: str,
+              records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        window: list[dict[str, Any]] = []
+        for rec in records:
+            if self.fast_calibration is not None:
+                rec = self.fast_calibration.apply(rec)
+            window.append(rec)
+            if len(window) >= WINDOW:
+                yield from self._route(backend, window)
+                window = []
+        if window:
+            yield from self._route(backend, window)
+
+    def _route(self, fast: Backend, window: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        up = [rec for rec in window if self._escalates(rec)]
+        acc: dict[int, dict[str, Any]] = {}
+        if up:
+            sel = [self._items[int(rec["run"]["index"])] for rec in up]
+            sub = [Item(k, it.decision, it.prompt, it.encode_s, it.prefix) for k, it in enumerate(sel)]
+            run = {"config_sha256": "route-accurate"}
+            for rec, a in zip(up, score_items(self.accurate, sub, self.accurate_mode, run, 0, self.max_batch_tokens),
+                              strict=True):
+                if self.accurate_calibration is not None:
+                    a = self.accurate_calibration.apply(a)
+                acc[int(rec["run"]["index"])] = a
+        fast_engine = _engine(fast.model_info())
+        acc_engine = _engine(self.accurate.model_info()) if up else None
+        for rec in window:
+            idx = int(rec["run"]["index"])
+            r = acting(rec)
+            used = "calibrated" if r is not rec else "raw"
+            route: dict[str, Any] = {"policy": "margin", "threshold": self.threshold,
+                                     "threshold_source": self.threshold_source, "margin_used": used,
+                                     "fast_margin": r["margin"], "fast_tie": r["tie"], "fast_engine": fast_engine}
+            hit = acc.get(idx)
+            if hit is None:
+                route.update(path="fast", decided_by="fast",
+                             why=f"fast {used} margin {r['margin']:.4f} >= {self.threshold:g}")
+                yield {**rec, "escalated": False, "route": route}
+                continue
+            a = hit
+            self.escalated += 1
+            why = ("a tie on the fast engine" if r["tie"]
+                   else f"fast {used} margin {r['margin']:.4f} < {self.threshold:g}")
+            route.update(path="reference", decided_by="accurate", why=why, accurate_engine=acc_engine,
+                         fast={k: rec[k] for k in _READOUT if k in rec} | {"model": _engine(rec["model"])})
+            t_fast, t_acc = float(rec["timing"]["total_s"]), float(a["timing"]["total_s"])
+            timing = {**a["timing"], "total_s": round(t_fast + t_acc, 6), "fast_total_s": round(t_fast, 6),
+                      "accurate_total_s": round(t_acc, 6)}
+            yield {**a, "run": rec["run"], "extra": rec.get("extra", a.get("extra")), "timing": timing,
+                   "escalated": True, "route": route}
