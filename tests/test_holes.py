@@ -1,0 +1,134 @@
+"""Regression tests for issue #21 items 6, 7, 9, 11 and 12 (item 10, the service's timeouts, is in
+test_serve_timeouts.py), each of which failed on the code before its fix: an unusable ``build.py --out``,
+the kept-records count of a resume interrupted during its model load, the exit status of a directory in
+place of a GGUF, the API's option checks (one rule with the command line's) and non-JSON values in rows
+given to the API (one rule with the JSONL input's)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from fakes import FakeBackend
+
+from scorer import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"
+
+
+def _rows() -> list[dict]:
+    return [orjson.loads(line) for line in ROWS.read_bytes().splitlines()]
+
+
+@pytest.fixture(autouse=True)
+def _fake_cli(monkeypatch):
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
+
+
+def _one_line(err: str, prefix: str = "semif: error:") -> str:
+    assert "Traceback" not in err, err
+    lines = [x for x in err.splitlines() if x.startswith(prefix)]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+# --- item 6: an unusable build.py --out ---------------------------------------------------------------------------
+@pytest.fixture
+def site_data(tmp_path: Path) -> Path:
+    from site_helpers import make_data_dir
+
+    return make_data_dir(tmp_path / "in")
+
+
+def _build(data: Path, out: Path) -> int:
+    from site_helpers import build
+
+    return build.main(["--data", str(data), "--out", str(out)])
+
+
+def test_build_out_under_a_file_is_one_line_and_exit_1(site_data, tmp_path, capsys):
+    """A file where a folder of --out should be is an environment fault (README: exit codes), not a traceback."""
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    for out in (afile / "sub", afile / "sub" / "deeper"):
+        assert _build(site_data, out) == 1
+        msg = _one_line(capsys.readouterr().err, "build.py: error:")
+        assert msg == f"build.py: error: Not a directory (a file is in the way of the output's folder): {afile}"
+    assert afile.read_text() == "keep me"
+
+
+def test_build_out_that_is_a_file_is_refused_exit_2(site_data, tmp_path, capsys):
+    out = tmp_path / "site.html"
+    out.write_text("keep me")
+    assert _build(site_data, out) == 2
+    msg = _one_line(capsys.readouterr().err, "build.py: error:")
+    assert f"{out}: output path exists and is not a directory" in msg
+    assert out.read_text() == "keep me"
+
+
+def test_build_out_not_writable_is_exit_1_and_keeps_the_previous_build(site_data, tmp_path, capsys, monkeypatch):
+    """A previous build in a folder this process may not write: refused before anything of it is removed. As
+    root the permission bits do not apply, so the kernel's answer is simulated where the build asks for it."""
+    out = tmp_path / "site"
+    assert _build(site_data, out) == 0
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    out.chmod(0o555)
+    if os.geteuid() == 0:
+        import scorer.site.output as site_output
+
+        real = os.access
+        monkeypatch.setattr(site_output.os, "access", lambda p, mode: False if Path(p) == out else real(p, mode))
+    try:
+        assert _build(site_data, out) == 1
+        msg = _one_line(capsys.readouterr().err, "build.py: error:")
+        assert msg == f"build.py: error: Permission denied (the output directory): {out}"
+        assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    finally:
+        out.chmod(0o755)
+
+
+def test_build_out_in_a_folder_it_cannot_create_is_exit_1(site_data, tmp_path, capsys, monkeypatch):
+    """mkdir refused (a read-only parent): the errno text and the path, exit 1."""
+    out = tmp_path / "ro" / "site"
+    real_mkdir = Path.mkdir
+
+    def denied(self, *a, **k):
+        if self == out:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real_mkdir(self, *a, **k)
+
+    monkeypatch.setattr(Path, "mkdir", denied)
+    assert _build(site_data, out) == 1
+    assert _one_line(capsys.readouterr().err, "build.py: error:") == f"build.py: error: Permission denied: {out}"
+
+
+def test_build_keeps_the_output_folder_itself_when_it_rebuilds(site_data, tmp_path):
+    """The previous build's contents are replaced, not its folder (which may sit in a folder this process
+    cannot write)."""
+    out = tmp_path / "site"
+    assert _build(site_data, out) == 0
+    (out / "stale.html").write_text("old")
+    inode = out.stat().st_ino
+    assert _build(site_data, out) == 0
+    assert out.stat().st_ino == inode and not (out / "stale.html").exists() and (out / "index.html").is_file()
+
+
+def test_an_output_under_a_file_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
+    """The siblings: commands that check their outputs first (scorer.io.check_writable) also find a file in
+    the way of an output's folder then, not after minutes of work (here: before semif versus loads a model)."""
+    import scorer.backends as backends
+    from scorer.io import check_writable
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(NotADirectoryError) as e:
+        check_writable(afile / "sub" / "report.json")
+    assert e.value.filename == str(afile)
+    monkeypatch.setattr(backends, "load_backend", lambda cfg: pytest.fail("the model loaded before the check"))
+    assert cli.main(["versus", "--output", str(afile / "t.json")]) == 1
+    assert _one_line(capsys.readouterr().err) == (
+        f"semif: error: Not a directory (a file is in the way of the output's folder): {afile}")
