@@ -241,6 +241,14 @@ class RecordsOutput:
             off += len(b)
         return b"".join(chunks)
 
+    def count_kept(self, point: ResumePoint) -> None:
+        """Count ``point``'s complete lines as the records this file keeps, before they are accepted: the
+        caller has checked their structure (records of this input, in order) but not yet the configuration
+        (which needs the loaded model). An interruption in between (a SIGTERM during the model load) then
+        says what the file holds. Nothing is changed on disk; :meth:`accept` sets the count again."""
+        self._require()
+        self.records = len(point.lines)
+
     def accept(self, point: ResumePoint) -> None:
         """Continue after ``point``'s complete lines (the caller has checked they belong to this run).
 

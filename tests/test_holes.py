@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -132,3 +136,30 @@ def test_an_output_under_a_file_is_refused_before_the_work(tmp_path, capsys, mon
     assert cli.main(["versus", "--output", str(afile / "t.json")]) == 1
     assert _one_line(capsys.readouterr().err) == (
         f"semif: error: Not a directory (a file is in the way of the output's folder): {afile}")
+
+
+# --- item 7: SIGTERM during the model load of a --resume run ------------------------------------------------------
+def test_sigterm_during_the_load_of_a_resume_counts_the_records_in_the_file(tmp_path):
+    out = tmp_path / "o.jsonl"
+    full = tmp_path / "full.jsonl"
+    assert cli.main(["score", "--input", str(ROWS), "--output", str(full)]) == 0
+    lines = full.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 42
+    out.write_bytes(b"".join(lines[:21]) + lines[21][:40])  # 21 records and a torn line
+    before = out.read_bytes()
+    loading = tmp_path / "loading"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_semif.py"), "score", "--input", str(ROWS),
+                             "--output", str(out), "--resume"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "SEMIF_FAKE_LOAD_S": "60",
+                                            "SEMIF_FAKE_LOADING": str(loading)})
+    deadline = time.monotonic() + 60
+    while not loading.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never started its model load"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert _one_line(err) == (f"semif: error: terminated (SIGTERM); 21 of 42 records kept in {out} "
+                              "(rerun with --resume to continue)")
+    assert out.read_bytes() == before  # nothing was cut or written: the configuration was never checked

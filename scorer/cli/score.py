@@ -127,7 +127,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         with sink:
             try:
                 if args.resume:  # a file that is not this input's records is refused before the model loads
-                    resume_point(sink.read(), records_path, None, decisions)
+                    sink.count_kept(resume_point(sink.read(), records_path, None, decisions))
                 if ray_opts is not None:
                     from scorer.ray_engine import run_score_ray
 
