@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -163,3 +164,31 @@ def test_sigterm_during_the_load_of_a_resume_counts_the_records_in_the_file(tmp_
     assert _one_line(err) == (f"semif: error: terminated (SIGTERM); 21 of 42 records kept in {out} "
                               "(rerun with --resume to continue)")
     assert out.read_bytes() == before  # nothing was cut or written: the configuration was never checked
+
+
+# --- item 9: a directory in place of the GGUF ---------------------------------------------------------------------
+def _exit_table() -> dict[str, str]:
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("### Exit codes and messages"):]
+    rows = re.findall(r"^\| (\d+(?: / \d+)?) \| (.*) \|$", table[: table.index("\n\n")], flags=re.M)
+    return dict(rows)
+
+
+def test_a_directory_in_place_of_the_gguf_is_exit_2_as_the_readme_says(tmp_path, capsys, monkeypatch):
+    """A refused model file is bad input the user fixes in their files (remove it, fetch again): exit 2, in the
+    code and in the README's table (which listed it under 1)."""
+    from scorer import backends, store
+
+    table = _exit_table()
+    assert "a directory in place of the cached GGUF" in table["2"]
+    assert "GGUF" not in table["1"]
+    monkeypatch.setattr(cli, "load_backend", backends.load_backend)
+    monkeypatch.setenv("SEMIF_CACHE", str(tmp_path / "cache"))
+    store.gguf_path(store.get_entry("smollm2-135m")).mkdir(parents=True)
+    named = tmp_path / "model.gguf"
+    named.mkdir()
+    for model in ("smollm2-135m", str(named)):
+        out = tmp_path / "o.jsonl"
+        assert cli.main(["score", "--input", str(ROWS), "--output", str(out), "--model", model]) == 2
+        assert "is not a regular file" in _one_line(capsys.readouterr().err)
+        assert not out.exists()
