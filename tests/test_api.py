@@ -149,11 +149,11 @@ def test_a_backend_passed_in_is_not_closed():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"mode": "fast"}, "unknown mode 'fast'"),
+    ({"mode": "fast"}, "mode: 'fast' is not one of direct, serial, shared"),
     ({"colour": "red"}, "unknown backend options colour"),
     ({"calibration": "no-such-calibration.json"}, "no-such-calibration.json"),
     ({"calibration": 3}, "not a file path or a Calibration"),
-    ({"max_batch_tokens": 0}, "max_batch_tokens 0"),
+    ({"max_batch_tokens": 0}, "max_batch_tokens: 0 is not an integer >= 1"),
     ({"device": "cuda"}, "apply only to a backend named by string"),
 ])
 def test_bad_configuration_is_a_clear_error(kwargs, message):

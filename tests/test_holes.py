@@ -7,6 +7,7 @@ given to the API (one rule with the JSONL input's)."""
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import signal
@@ -19,7 +20,8 @@ import orjson
 import pytest
 from fakes import FakeBackend
 
-from scorer import cli
+from scorer import Scorer, cli
+from scorer.options import OptionError
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"
@@ -192,3 +194,66 @@ def test_a_directory_in_place_of_the_gguf_is_exit_2_as_the_readme_says(tmp_path,
         assert cli.main(["score", "--input", str(ROWS), "--output", str(out), "--model", model]) == 2
         assert "is not a regular file" in _one_line(capsys.readouterr().err)
         assert not out.exists()
+
+
+# --- item 11: the API checks its options by the command line's rules ----------------------------------------------
+@pytest.mark.parametrize(("kwargs", "flags", "problem"), [
+    ({"threads": 0}, ["--threads", "0"], "0 is not an integer >= 1"),
+    ({"threads": -2}, ["--threads", "-2"], "-2 is not an integer >= 1"),
+    ({"threads": "x"}, ["--llama-threads", "x"], "'x' is not an integer >= 1"),
+    ({"max_batch_tokens": 0}, ["--max-batch-tokens", "0"], "0 is not an integer >= 1"),
+    ({"mode": "fast"}, ["--mode", "fast"], "'fast' is not one of direct, serial, shared"),
+    ({"backend": "tpu"}, ["--backend", "tpu"], "'tpu' is not one of torch, llamacpp"),
+    ({"device": "gpu"}, ["--device", "gpu"], "'gpu' is not one of cpu, cuda, mps"),
+    ({"dtype": "float8"}, ["--dtype", "float8"], "'float8' is not one of float32, bfloat16, float16"),
+    ({"llama_gpu_layers": "-1"}, ["--llama-gpu-layers", "-1"], "'-1' is not a number of layers >= 0 or 'auto'"),
+])
+def test_the_api_refuses_what_the_cli_refuses_in_the_same_words(tmp_path, capsys, monkeypatch, kwargs, flags, problem):
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("the model loaded"))
+    (name, _), = kwargs.items()
+    with pytest.raises(OptionError) as e:
+        Scorer(model="smollm2-135m", **kwargs)
+    assert str(e.value) == f"{name}: {problem}" and e.value.exit_code == 2
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["score", "--input", str(ROWS), "--output", str(tmp_path / "o.jsonl"), *flags])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {'/'.join(_flag_names(flags[0]))}: {problem}" in err.splitlines()[-1], err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def _flag_names(flag: str) -> list[str]:
+    return ["--threads", "--llama-threads"] if flag in ("--threads", "--llama-threads") else [flag]
+
+
+def test_the_api_accepts_what_the_cli_accepts(monkeypatch):
+    import scorer.backends as backends
+
+    seen = []
+    monkeypatch.setattr(backends, "load_backend", lambda cfg: seen.append(cfg) or FakeBackend())
+    with Scorer(model="m", backend="llamacpp", mode="serial", threads=2, llama_gpu_layers=8, device="cpu",
+                dtype="float32", gguf=Path("x.gguf"), max_batch_tokens=1) as s:
+        assert s.mode == "serial" and s.max_batch_tokens == 1
+    assert seen[0].llama_gpu_layers == "8" and seen[0].gguf == "x.gguf" and seen[0].threads == 2  # as the CLI's
+
+
+@pytest.mark.parametrize("bad", [None, 3, object()])
+def test_a_backend_that_is_neither_a_name_nor_a_backend_is_refused(bad):
+    with pytest.raises(OptionError, match=r"^backend: .* is not one of torch, llamacpp"):
+        Scorer(backend=bad)
+
+
+def test_backend_configs_and_score_configs_are_checked_where_they_are_made():
+    """One rule below both faces: any config of these options is checked by it (the Ray engine's and the
+    service's too, which build them from plain dicts)."""
+    from scorer.backends import BackendConfig
+    from scorer.runs.score import ScoreConfig
+
+    for kwargs, message in (({"threads": 0}, "threads: 0 is not"), ({"model": ""}, "model: '' is not"),
+                            ({"llama_gpu_layers": True}, "llama_gpu_layers: True is not")):
+        with pytest.raises(OptionError, match=message):
+            BackendConfig(**kwargs)
+    for kwargs, message in (({"mode": "x"}, "mode: 'x' is not one of"), ({"max_batch_tokens": 0}, "max_batch_tokens"),
+                            ({"permute": 0}, "permute: 0"), ({"temperature": math.inf}, "temperature: inf")):
+        with pytest.raises(OptionError, match=message):
+            ScoreConfig(**kwargs)

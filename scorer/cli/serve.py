@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from scorer.cli.options import add_model_args, backend_config, positive_int
+from scorer.cli.options import add_max_batch_tokens_arg, add_mode_arg, add_model_args, backend_config, positive_int
 from scorer.serve import TOKEN_ENV, Limits
 
 
@@ -15,9 +15,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
-    p.add_argument("--mode", choices=("direct", "serial", "shared"), default="shared")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
-                   help="shared mode: suffix tokens per pass, >= 1")
+    add_mode_arg(p, "shared")
+    add_max_batch_tokens_arg(p)
     p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
     p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
                    help="requests waiting for the scorer before 503")
