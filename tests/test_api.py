@@ -111,7 +111,7 @@ def test_duplicate_ids_and_non_json_values_are_refused():
     with Scorer(backend=FakeBackend()) as s:
         with pytest.raises(InputError, match=r"^rows:2: field 'id': duplicate id"):
             s.decide_many([rows[0], {**rows[1], "id": rows[0]["id"]}])
-        with pytest.raises(InputError, match=r"^rows:1: not JSON"):
+        with pytest.raises(InputError, match=r"^rows:1: field 'tags': not JSON: a set"):
             s.decide_many([{**rows[0], "tags": {1, 2}}])
         with pytest.raises(InputError, match="no decisions"):
             s.decide_many([])

@@ -6,6 +6,7 @@ given to the API (one rule with the JSONL input's)."""
 
 from __future__ import annotations
 
+import datetime
 import errno
 import math
 import os
@@ -21,6 +22,7 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import Scorer, cli
+from scorer.errors import InputError, SemifError
 from scorer.options import OptionError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -257,3 +259,61 @@ def test_backend_configs_and_score_configs_are_checked_where_they_are_made():
                             ({"permute": 0}, "permute: 0"), ({"temperature": math.inf}, "temperature: inf")):
         with pytest.raises(OptionError, match=message):
             ScoreConfig(**kwargs)
+
+
+# --- item 12: values a JSON line could not hold --------------------------------------------------------------------
+_NOT_JSON = [
+    ("nan", math.nan, "score", "not JSON: the float nan (JSON has no NaN or Infinity)"),
+    ("inf", {"a": [1, -math.inf]}, "meta.a[1]", "not JSON: the float -inf (JSON has no NaN or Infinity)"),
+    ("datetime", datetime.datetime(2026, 12, 1, 12, 0), "when", "not JSON: a datetime datetime.datetime(2026, 12"),
+    ("date", [datetime.date(2026, 12, 1)], "when[0]", "not JSON: a date datetime.date(2026, 12, 1)"),
+    ("set", {1, 2}, "tags", "not JSON: a set {1, 2}"),
+    ("tuple", (1, 2), "pair", "not JSON: a tuple (1, 2)"),
+    ("bytes", b"ab", "raw", "not JSON: a bytes b'ab'"),
+    ("int key", {"m": {1: "x"}}, "meta.m", "not JSON: the key 1 is a int, not a string"),
+    ("big int", 1 << 64, "n", f"not JSON: the integer {1 << 64} is outside 64 bits"),
+]
+
+
+@pytest.mark.parametrize(("kind", "value", "field", "problem"), _NOT_JSON, ids=[c[0] for c in _NOT_JSON])
+def test_decide_refuses_extras_a_json_line_could_not_hold(kind, value, field, problem):
+    top = field.split(".")[0].split("[")[0]
+    fake = FakeBackend()
+    with Scorer(backend=fake) as s:
+        with pytest.raises(InputError) as e:
+            s.decide("a state", "q?", {"a": "x", "b": "y"}, **{top: value})
+        assert str(e.value).startswith(f"decision: field '{field}': {problem}")
+        assert "(expected plain JSON (str, finite number, bool, null, list, object with str keys)" in str(e.value)
+        assert e.value.field == field and e.value.exit_code == 2
+        rows = _rows()[:3]
+        rows[1] = {**rows[1], top: value}
+        with pytest.raises(InputError) as e:
+            s.decide_many(rows)
+        assert str(e.value).startswith(f"rows:2: field '{field}': {problem}") and e.value.line == 2
+        with pytest.raises(InputError) as e:  # a JSON state is held to the same rule (it is rendered as JSON)
+            s.decide({"facts": {top: value}}, "q?", {"a": "x", "b": "y"})
+        assert str(e.value).startswith(f"decision: field 'state.facts.{field}': {problem}")
+    assert fake.calls == FakeBackend().calls  # nothing was scored
+
+
+def test_a_non_string_top_level_key_is_refused():
+    with Scorer(backend=FakeBackend()) as s, pytest.raises(InputError) as e:
+        s.decide_many([{**_rows()[0], 7: "x"}])
+    assert str(e.value).startswith("rows:1: not JSON: the key 7 is a int, not a string")
+
+
+def test_plain_json_extras_still_equal_the_jsonl_records(tmp_path):
+    """What a JSON line can hold passes, and the records equal the file's (floats, big 64-bit ints, nesting)."""
+    extra = {"score": 0.25, "n": (1 << 64) - 1, "m": -(1 << 63), "meta": {"a": [1, None, True, "x"]}, "e": {}}
+    rows = [{**r, **extra} for r in _rows()[:4]]
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared"]) == 0
+    from scorer.schema import read_records
+
+    want = read_records(out)
+    with Scorer(backend=FakeBackend(), mode="shared") as s:
+        got = s.decide_many(rows)
+    assert [g.record["extra"] for g in got] == [w["extra"] for w in want]
+    assert all(w["extra"].items() >= extra.items() for w in want)
+    assert [g.record["run"]["config_sha256"] for g in got] == [w["run"]["config_sha256"] for w in want]
