@@ -6,7 +6,14 @@ import argparse
 import os
 from typing import Any
 
-from scorer.cli.options import add_max_batch_tokens_arg, add_mode_arg, add_model_args, backend_config, positive_int
+from scorer.cli.options import (
+    add_max_batch_tokens_arg,
+    add_mode_arg,
+    add_model_args,
+    backend_config,
+    positive_float,
+    positive_int,
+)
 from scorer.serve import TOKEN_ENV, Limits
 
 
@@ -22,6 +29,14 @@ def register(sub: Any) -> None:
                    help="requests waiting for the scorer before 503")
     p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
     p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
+    p.add_argument("--header-timeout", type=positive_float, default=Limits.header_timeout_s, metavar="S",
+                   help=f"seconds a request's line and headers may take (default {Limits.header_timeout_s:g}); "
+                        "a slower client gets 408 and its connection closes")
+    p.add_argument("--body-timeout", type=positive_float, default=Limits.body_timeout_s, metavar="S",
+                   help=f"seconds a request's body may take once its headers are in "
+                        f"(default {Limits.body_timeout_s:g})")
+    p.add_argument("--max-connections", type=positive_int, default=Limits.max_connections, metavar="N",
+                   help=f"open connections at once (default {Limits.max_connections}); one more gets 503")
     p.add_argument("--calibration", metavar="FILE",
                    help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
                         "a row it does not cover answers 422")
@@ -40,7 +55,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     cfg = ServeConfig(host=args.host, port=args.port, mode=args.mode, max_batch_tokens=args.max_batch_tokens,
                       token=args.token or os.environ.get(TOKEN_ENV) or None,
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
-                                    queue_size=args.queue_size),
+                                    queue_size=args.queue_size, header_timeout_s=args.header_timeout,
+                                    body_timeout_s=args.body_timeout, max_connections=args.max_connections),
                       calibration=args.calibration)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
