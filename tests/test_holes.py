@@ -22,7 +22,7 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import Scorer, cli
-from scorer.errors import InputError, SemifError
+from scorer.errors import InputError
 from scorer.options import OptionError
 
 ROOT = Path(__file__).resolve().parent.parent
