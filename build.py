@@ -4,7 +4,8 @@
 
 The build itself lives in :mod:`scorer.site` (see its docstring for what is read and written); this file is
 the command the README names. Exit status 0 when the site was written, 2 when an input or the output
-directory is refused (the message names the file).
+directory is refused (the message names the file), 1 for an environment fault (a file where a folder of
+``--out`` should be, a folder it may not write, a full disk: one line with the errno text and the path).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from scorer.io import os_error_text
 from scorer.site import build
 from scorer.site.discover import discover
 from scorer.site.inputs import BuildError, Lane, ReportFile, TraceFile
@@ -35,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"build.py: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an environment fault, as the CLI reports one (README: exit codes)
+        print(f"build.py: error: {os_error_text(exc)}", file=sys.stderr)
+        return 1
     print(f"built {args.out} from {len(traces)} trace(s) and {len(reports)} report(s) "
           f"in {time.perf_counter() - t0:.2f} s")
     return 0

@@ -30,6 +30,7 @@ import orjson
 from scorer import __version__, store
 from scorer.backends.base import Backend
 from scorer.errors import InputError, SemifError, brief
+from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, check_run_options
 from scorer.schema import Decision, parse_decision
 
 if TYPE_CHECKING:
@@ -193,24 +194,27 @@ class Scorer:
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
                  calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
                  **options: Any) -> None:
-        from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES
+        from scorer.backends import BackendConfig
 
-        if mode not in MODES:
-            raise SemifError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
-        unknown = sorted(set(options) - set(_BACKEND_OPTIONS))
+        # One validation for the API and the command line (scorer.options): the same rules, the same words.
+        self.mode, self.max_batch_tokens = check_run_options(
+            mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
+        unknown = sorted(set(options) - set(_BACKEND_OPTIONS), key=str)
         if unknown:
-            raise SemifError(f"unknown backend options {', '.join(unknown)} (expected {', '.join(_BACKEND_OPTIONS)})")
-        if options and not isinstance(backend, str):
-            raise SemifError(f"backend options ({', '.join(sorted(options))}) apply only to a backend named by "
-                             "string; this backend object is already built")
+            raise SemifError(f"unknown backend options {', '.join(map(str, unknown))} "
+                             f"(expected {', '.join(_BACKEND_OPTIONS)})")
+        if isinstance(backend, str):  # checked now, not when the model loads
+            self._config: BackendConfig | None = BackendConfig(model=model, backend=backend, **options)
+        elif isinstance(backend, Backend):
+            if options:
+                raise SemifError(f"backend options ({', '.join(sorted(options))}) apply only to a backend named by "
+                                 "string; this backend object is already built")
+            self._config = None
+        else:
+            raise OptionError("backend", f"{brief(backend)} is not one of {', '.join(BACKENDS)} "
+                              "(or a built scorer.backends.base.Backend)")
         self.calibration = _load_calibration(calibration)
         self.model = model
-        self.mode = mode
-        self.max_batch_tokens = DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens
-        if self.max_batch_tokens < 1:
-            raise SemifError(f"max_batch_tokens {self.max_batch_tokens!r} is not an integer >= 1")
-        self._options = options
-        self._spec = backend
         self._backend: Backend | None = None if isinstance(backend, str) else backend
         self._owned = isinstance(backend, str)
         self._lock = threading.Lock()
@@ -240,10 +244,10 @@ class Scorer:
         if self._closed:
             raise SemifError("this Scorer is closed; make a new one")
         if self._backend is None:
-            from scorer.backends import BackendConfig, load_backend
+            from scorer.backends import load_backend
 
-            assert isinstance(self._spec, str)
-            self._backend = load_backend(BackendConfig(model=self.model, backend=self._spec, **self._options))
+            assert self._config is not None
+            self._backend = load_backend(self._config)
         return self._backend
 
     def close(self) -> None:

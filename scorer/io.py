@@ -58,7 +58,8 @@ def os_error_text(exc: OSError) -> str:
 
 
 def check_writable(path: Path, overwrite: bool = False, hint: str = "choose another --output") -> None:
-    """Refuse (exit 2) an output that is a directory, or that exists when ``overwrite`` is not set.
+    """Refuse (exit 2) an output that is a directory, or that exists when ``overwrite`` is not set; a file
+    where one of its folders should be is an environment fault (``NotADirectoryError`` naming that file, exit 1).
 
     A command with several outputs calls this for all of them before it writes any, so a refusal
     leaves every output as it was; the writers themselves stay create-only, so a file that appears
@@ -68,6 +69,9 @@ def check_writable(path: Path, overwrite: bool = False, hint: str = "choose anot
         raise OutputError(f"{path} is a directory (expected a file path for the output)")
     if path.exists() and not overwrite:
         raise refuse_overwrite(path, hint)
+    blocker = _blocker(path)
+    if blocker is not None:  # found now, before any output is written, not when this one is
+        raise _in_the_way(blocker)
 
 
 def write_atomic(path: Path, data: bytes, overwrite: bool = False, hint: str = "choose another --output") -> None:
@@ -116,10 +120,17 @@ def make_parent(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        blocker = next((p for p in reversed((path.parent, *path.parent.parents)) if p.exists() and not p.is_dir()),
-                       path.parent)
-        raise NotADirectoryError(errno.ENOTDIR, f"{os.strerror(errno.ENOTDIR)} (a file is in the way of the "
-                                 "output's folder)", str(blocker)) from None
+        raise _in_the_way(_blocker(path) or path.parent) from None
+
+
+def _blocker(path: Path) -> Path | None:
+    """The first of ``path``'s parent folders that exists and is not a directory (None when there is none)."""
+    return next((p for p in reversed((path.parent, *path.parent.parents)) if p.exists() and not p.is_dir()), None)
+
+
+def _in_the_way(blocker: Path) -> NotADirectoryError:
+    return NotADirectoryError(errno.ENOTDIR, f"{os.strerror(errno.ENOTDIR)} (a file is in the way of the output's "
+                              "folder)", str(blocker))
 
 
 def _umask() -> int:
@@ -229,6 +240,14 @@ class RecordsOutput:
             chunks.append(b)
             off += len(b)
         return b"".join(chunks)
+
+    def count_kept(self, point: ResumePoint) -> None:
+        """Count ``point``'s complete lines as the records this file keeps, before they are accepted: the
+        caller has checked their structure (records of this input, in order) but not yet the configuration
+        (which needs the loaded model). An interruption in between (a SIGTERM during the model load) then
+        says what the file holds. Nothing is changed on disk; :meth:`accept` sets the count again."""
+        self._require()
+        self.records = len(point.lines)
 
     def accept(self, point: ResumePoint) -> None:
         """Continue after ``point``'s complete lines (the caller has checked they belong to this run).

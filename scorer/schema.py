@@ -8,6 +8,7 @@ what was wrong and what would be right. Records are plain JSON, validated in tes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,34 +76,69 @@ def check_state(state: Any, path: str, line: int | None) -> None:
     elif isinstance(state, (dict, list)):
         if not state:
             raise InputError(path, line, "state", "empty JSON value", "non-empty text or a non-empty JSON object/array")
-        check_depth(state, path, line, "state")
+        check_json(state, path, line, "state")
     else:
         raise InputError(path, line, "state", f"a {type(state).__name__}", "text or a JSON object/array")
 
 
 def json_depth(value: Any) -> int:
     """Nesting depth of JSON containers (a scalar 0, ``[]`` 1, ``[[1]]`` 2), without recursion."""
+    return _walk_json(value, "")[0]
+
+
+JSON_VALUES = "plain JSON (str, finite number, bool, null, list, object with str keys), as a JSONL line holds"
+"""What a row's state and extra fields may hold (the ``expected`` of a refusal)."""
+_INT_RANGE = (-(1 << 63), (1 << 64) - 1)
+"""The integers a JSON line is read and written with (orjson: 64-bit)."""
+
+
+def _not_json(v: Any) -> str | None:
+    """What makes a scalar something a JSON line could not hold (None when it is a JSON value)."""
+    if v is None or isinstance(v, (str, bool)):
+        return None
+    if isinstance(v, int):
+        return None if _INT_RANGE[0] <= v <= _INT_RANGE[1] else f"the integer {brief(v)} is outside 64 bits"
+    if isinstance(v, float):
+        return None if math.isfinite(v) else f"the float {v!r} (JSON has no NaN or Infinity)"
+    return f"a {type(v).__name__} {brief(v)}"
+
+
+def _walk_json(value: Any, field: str) -> tuple[int, tuple[str, str] | None]:
+    """``(depth, first fault)`` of a value, iteratively (no recursion on hostile input): the nesting depth of
+    its containers, and the first place (``field[2].key``) that holds something no JSON line could hold, with
+    what is there. JSON decoding only ever yields dict, list, str, int, float, bool and None."""
     depth = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    fault: tuple[str, str] | None = None
+    stack: list[tuple[Any, str, int]] = [(value, field, 1)]
     while stack:
-        v, d = stack.pop()
+        v, where, d = stack.pop()
         if isinstance(v, dict):
-            children: Iterable[Any] = v.values()
+            depth = max(depth, d)
+            for k, child in reversed(v.items()):
+                if fault is None and not isinstance(k, str):
+                    fault = (where, f"the key {brief(k)} is a {type(k).__name__}, not a string")
+                stack.append((child, f"{where}.{k}", d + 1))
         elif isinstance(v, list):
-            children = v
-        else:
-            continue
-        depth = max(depth, d)
-        stack.extend((c, d + 1) for c in children)
-    return depth
+            depth = max(depth, d)
+            stack.extend((child, f"{where}[{i}]", d + 1) for i, child in reversed(list(enumerate(v))))
+        elif fault is None:
+            why = _not_json(v)
+            if why is not None:
+                fault = (where, why)
+    return depth, fault
 
 
-def check_depth(value: Any, path: str, line: int | None, field: str) -> None:
-    """Refuse a value nested deeper than :data:`MAX_DEPTH` (deep nesting breaks renderers and writers)."""
-    depth = json_depth(value)
+def check_json(value: Any, path: str, line: int | None, field: str) -> None:
+    """Refuse a row's value that a JSONL line could not hold the same (the one rule for file rows and
+    in-memory rows): containers nested deeper than :data:`MAX_DEPTH`, NaN/Infinity, a set, tuple, bytes,
+    datetime or any other object, a non-string key, an integer outside 64 bits. A file row always passes
+    but for the depth; an API row (``Scorer.decide``, ``decide_many``) is held to the same values."""
+    depth, fault = _walk_json(value, field)
     if depth > MAX_DEPTH:
         raise InputError(path, line, field, f"JSON nested {depth} levels deep",
                          f"at most {MAX_DEPTH} levels of nested arrays/objects")
+    if fault is not None:
+        raise InputError(path, line, fault[0], f"not JSON: {fault[1]}", JSON_VALUES)
 
 
 def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
@@ -144,8 +180,12 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
         seen.add(opt["id"])
         options.append(Option(opt["id"], opt["description"]))
     extra = {k: v for k, v in obj.items() if k not in _ROW_KEYS}
-    for key, value in extra.items():  # copied into every record: deep nesting would break the writer
-        check_depth(value, path, line, key)
+    for key in extra:
+        if not isinstance(key, str):  # an in-memory row (a JSON line's keys are always strings)
+            raise InputError(path, line, None, f"not JSON: the key {brief(key)} is a {type(key).__name__}, not a "
+                             "string", JSON_VALUES)
+    for key, value in extra.items():  # copied into every record: plain JSON only, as a JSON line holds
+        check_json(value, path, line, key)
     src = path if line is None else f"{path}:{line}"
     return Decision(obj["id"], state, obj["question"], tuple(options), extra, src)
 

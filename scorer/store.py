@@ -393,8 +393,10 @@ def resolve(model: str, revision: str | None = None) -> ModelRef:
         return ModelRef("store", model, None, REGISTRY[model])
     p = Path(model)
     if model.endswith(".gguf"):
-        if not p.is_file():
+        if not p.exists():
             raise ModelError(f"GGUF file not found: {model}")
+        if not p.is_file():
+            raise ModelError(f"{model} is not a regular file (expected a .gguf file)")
         return ModelRef("gguf", str(p.resolve()))
     if p.is_dir():
         if not (p / "config.json").is_file():

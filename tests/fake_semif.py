@@ -6,12 +6,15 @@ two writers racing for one output).
 ``SEMIF_FAKE_DELAY`` (seconds, default 0) is slept before every forward pass (fresh, prefill, prefix
 reuse, each packed fan-out pass), so a test can stop the run between records. ``SEMIF_FAKE_READY`` names
 a file created once the backend is loaded (after the output was locked), so a test knows the run is live.
+``SEMIF_FAKE_LOAD_S`` (seconds, default 0) is how long the "model load" takes, and ``SEMIF_FAKE_LOADING``
+names a file created when it starts, so a test can signal the run during its load.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,10 @@ from scorer import cli
 
 
 def _load(_cfg: Any) -> SlowFakeBackend:
+    loading = os.environ.get("SEMIF_FAKE_LOADING")
+    if loading:
+        Path(loading).touch()
+    time.sleep(float(os.environ.get("SEMIF_FAKE_LOAD_S", "0")))
     delay = float(os.environ.get("SEMIF_FAKE_DELAY", "0"))
     backend = SlowFakeBackend(prefill_s=delay, pass_s=delay, reuse_s=delay)
     ready = os.environ.get("SEMIF_FAKE_READY")

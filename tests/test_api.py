@@ -111,7 +111,7 @@ def test_duplicate_ids_and_non_json_values_are_refused():
     with Scorer(backend=FakeBackend()) as s:
         with pytest.raises(InputError, match=r"^rows:2: field 'id': duplicate id"):
             s.decide_many([rows[0], {**rows[1], "id": rows[0]["id"]}])
-        with pytest.raises(InputError, match=r"^rows:1: not JSON"):
+        with pytest.raises(InputError, match=r"^rows:1: field 'tags': not JSON: a set"):
             s.decide_many([{**rows[0], "tags": {1, 2}}])
         with pytest.raises(InputError, match="no decisions"):
             s.decide_many([])
@@ -149,11 +149,11 @@ def test_a_backend_passed_in_is_not_closed():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"mode": "fast"}, "unknown mode 'fast'"),
+    ({"mode": "fast"}, "mode: 'fast' is not one of direct, serial, shared"),
     ({"colour": "red"}, "unknown backend options colour"),
     ({"calibration": "no-such-calibration.json"}, "no-such-calibration.json"),
     ({"calibration": 3}, "not a file path or a Calibration"),
-    ({"max_batch_tokens": 0}, "max_batch_tokens 0"),
+    ({"max_batch_tokens": 0}, "max_batch_tokens: 0 is not an integer >= 1"),
     ({"device": "cuda"}, "apply only to a backend named by string"),
 ])
 def test_bad_configuration_is_a_clear_error(kwargs, message):

@@ -22,7 +22,7 @@ from fakes import FakeBackend
 
 from scorer import Scorer, cli
 from scorer.schema import load_decisions, read_records, validate_records
-from scorer.serve import Limits, build_app, row_schema
+from scorer.serve import Limits, build_app, row_schema, uvicorn_config
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"
@@ -43,7 +43,7 @@ def _live(app) -> Iterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+    server = uvicorn.Server(uvicorn_config(app, Limits(), lifespan="on"))  # semif serve's protocol and bounds
     t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     deadline = time.monotonic() + 30

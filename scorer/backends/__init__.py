@@ -3,13 +3,14 @@ llama.cpp) and one remote engine over the OpenAI-compatible HTTP API (vLLM, llam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from scorer import store
+from scorer import options, store
 from scorer.backends.base import Backend
 from scorer.errors import ModelError
+from scorer.options import BACKENDS, DEVICES, DTYPES
 
-BACKENDS = ("torch", "llamacpp", "openai")
+__all__ = ["BACKENDS", "Backend", "BackendConfig", "load_backend"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class BackendConfig:
     gguf: str | None = None
     """llama.cpp: an explicit GGUF path (else the model store's file for ``model``)."""
     llama_gpu_layers: str = "0"
-    """llama.cpp: layers to offload, an integer or ``auto``."""
+    """llama.cpp: layers to offload, an integer or ``auto`` (an int is taken and kept as its text)."""
     base_url: str | None = None
     """openai: the engine's URL (``http://127.0.0.1:8080``; a trailing ``/v1`` is accepted)."""
     api_key_env: str | None = None
@@ -45,6 +46,29 @@ class BackendConfig:
     errors), with exponential backoff."""
     request_timeout_s: float = 600.0
     """openai: seconds one request may take."""
+
+    def __post_init__(self) -> None:
+        """Every field checked by its rule in :mod:`scorer.options` (the command line's rules too), so a
+        config that names no runnable model setting is refused where it is made, before anything loads."""
+        checked = {
+            "model": options.text(self.model, "model", "a registry key, a .gguf path, a local folder or ORG/NAME"),
+            "revision": options.optional_text(self.revision, "revision", "a 40-hex commit id"),
+            "backend": options.one_of(self.backend, BACKENDS, "backend"),
+            "device": options.one_of(self.device, DEVICES, "device"),
+            "dtype": options.optional_one_of(self.dtype, DTYPES, "dtype"),
+            "threads": options.optional_positive_int(self.threads, "threads"),
+            "gguf": options.optional_text(self.gguf, "gguf", "a GGUF file path"),
+            "llama_gpu_layers": options.gpu_layers(self.llama_gpu_layers, "llama_gpu_layers"),
+            "base_url": options.optional_text(self.base_url, "base_url", "the engine's http(s) URL"),
+            "api_key_env": options.optional_text(self.api_key_env, "api_key_env", "an environment variable name"),
+            "served_model": options.optional_text(self.served_model, "served_model", "a model name"),
+            "concurrency": options.positive_int(self.concurrency, "concurrency"),
+            "retries": options.non_negative_int(self.retries, "retries"),
+            "request_timeout_s": options.positive_float(self.request_timeout_s, "request_timeout_s"),
+        }
+        assert set(checked) == {f.name for f in fields(self)}, "every BackendConfig field needs its rule"
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)  # normalised: a PathLike as its text, 8 layers as "8"
 
 
 def load_backend(cfg: BackendConfig) -> Backend:

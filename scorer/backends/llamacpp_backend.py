@@ -218,7 +218,8 @@ class LlamaCppBackend(Backend):
         if cfg.gguf:
             path = Path(cfg.gguf)
             if not path.is_file():
-                raise ModelError(f"--gguf {cfg.gguf}: file not found")
+                raise ModelError(f"--gguf {cfg.gguf}: " + ("is not a regular file (expected a .gguf file)"
+                                                           if path.exists() else "file not found"))
             path, sha = path.resolve(), store.sha256_file(path)
         elif ref.kind in ("store", "gguf"):
             path, sha = store.gguf_for(ref)

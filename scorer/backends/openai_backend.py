@@ -426,10 +426,6 @@ class OpenAIBackend(Backend):
         if not cfg.base_url:
             raise ValidationError("--backend openai needs --base-url URL (the engine, e.g. http://127.0.0.1:8080)")
         base = normalize_base_url(cfg.base_url)
-        if isinstance(cfg.concurrency, bool) or not isinstance(cfg.concurrency, int) or cfg.concurrency < 1:
-            raise ValidationError(f"--concurrency {cfg.concurrency!r} (expected an integer >= 1)")
-        if isinstance(cfg.retries, bool) or not isinstance(cfg.retries, int) or cfg.retries < 0:
-            raise ValidationError(f"--retries {cfg.retries!r} (expected an integer >= 0)")
         key = None
         if cfg.api_key_env:
             key = os.environ.get(cfg.api_key_env)

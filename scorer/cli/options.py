@@ -7,33 +7,43 @@ config its run takes (:func:`backend_config`, :func:`exact_policy`).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scorer import options as rules
 from scorer import store
-from scorer.backends import BACKENDS, BackendConfig
+from scorer.backends import BackendConfig
 from scorer.backends.base import Backend
 from scorer.errors import InputError
+from scorer.options import BACKENDS, DEVICES, DTYPES, MODES, OptionError
 from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY
 from scorer.runs.exact import ExactPolicy
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (``0`` and negatives are refused, never silently ignored)."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
-    return int(text)
+def _rule(check: Callable[[Any], Any], word: Callable[[str], Any] = lambda t: t) -> Callable[[str], Any]:
+    """An argparse ``type=`` that applies one of :mod:`scorer.options`' rules (the API's too) to a word: its
+    refusal becomes a usage error with the rule's own words (``argument --threads: 0 is not an integer >= 1``)."""
+
+    def parse(text: str) -> Any:
+        try:
+            return check(word(text))
+        except OptionError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    parse.__name__ = getattr(check, "__name__", "value")  # argparse names the type in some messages
+    return parse
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (v > 0 and v != float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number > 0")
-    return v
+positive_int = _rule(rules.positive_int, rules.cli_int)
+"""argparse type: an integer >= 1 (``0`` and negatives are refused, never silently ignored)."""
+positive_float = _rule(rules.positive_float, rules.cli_float)
+"""argparse type: a finite number > 0."""
+
+
+def choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """argparse type: one of ``choices``, by the rule the API applies (pass ``choices=`` too, for the help)."""
+    return _rule(lambda v: rules.one_of(v, choices))
 
 
 def comma_list(text: str) -> list[str]:
@@ -49,19 +59,32 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help=f"registry key ({', '.join(store.REGISTRY)}), .gguf path, local HF folder, or ORG/NAME "
                         f"(with --revision); default {store.DEFAULT_MODEL}")
     g.add_argument("--revision", help="hub commit (40 hex) for ORG/NAME models")
-    g.add_argument("--backend", choices=BACKENDS, default="torch")
-    g.add_argument("--device", choices=("cpu", "cuda", "mps"), default="cpu", help="torch device")
-    g.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+    g.add_argument("--backend", type=choice(BACKENDS), choices=BACKENDS, default="torch")
+    g.add_argument("--device", type=choice(DEVICES), choices=DEVICES, default="cpu", help="torch device")
+    g.add_argument("--dtype", type=choice(DTYPES), choices=DTYPES,
                    help="torch dtype (default fp32 on cpu, bf16 on cuda)")
     g.add_argument("--threads", "--llama-threads", type=positive_int,
                    help="CPU threads (torch intra-op / llama.cpp n_threads), >= 1")
     g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
-    g.add_argument("--llama-gpu-layers", default="0", help="llama.cpp: layers to offload, N or auto (default 0)")
+    g.add_argument("--llama-gpu-layers", type=_rule(rules.gpu_layers), default="0",
+                   help="llama.cpp: layers to offload, N >= 0 or auto (default 0)")
     g.add_argument("--base-url", help="openai: the engine's URL (vLLM, llama.cpp server), e.g. http://127.0.0.1:8080")
     g.add_argument("--api-key-env", metavar="NAME", help="openai: environment variable holding the engine's API key")
     g.add_argument("--served-model", help="openai: the model name the engine serves (default: the only one it lists)")
     g.add_argument("--concurrency", type=positive_int, default=4, help="openai: requests in flight (default 4)")
-    g.add_argument("--retries", type=int, default=5, help="openai: retries on 429/503/connection errors (default 5)")
+    g.add_argument("--retries", type=_rule(rules.non_negative_int, rules.cli_int), default=5,
+                   help="openai: retries on 429/503/connection errors (default 5)")
+
+
+def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = None) -> None:
+    """A scoring mode option (``--mode``; ``semif route``'s ``--fast-mode``), by the API's rule."""
+    p.add_argument(flag, type=choice(MODES), choices=MODES, default=default, help=help)
+
+
+def add_max_batch_tokens_arg(p: Any) -> None:
+    """``--max-batch-tokens``: shared mode's suffix tokens per pass, by the API's rule."""
+    p.add_argument("--max-batch-tokens", type=positive_int, default=rules.DEFAULT_MAX_BATCH_TOKENS,
+                   help="shared mode: suffix tokens per pass, >= 1")
 
 
 def backend_config(args: argparse.Namespace) -> BackendConfig:

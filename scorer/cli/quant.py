@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from scorer import store
-from scorer.cli.options import comma_list, positive_int
+from scorer.cli.options import add_mode_arg, comma_list, positive_int
 from scorer.runs.quant import DEFAULT_RUNGS
-from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES
+from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
 
 
 def register(sub: Any) -> None:
@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="overwrite --output and the --records-dir files")
     p.add_argument("--rungs", default=",".join(DEFAULT_RUNGS),
                    help=f"llama.cpp types, comma-separated (default {','.join(DEFAULT_RUNGS)})")
-    p.add_argument("--mode", choices=MODES, default="shared", help="scoring mode for every run (default shared)")
+    add_mode_arg(p, "shared", help="scoring mode for every run (default shared)")
     p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
     p.add_argument("--threads", type=positive_int, help="CPU threads (torch and llama.cpp), >= 1")
     p.add_argument("--workdir", help="folder for the written GGUFs (default: under the model cache)")

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_report_args, positive_int
+from scorer.cli.options import add_mode_arg, add_report_args, choice, positive_int
 from scorer.errors import InputError
+from scorer.options import BACKENDS
 from scorer.runs.eval import DEFAULT_THRESHOLDS
-from scorer.runs.score import MODES
 
 
 def register(sub: Any) -> None:
@@ -33,10 +33,10 @@ def register(sub: Any) -> None:
     p.add_argument("--output", required=True, help="routed records (JSONL); never overwritten")
     p.add_argument("--margin", type=float, required=True, help="escalate decisions whose fast margin is below this")
     p.add_argument("--fast-model", required=True)
-    p.add_argument("--fast-backend", choices=("torch", "llamacpp"), default="llamacpp")
-    p.add_argument("--fast-mode", choices=MODES, default="direct")
+    p.add_argument("--fast-backend", type=choice(BACKENDS), choices=BACKENDS, default="llamacpp")
+    add_mode_arg(p, "direct", "--fast-mode")
     p.add_argument("--reference-model", required=True)
-    p.add_argument("--reference-backend", choices=("torch", "llamacpp"), default="torch")
+    p.add_argument("--reference-backend", type=choice(BACKENDS), choices=BACKENDS, default="torch")
     p.add_argument("--threads", type=positive_int, help="CPU threads for both backends, >= 1")
     p.set_defaults(func=_cmd_route_score)
 

@@ -13,6 +13,8 @@ from scorer.cli.calibrate import check_score_args as check_calibration_args
 from scorer.cli.calibrate import report_batch
 from scorer.cli.options import (
     add_exact_args,
+    add_max_batch_tokens_arg,
+    add_mode_arg,
     add_model_args,
     backend_config,
     exact_policy,
@@ -23,7 +25,7 @@ from scorer.cli.options import (
 from scorer.errors import ValidationError
 from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
 from scorer.ray_engine import RayOptions
-from scorer.runs.score import MODES, ScoreConfig
+from scorer.runs.score import ScoreConfig
 from scorer.store import sha256_file
 
 
@@ -32,9 +34,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("score", help="score decisions (JSONL in, JSONL records out)")
     p.add_argument("--input", required=True, help="decisions, one JSON object per line")
     p.add_argument("--output", required=True, help="records (JSONL); never overwritten")
-    p.add_argument("--mode", choices=MODES, default="direct")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
-                   help="shared mode: suffix tokens per pass, >= 1")
+    add_mode_arg(p, "direct")
+    add_max_batch_tokens_arg(p)
     p.add_argument("--resume", action="store_true",
                    help="continue a killed run into the same --output (refused, file unchanged, unless every record "
                         "in it is from this same configuration; an empty file is accepted)")
@@ -127,7 +128,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         with sink:
             try:
                 if args.resume:  # a file that is not this input's records is refused before the model loads
-                    resume_point(sink.read(), records_path, None, decisions)
+                    sink.count_kept(resume_point(sink.read(), records_path, None, decisions))
                 if ray_opts is not None:
                     from scorer.ray_engine import run_score_ray
 

@@ -6,7 +6,14 @@ import argparse
 import os
 from typing import Any
 
-from scorer.cli.options import add_model_args, backend_config, positive_int
+from scorer.cli.options import (
+    add_max_batch_tokens_arg,
+    add_mode_arg,
+    add_model_args,
+    backend_config,
+    positive_float,
+    positive_int,
+)
 from scorer.serve import TOKEN_ENV, Limits
 
 
@@ -15,14 +22,21 @@ def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
-    p.add_argument("--mode", choices=("direct", "serial", "shared"), default="shared")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=4096,
-                   help="shared mode: suffix tokens per pass, >= 1")
+    add_mode_arg(p, "shared")
+    add_max_batch_tokens_arg(p)
     p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
     p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
                    help="requests waiting for the scorer before 503")
     p.add_argument("--max-rows", type=positive_int, default=Limits.max_rows, help="rows per batch request")
     p.add_argument("--max-body-bytes", type=positive_int, default=Limits.max_body_bytes, help="bytes per request")
+    p.add_argument("--header-timeout", type=positive_float, default=Limits.header_timeout_s, metavar="S",
+                   help=f"seconds a request's line and headers may take (default {Limits.header_timeout_s:g}); "
+                        "a slower client gets 408 and its connection closes")
+    p.add_argument("--body-timeout", type=positive_float, default=Limits.body_timeout_s, metavar="S",
+                   help=f"seconds a request's body may take once its headers are in "
+                        f"(default {Limits.body_timeout_s:g})")
+    p.add_argument("--max-connections", type=positive_int, default=Limits.max_connections, metavar="N",
+                   help=f"open connections at once (default {Limits.max_connections}); one more gets 503")
     p.add_argument("--calibration", metavar="FILE",
                    help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
                         "a row it does not cover answers 422")
@@ -41,7 +55,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     cfg = ServeConfig(host=args.host, port=args.port, mode=args.mode, max_batch_tokens=args.max_batch_tokens,
                       token=args.token or os.environ.get(TOKEN_ENV) or None,
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
-                                    queue_size=args.queue_size),
+                                    queue_size=args.queue_size, header_timeout_s=args.header_timeout,
+                                    body_timeout_s=args.body_timeout, max_connections=args.max_connections),
                       calibration=args.calibration)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,

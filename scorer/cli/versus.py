@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_exact_tuning_args, add_model_args, backend_config
+from scorer.cli.options import add_exact_tuning_args, add_model_args, backend_config, positive_int
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
 from scorer.runs.versus import (
     DEFAULT_INPUT,
@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
                    help="typed lane: also record calibrated probabilities from this calibration file "
                         "(semif calibrate prior/bias); raw probabilities are kept unchanged")
     p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help="alternatives recorded per position (default 5)")
-    p.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS,
+    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS,
                    help="typed path: suffix tokens per packed pass")
     p.add_argument("--no-check-direct", action="store_true",
                    help="skip the untimed direct-mode cross-check of the typed choices")

@@ -28,6 +28,7 @@ from scorer.backends.base import Backend, Prefix, pack_chunks
 from scorer.calibration.signature import signature_of
 from scorer.errors import InputError, ValidationError, brief
 from scorer.io import RecordsOutput, ResumePoint, read_resume
+from scorer.options import DEFAULT_MAX_BATCH_TOKENS, MODES, check_run_options, positive_float, positive_int
 from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
 
@@ -35,10 +36,8 @@ if TYPE_CHECKING:
     from scorer.calibration.batch import BatchResult
     from scorer.calibration.core import Calibration
 
-MODES = ("direct", "serial", "shared")
 RECORD_LINE_PREFIX = b'{"schema":"' + RECORD_SCHEMA.encode() + b'"'
 """How every record line starts: a torn tail must be a piece of one for ``--resume`` to cut it."""
-DEFAULT_MAX_BATCH_TOKENS = 4096
 SERIAL_CACHE_STATES = 8
 
 
@@ -373,6 +372,13 @@ class ScoreConfig:
     """Re-score fresh the fast-path decisions under a drift bound (:class:`scorer.runs.exact.ExactPolicy`)."""
     calibration: Calibration | None = None
     """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
+
+    def __post_init__(self) -> None:
+        """The options checked by the rules the command line and the API use (:mod:`scorer.options`)."""
+        check_run_options(self.mode, self.max_batch_tokens)
+        positive_int(self.permute, "permute")
+        if self.temperature is not None:
+            positive_float(self.temperature, "temperature")
 
 
 def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], run_parts: Mapping[str, Any], mode: str,

@@ -1,0 +1,126 @@
+"""The rules for the options every entry shares: one check per option, one message, below every face.
+
+The command line (``scorer.cli.options``: argparse ``type=`` functions), the Python API (``Scorer(...)``),
+the configs the runs take (:class:`scorer.backends.BackendConfig`) and the service all check an option
+with the function here, so ``Scorer(threads=0)`` is refused with the words ``semif score --threads 0``
+is refused with. A refusal is an :class:`OptionError` (a :class:`~scorer.errors.SemifError`: exit 2).
+
+Messages say what the value is and what it should be, without the option's name; the caller puts the
+name in front in its own terms (argparse: ``argument --threads/--llama-threads: 0 is not an integer >= 1``;
+the API: ``threads: 0 is not an integer >= 1``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from scorer.errors import SemifError, brief
+
+MODES = ("direct", "serial", "shared")
+"""Scoring modes (``scorer.runs.score``)."""
+BACKENDS = ("torch", "llamacpp", "openai")
+"""Backends (``scorer.backends``)."""
+DEVICES = ("cpu", "cuda", "mps")
+"""torch devices."""
+DTYPES = ("float32", "bfloat16", "float16")
+"""torch dtypes (default: fp32 on cpu, bf16 on cuda, fp16 on mps)."""
+DEFAULT_MAX_BATCH_TOKENS = 4096
+"""Shared mode: suffix tokens per packed pass."""
+
+
+class OptionError(SemifError):
+    """An option's value is refused. ``option`` names it (None: the caller adds the name itself), ``problem``
+    says what is wrong and what would be right."""
+
+    def __init__(self, option: str | None, problem: str) -> None:
+        self.option, self.problem = option, problem
+        super().__init__(f"{option}: {problem}" if option else problem)
+
+
+def positive_int(value: Any, option: str | None = None) -> int:
+    """An integer >= 1 (a bool, a float or a string is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise OptionError(option, f"{brief(value)} is not an integer >= 1")
+    return value
+
+
+def optional_positive_int(value: Any, option: str | None = None) -> int | None:
+    """None (the library's default) or an integer >= 1."""
+    return None if value is None else positive_int(value, option)
+
+
+def non_negative_int(value: Any, option: str | None = None) -> int:
+    """An integer >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise OptionError(option, f"{brief(value)} is not an integer >= 0")
+    return value
+
+
+def positive_float(value: Any, option: str | None = None) -> float:
+    """A finite number > 0 (an int is one; a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (value > 0 and math.isfinite(value)):
+        raise OptionError(option, f"{brief(value)} is not a finite number > 0")
+    return float(value)
+
+
+def one_of(value: Any, choices: Sequence[str], option: str | None = None) -> str:
+    """One of ``choices`` (exactly: no case folding, no stripping)."""
+    if not isinstance(value, str) or value not in choices:
+        raise OptionError(option, f"{brief(value)} is not one of {', '.join(choices)}")
+    return value
+
+
+def optional_one_of(value: Any, choices: Sequence[str], option: str | None = None) -> str | None:
+    """None (the default) or one of ``choices``."""
+    return None if value is None else one_of(value, choices, option)
+
+
+def text(value: Any, option: str | None = None, what: str = "a non-empty string") -> str:
+    """A non-empty string (a path given as ``os.PathLike`` becomes its string); ``what`` says what it names."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise OptionError(option, f"{brief(value)} is not {what}")
+    return value
+
+
+def optional_text(value: Any, option: str | None = None, what: str = "a non-empty string") -> str | None:
+    """None or :func:`text`."""
+    return None if value is None else text(value, option, what)
+
+
+def gpu_layers(value: Any, option: str | None = None) -> str:
+    """llama.cpp layers to offload: an integer >= 0 or ``auto``, returned as its text (``"0"``, ``"auto"``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if isinstance(value, str) and (value == "auto" or (value.isascii() and value.isdigit())):
+        return str(int(value)) if value != "auto" else value
+    raise OptionError(option, f"{brief(value)} is not a number of layers >= 0 or 'auto'")
+
+
+def check_run_options(mode: Any, max_batch_tokens: Any) -> tuple[str, int]:
+    """The scoring options a :class:`~scorer.api.Scorer` (and ``semif score``/``serve``) take, checked; the
+    messages name them as the API does."""
+    return one_of(mode, MODES, "mode"), positive_int(max_batch_tokens, "max_batch_tokens")
+
+
+def cli_int(text: str) -> Any:
+    """A command-line word as the value its rule judges: an ASCII integer becomes an ``int`` (so the message
+    reads ``0 is not an integer >= 1`` at the command line as in the API); anything else stays text."""
+    body = text[1:] if text.startswith("-") else text
+    return int(text) if body and body.isascii() and body.isdigit() else text
+
+
+def cli_float(text: str) -> Any:
+    """A command-line word as a number for its rule (an integer stays one, as the API would pass it; ``inf``
+    and ``nan`` become floats, which the rule refuses); anything else stays text."""
+    as_int = cli_int(text)
+    if isinstance(as_int, int):
+        return as_int
+    try:
+        return float(text)
+    except ValueError:
+        return text
