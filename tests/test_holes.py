@@ -205,7 +205,7 @@ def test_a_directory_in_place_of_the_gguf_is_exit_2_as_the_readme_says(tmp_path,
     ({"threads": "x"}, ["--llama-threads", "x"], "'x' is not an integer >= 1"),
     ({"max_batch_tokens": 0}, ["--max-batch-tokens", "0"], "0 is not an integer >= 1"),
     ({"mode": "fast"}, ["--mode", "fast"], "'fast' is not one of direct, serial, shared"),
-    ({"backend": "tpu"}, ["--backend", "tpu"], "'tpu' is not one of torch, llamacpp"),
+    ({"backend": "tpu"}, ["--backend", "tpu"], "'tpu' is not one of torch, llamacpp, openai"),
     ({"device": "gpu"}, ["--device", "gpu"], "'gpu' is not one of cpu, cuda, mps"),
     ({"dtype": "float8"}, ["--dtype", "float8"], "'float8' is not one of float32, bfloat16, float16"),
     ({"llama_gpu_layers": "-1"}, ["--llama-gpu-layers", "-1"], "'-1' is not a number of layers >= 0 or 'auto'"),
@@ -241,7 +241,7 @@ def test_the_api_accepts_what_the_cli_accepts(monkeypatch):
 
 @pytest.mark.parametrize("bad", [None, 3, object()])
 def test_a_backend_that_is_neither_a_name_nor_a_backend_is_refused(bad):
-    with pytest.raises(OptionError, match=r"^backend: .* is not one of torch, llamacpp"):
+    with pytest.raises(OptionError, match=r"^backend: .* is not one of torch, llamacpp, openai"):
         Scorer(backend=bad)
 
 
