@@ -148,3 +148,57 @@ def add_report_args(p: argparse.ArgumentParser, labels_help: str = "decision inp
     p.add_argument("--force", action="store_true", help="overwrite an existing report")
     p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS, help="bootstrap replicates")
     p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED, help="bootstrap seed")
+
+
+# --- engine SPECs (semif score --fast SPEC --accurate SPEC) ---------------------------------------------------------
+SPEC_KEYS = ("backend", "model", "revision", "base_url", "served_model", "api_key_env", "concurrency", "retries",
+             "threads", "gguf", "device", "dtype", "mode", "calibration")
+"""What a SPEC may name: the model group's options (as ``key=value``), the mode it scores in, a calibration file."""
+
+
+def parse_spec(text: str, flag: str) -> tuple[BackendConfig, str | None, str | None]:
+    """``backend=openai,base_url=http://127.0.0.1:8080,model=qwen2.5-0.5b,mode=shared`` (or ``@FILE.json``, an
+    object with the same keys) → the backend config, the mode (None: the run's default) and the calibration
+    file (None: none). A bad SPEC is an :class:`InputError` naming the flag and the key."""
+    import json
+
+    raw: dict[str, Any]
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(flag, None, None, f"cannot read {path}: {exc.strerror}", "a readable JSON file") from None
+        except ValueError as exc:
+            raise InputError(str(path), None, None, f"not JSON ({exc})", "a JSON object of SPEC keys") from None
+        if not isinstance(raw, dict):
+            raise InputError(str(path), None, None, "not a JSON object", "a JSON object of SPEC keys")
+    else:
+        raw = {}
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise InputError(flag, None, None, f"{part!r} is not key=value",
+                                 f"comma-separated key=value pairs; keys: {', '.join(SPEC_KEYS)}")
+            raw[key.strip()] = value.strip()
+    unknown = [k for k in raw if k not in SPEC_KEYS]
+    if unknown:
+        raise InputError(flag, None, unknown[0], "unknown SPEC key", f"one of {', '.join(SPEC_KEYS)}")
+    if "model" not in raw:
+        raise InputError(flag, None, "model", "missing", "model=KEY|PATH|ORG/NAME")
+    mode = raw.pop("mode", None)
+    if mode is not None and mode not in MODES:
+        raise InputError(flag, None, "mode", f"{mode!r}", f"one of {', '.join(MODES)}")
+    calibration = raw.pop("calibration", None)
+    try:
+        for k in ("concurrency", "retries", "threads"):
+            if k in raw and isinstance(raw[k], str):
+                raw[k] = rules.cli_int(raw[k])
+        cfg = BackendConfig(**raw)
+    except OptionError as exc:
+        raise InputError(flag, None, exc.option or "spec", exc.problem, "a valid value for that key") from None
+    if cfg.backend == "openai" and not cfg.base_url:
+        raise InputError(flag, None, "base_url", "missing for backend=openai", "base_url=http://HOST:PORT")
+    return cfg, mode, calibration

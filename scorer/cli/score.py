@@ -48,6 +48,7 @@ def register(sub: Any) -> None:
     add_exact_args(p)
     add_calibration_args(p)
     _add_engine_args(p)
+    _add_route_args(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="print a readable table of a records file")
@@ -64,6 +65,76 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--actors", type=positive_int, default=1, help="ray: scoring actors, one model each")
     g.add_argument("--cpus-per-actor", type=float, default=1.0, help="ray: CPUs per actor (and its threads)")
     g.add_argument("--gpus-per-actor", type=float, default=0.0, help="ray: GPUs per actor")
+
+
+def _add_route_args(p: argparse.ArgumentParser) -> None:
+    """Live two-path routing: ``--fast SPEC --accurate SPEC --escalate-below M``."""
+    g = p.add_argument_group("live routing (every decision on --fast; low-margin ones re-scored on --accurate)")
+    g.add_argument("--fast", metavar="SPEC",
+                   help="the fast engine: key=value pairs (backend, model, base_url, served_model, mode, threads, "
+                        "calibration, ...) or @FILE.json; replaces the model options")
+    g.add_argument("--accurate", metavar="SPEC", help="the accurate engine (same form as --fast)")
+    g.add_argument("--escalate-below", metavar="MARGIN|FILE",
+                   help="escalate decisions whose (calibrated) fast margin is below this, or ties; a number from 0 "
+                        "to 1 or the threshold file `semif route --threshold-output` wrote")
+
+
+def _route_policy(args: argparse.Namespace) -> tuple[Any, Any, str | None] | None:
+    """(fast backend config, RoutePolicy factory, fast mode) of the routing options, checked before anything loads;
+    None without --fast."""
+    from scorer.cli.options import parse_spec
+    from scorer.errors import InputError
+
+    given = [f for f, v in (("--fast", args.fast), ("--accurate", args.accurate),
+                            ("--escalate-below", args.escalate_below)) if v is not None]
+    if not given:
+        return None
+    missing = [f for f in ("--fast", "--accurate", "--escalate-below") if f not in given]
+    if missing:
+        raise InputError(missing[0], None, None, "missing", "--fast SPEC --accurate SPEC --escalate-below MARGIN "
+                         "together")
+    for flag, on in (("--engine ray", args.engine == "ray"), ("--batch-calibrate", bool(args.batch_calibrate)),
+                     ("--calibration", args.calibration is not None), ("--permute", args.permute > 1),
+                     ("--temperature", args.temperature is not None)):
+        if on:
+            raise InputError(flag, None, None, "given with live routing",
+                             "per-engine calibration in the SPECs (calibration=FILE); no --permute/--temperature")
+    threshold, source = _threshold(args.escalate_below)
+    fast_cfg, fast_mode, fast_cal = parse_spec(args.fast, "--fast")
+    acc_cfg, acc_mode, acc_cal = parse_spec(args.accurate, "--accurate")
+    from scorer.calibration.core import load_calibration
+
+    cal_f = load_calibration(fast_cal) if fast_cal else None  # bad files refused before any model loads
+    cal_a = load_calibration(acc_cal) if acc_cal else None
+
+    def make(accurate: Any) -> Any:
+        from scorer.runs.route import RoutePolicy
+
+        return RoutePolicy(accurate, threshold, acc_mode or "direct", cal_f, cal_a, args.max_batch_tokens, source)
+
+    return (fast_cfg, acc_cfg), make, fast_mode
+
+
+def _threshold(text: str) -> tuple[float, str]:
+    """``--escalate-below``: a margin, or a `semif route --threshold-output` file (its threshold, and its path
+    and sha256 as the source)."""
+    import math
+
+    from scorer.errors import InputError
+    from scorer.runs.route import read_threshold
+
+    try:
+        v = float(text)
+    except ValueError:
+        path = Path(text)
+        if not path.exists():
+            raise InputError("--escalate-below", None, None, f"{text!r} is neither a number nor a file",
+                             "a margin from 0 to 1, or a `semif route --threshold-output` file") from None
+        t = read_threshold(path)
+        return t, f"{path} (sha256 {sha256_file(path)})"
+    if not (math.isfinite(v) and 0 <= v <= 1):
+        raise InputError("--escalate-below", None, None, f"{text!r}", "a margin from 0 to 1")
+    return v, "given"
 
 
 def _ray_options(args: argparse.Namespace) -> RayOptions:
@@ -96,6 +167,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads
     calibration = check_calibration_args(args)  # a bad calibration file too
+    routing = _route_policy(args)  # bad SPECs, threshold and calibration files too
     if ray_opts is not None and (calibration is not None or args.batch_calibrate):
         raise ValidationError("--calibration and --batch-calibrate are not available with --engine ray yet (score "
                               "with the Ray engine, then `semif calibrate apply` the records)")
@@ -107,7 +179,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         nonlocal bar
         if skip:
             print(f"[semif] resuming: {skip} of {n} records already in {out}", file=sys.stderr)
-        bar = _progress(n, f"score {args.mode}", skip)
+        bar = _progress(n, f"score {mode}", skip)
 
     # The output is created (or, with --resume, opened) and locked before the model loads: a second run on
     # the same --output is refused here, and nothing is written or cut until the configuration is checked.
@@ -122,7 +194,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     else:
         records_path = out
     sink = RecordsOutput.resume(records_path) if args.resume else RecordsOutput.create(records_path)
-    cfg = ScoreConfig(mode=args.mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
+    mode = (routing[2] or args.mode) if routing else args.mode
+    cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
                       permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration)
     try:
         with sink:
@@ -134,6 +207,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
                     run_score_ray(decisions, backend_config(args), sink, args.mode, parts, args.max_batch_tokens,
                                   ray_opts, on_record=lambda _r: bar.update(1), on_start=start)
+                elif routing is not None:
+                    from dataclasses import replace
+
+                    from scorer import cli
+
+                    (fast_cfg, acc_cfg), make, _ = routing
+                    backend = cli.load_backend(fast_cfg)
+                    policy = make(cli.load_backend(acc_cfg))
+                    run_score(decisions, backend, sink, replace(cfg, route=policy),
+                              on_record=lambda _r: bar.update(1), on_start=start)
+                    print(f"[semif] routing: {policy.escalated} decisions escalated to the accurate engine "
+                          f"(margin < {policy.threshold:g} or a tie)", file=sys.stderr)
                 else:
                     backend = load_model(args)
                     if args.batch_calibrate:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from scorer.backends.base import Backend
@@ -34,6 +35,26 @@ def acting(rec: dict[str, Any]) -> dict[str, Any]:
     """The readout a decision is acted on: the calibrated block when there is one, else the raw record."""
     cal = rec.get("calibrated")
     return cal if isinstance(cal, dict) else rec
+
+
+def read_threshold(path: Path) -> float:
+    """The threshold of a ``semif route --threshold-output`` file (a ``route-threshold`` report), checked."""
+    import orjson
+
+    from scorer.errors import InputError
+
+    try:
+        rep = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(str(path), None, None, f"not JSON ({exc})",
+                         "a `semif route --threshold-output` file") from None
+    if not isinstance(rep, dict) or rep.get("kind") != "route-threshold":
+        raise InputError(str(path), None, "kind", f"{rep.get('kind') if isinstance(rep, dict) else rep!r}",
+                         '"route-threshold" (a file written by `semif route --threshold-output`)')
+    t = rep.get("threshold")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= float(t) <= 1:
+        raise InputError(str(path), None, "threshold", f"{t!r}", "a margin from 0 to 1")
+    return float(t)
 
 
 def check_threshold(value: float, where: str = "--escalate-below") -> float:

@@ -370,6 +370,8 @@ class ScoreConfig:
     """Rescale the option logits by 1/T (:func:`scorer.calibrate.apply_temperature`)."""
     exact: RecordPolicy | None = None
     """Re-score fresh the fast-path decisions under a drift bound (:class:`scorer.runs.exact.ExactPolicy`)."""
+    route: RecordPolicy | None = None
+    """Re-score low-margin decisions on an accurate engine (:class:`scorer.runs.route.RoutePolicy`)."""
     calibration: Calibration | None = None
     """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
 
@@ -384,7 +386,7 @@ class ScoreConfig:
 def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], run_parts: Mapping[str, Any], mode: str,
                          max_batch_tokens: int, *, permute: int = 1, temperature: float | None = None,
                          calibration: Calibration | None = None,
-                         exact: RecordPolicy | None = None) -> dict[str, Any]:
+                         exact: RecordPolicy | None = None, route: RecordPolicy | None = None) -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
@@ -403,6 +405,12 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
         parts["exact"] = exact.config()
+    if route is not None:
+        if permute > 1 or calibration is not None or temperature is not None:
+            raise ValidationError("live routing (--fast/--accurate) takes its calibrations in the SPECs "
+                                  "(calibration=FILE) and does not combine with --permute, --temperature or "
+                                  "--calibration")
+        parts["route"] = route.config()
     return parts
 
 
@@ -422,7 +430,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     """
     parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
                                  permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
-                                 exact=cfg.exact)
+                                 exact=cfg.exact, route=cfg.route)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
         return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
@@ -446,11 +454,15 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         items = prepare(backend, decisions, with_prefix=mode != "direct")
         if exact is not None:  # the bound is set (probe or drift report) before any record is written
             exact.calibrate(backend, items, mode, cfg.max_batch_tokens)
+        if cfg.route is not None:  # the accurate engine's prompts validated before any record is written
+            cfg.route.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if on_start:
             on_start(len(items), skip)
         records = score_items(backend, items, mode, run, skip, cfg.max_batch_tokens)
         if exact is not None:
             records = exact.apply(backend, items, mode, records)
+        if cfg.route is not None:
+            records = cfg.route.apply(backend, items, mode, records)
     if cfg.temperature is not None:
         from scorer.calibrate import apply_temperature
 
