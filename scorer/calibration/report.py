@@ -486,7 +486,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
-    from scorer.runs.eval import _run_info, enveloped
+    from scorer.runs.eval import run_info, enveloped
     from scorer.schema import load_decisions, read_records
     from scorer.store import sha256_file
 
@@ -499,7 +499,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
     fold = folds_of(labels, folds)
     lab = {lb.id: lb for lb in labels}
     raw_plain = raw_probs(views["plain"], lab)
-    info = _run_info(run, read_records(run))
+    info = run_info(run, read_records(run))
     m = info.get("model") or {}
     rep: dict[str, Any] = {
         "title": f"Calibration methods · {m.get('key')} {m.get('backend')} {info.get('mode')} · {Path(run).stem} "
@@ -533,7 +533,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
         rep["skew"] = skew(labels, views["plain"], draws=skew_draws, seed=seed)
     if route_fast:
         fast_views = load_views(labels, rows, route_fast, None, None)
-        rep["routing"] = {"fast": _run_info(route_fast, read_records(route_fast)),
+        rep["routing"] = {"fast": run_info(route_fast, read_records(route_fast)),
                           **routing(labels, fast_views, views, fold, shares, reps, seed)}
     return enveloped("calibration", rep)
 

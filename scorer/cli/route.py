@@ -24,6 +24,10 @@ def register(sub: Any) -> None:
                    help="margins to report (comma list)")
     p.add_argument("--apply", type=float, help="also write the routed records at this margin threshold")
     p.add_argument("--routed-output", help="with --apply: JSONL path of the routed records")
+    p.add_argument("--threshold-output", metavar="T.json",
+                   help="choose the threshold out of fold (group-disjoint folds, labels needed) and write it where "
+                        "`semif score --escalate-below T.json` reads it")
+    p.add_argument("--folds", type=positive_int, default=5, help="--threshold-output: folds (default 5)")
     add_report_args(p)
     p.set_defaults(func=_cmd_route)
 
@@ -64,6 +68,28 @@ def _cmd_route(args: argparse.Namespace) -> int:
         out = Path(args.routed_output)
         check_outputs(report_out, args.force, out)
         recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
+    threshold_out = Path(args.threshold_output) if args.threshold_output else None
+    if threshold_out is not None:
+        from scorer import metrics
+        from scorer.io import check_writable
+        from scorer.runs.eval import enveloped
+        from scorer.runs.route import choose_threshold
+        from scorer.schema import read_records
+
+        check_writable(threshold_out)
+        rf, rr = read_records(args.fast), read_records(args.reference)
+        labs = metrics.labels_from_decisions(args.labels) if args.labels else metrics.labels_from_records(
+            rr, args.reference)
+        chosen = choose_threshold(rf, rr, labs, ths, args.folds)
+        from scorer.runs.eval import run_info
+
+        body = {"fast": run_info(args.fast, rf), "reference": run_info(args.reference, rr),
+                "labels": {"path": args.labels} if args.labels else None, **chosen}
+        save_report(enveloped("route-threshold", body), threshold_out, args.force)
+        oof = chosen["out_of_fold"]
+        print(f"[semif] threshold {chosen['threshold']:g} (out of fold over {chosen['folds']} folds: balanced "
+              f"accuracy {oof['balanced_accuracy']:.3f}, {100 * oof['escalated_share']:.1f}% escalated) written to "
+              f"{threshold_out}", file=sys.stderr)
     save_report(rep, report_out, args.force)
     if args.apply is not None:
         write_atomic(out, b"".join(dumps_record(r) for r in recs))

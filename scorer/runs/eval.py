@@ -41,7 +41,7 @@ def _load(run: str, labels: str | None) -> tuple[list[dict[str, Any]], list[metr
     return recs, labs, table, unlabelled
 
 
-def _run_info(path: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
+def run_info(path: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
     first = recs[0] if recs else {}
     return {"path": path, "sha256": sha256_file(Path(path)), "records": len(recs), "model": first.get("model"),
             "mode": first.get("mode"), "kernel": first.get("kernel"), "prompt_version": first.get("prompt_version"),
@@ -88,7 +88,7 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
     from scorer.schema import read_records
 
     recs, labs, table, unlabelled = _load(run, labels)
-    info = _run_info(run, recs)
+    info = run_info(run, recs)
     report: dict[str, Any] = {
         "title": _title("Decision quality", info, len(labs)),
         "run": info, "labels": _labels_info(labels), "groups": len({lb.group for lb in labs}),
@@ -110,7 +110,7 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
     if compare:
         recs_b = read_records(compare)
         table_b, _ = metrics.align(labs, recs_b, compare)
-        report["compare"] = {"run_b": _run_info(compare, recs_b), "counts_b": table_b.counts(),
+        report["compare"] = {"run_b": run_info(compare, recs_b), "counts_b": table_b.counts(),
                              **metrics.paired(table, table_b, reps, seed)}
     return enveloped("eval", report)
 
@@ -199,7 +199,7 @@ def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metri
                          "raw records (fit on what the model produced)")
     fit = calibrate.fit_table(table)
     oof = calibrate.out_of_fold(table, folds, reps, seed)
-    info = _run_info(run, recs)
+    info = run_info(run, recs)
     return enveloped("calibrate", {
         "title": _title("Calibration", info, table.n), "run": info, "labels": _labels_info(labels),
         "counts": table.counts(),
@@ -250,7 +250,7 @@ def order_report(labels: str | None, base: str, reversed_: str, permuted: str | 
         tb, _ = metrics.align(labs, rb, b)
         p = metrics.paired(ta, tb, reps, seed)
         boot_a, boot_b = metrics.bootstrap(ta, reps, seed), metrics.bootstrap(tb, reps, seed)
-        return {"original": _run_info(a, ra), "reversed": _run_info(b, rb),
+        return {"original": run_info(a, ra), "reversed": run_info(b, rb),
                 "accuracy_original": boot_a["accuracy"], "accuracy_reversed": boot_b["accuracy"],
                 "balanced_accuracy_original": boot_a["balanced_accuracy"],
                 "balanced_accuracy_reversed": boot_b["balanced_accuracy"],
@@ -258,7 +258,7 @@ def order_report(labels: str | None, base: str, reversed_: str, permuted: str | 
                 "mean_total_variation": p["mean_total_variation"], "counts": [ta.counts(), tb.counts()],
                 "time_s": [float(ta.seconds.sum()), float(tb.seconds.sum())]}
 
-    title = _title("Order robustness (options reversed)", _run_info(base, recs_a), len(labs))
+    title = _title("Order robustness (options reversed)", run_info(base, recs_a), len(labs))
     rep: dict[str, Any] = {"title": title, "labels": _labels_info(labels),
                            "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
                            "rows": len(labs), "plain": side(base, reversed_)}
@@ -351,7 +351,7 @@ def route_report(fast: str, reference: str, labels: str | None, thresholds: tupl
         rows.append(row(f"margin<{th:g}", route_records(rf, rr, th), th))
     for r in rows:
         r["time_vs_reference"] = r["time_s"] / ref_time if ref_time else None
-    fi, ri = _run_info(fast, rf), _run_info(reference, rr)
+    fi, ri = run_info(fast, rf), run_info(reference, rr)
     fm, rm = fi.get("model") or {}, ri.get("model") or {}
     title = (f"Two-path routing · fast {fm.get('key')} {fm.get('backend')} → reference {rm.get('key')} "
              f"{rm.get('backend')} · {Path(reference).stem} ({len(labs)} rows)")

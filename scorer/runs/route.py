@@ -173,3 +173,74 @@ class RoutePolicy:
                       "accurate_total_s": round(t_acc, 6)}
             yield {**a, "run": rec["run"], "extra": rec.get("extra", a.get("extra")), "timing": timing,
                    "escalated": True, "route": route}
+
+
+# --- choosing the threshold out of fold (semif route --threshold-output) --------------------------------------------
+def routed(fast: dict[str, dict[str, Any]], ref: dict[str, dict[str, Any]], ids: list[str],
+           threshold: float) -> list[dict[str, Any]]:
+    """The records live routing would act on at ``threshold`` (the acting readout of the fast record, or of the
+    reference record when the fast one's acting margin is below it or a tie), shaped for :func:`metrics.align`."""
+    out = []
+    for rid in ids:
+        f = fast.get(rid)
+        esc = f is None or bool(acting(f)["tie"]) or float(acting(f)["margin"]) < threshold
+        src = ref.get(rid) if esc else f
+        if src is None:
+            continue
+        a = acting(src)
+        out.append({**src, "choice": a["choice"], "probabilities": a["probabilities"], "margin": a["margin"],
+                    "tie": a["tie"], "escalated": esc})
+    return out
+
+
+def choose_threshold(fast: list[dict[str, Any]], ref: list[dict[str, Any]], labels: list[Any],
+                     candidates: tuple[float, ...], folds: int = 5) -> dict[str, Any]:
+    """The margin threshold that maximises balanced accuracy (ties: the smallest share escalated), chosen on
+    group-disjoint training folds and judged on each held-out fold, then chosen on all rows for deployment."""
+    from scorer import metrics
+    from scorer.calibrate import group_folds
+
+    fmap, rmap = {r["id"]: r for r in fast}, {r["id"]: r for r in ref}
+
+    def judge(rows: list[Any], t: float) -> tuple[float, float]:
+        recs = routed(fmap, rmap, [lb.id for lb in rows], t)
+        table, _ = metrics.align(rows, recs)
+        share = sum(1 for r in recs if r["escalated"]) / max(1, len(rows))
+        return metrics.balanced_accuracy(table), share
+
+    def best(rows: list[Any]) -> float:
+        scored = [(judge(rows, t), t) for t in candidates]
+        return max(scored, key=lambda s: (s[0][0], -s[0][1], -s[1]))[1]
+
+    groups = [lb.group for lb in labels]
+    k = max(2, min(folds, len(set(groups))))
+    fold_of = group_folds(groups, k)
+    per_fold, oof_ids, oof_recs = [], [], []
+    for f in range(k):
+        train = [lb for lb in labels if fold_of[lb.group] != f]
+        test = [lb for lb in labels if fold_of[lb.group] == f]
+        if not test or not train:
+            continue
+        t = best(train)
+        recs = routed(fmap, rmap, [lb.id for lb in test], t)
+        ba, share = judge(test, t)
+        per_fold.append({"fold": f, "rows": len(test), "threshold": t, "balanced_accuracy": ba,
+                         "escalated_share": share})
+        oof_ids += [lb.id for lb in test]
+        oof_recs += recs
+    by_id = {lb.id: lb for lb in labels}
+    table, _ = metrics.align([by_id[i] for i in oof_ids], oof_recs)
+    deployed = best(labels)
+    ba_all, share_all = judge(labels, deployed)
+    fast_t, _ = metrics.align(labels, fast)
+    ref_t, _ = metrics.align(labels, ref)
+    return {"threshold": deployed, "candidates": list(candidates), "folds": k,
+            "rule": "maximise balanced accuracy of the routed decisions, ties broken by the smaller escalated share, "
+                    "then the smaller threshold; margins of the acting readout (calibrated when the records carry it)",
+            "out_of_fold": {"balanced_accuracy": metrics.balanced_accuracy(table),
+                            "accuracy": metrics.accuracy(table),
+                            "escalated_share": sum(1 for r in oof_recs if r["escalated"]) / max(1, len(oof_recs)),
+                            "per_fold": per_fold},
+            "in_sample_at_threshold": {"balanced_accuracy": ba_all, "escalated_share": share_all},
+            "fast_only": {"balanced_accuracy": metrics.balanced_accuracy(fast_t)},
+            "reference_only": {"balanced_accuracy": metrics.balanced_accuracy(ref_t)}}
