@@ -52,6 +52,7 @@ KINDS: dict[str, str] = {
     "calibration": "semif-eval-v2",  # semif calibrate report
     "order": "semif-eval-v2",  # semif order
     "route": "semif-eval-v2",  # semif route
+    "route-threshold": "semif-eval-v2",  # semif route --threshold-output (read by semif score --escalate-below)
     "prior": "semif-calibration-v2",  # semif calibrate prior (also an input of --calibration)
     "bias": "semif-calibration-v2",  # semif calibrate bias (also an input of --calibration)
     "peers": "semif-peers-v1",  # benchmarks/peers
@@ -59,6 +60,7 @@ KINDS: dict[str, str] = {
     "ray-scale": "semif-ray-scale-v2",  # benchmarks/ray_scale.py
     "serve-load": "semif-serve-load-v2",  # benchmarks/serve_load.py
     "grammar-mask-probe": "semif-grammar-mask-probe-v1",  # benchmarks/grammar-mask-probe.py
+    "engines": "semif-engines-v1",  # benchmarks/engines.py
 }
 """Every report kind and the format its writer writes now."""
 

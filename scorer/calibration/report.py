@@ -486,7 +486,7 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
-    from scorer.runs.eval import run_info, enveloped
+    from scorer.runs.eval import enveloped, run_info
     from scorer.schema import load_decisions, read_records
     from scorer.store import sha256_file
 

@@ -1,0 +1,248 @@
+"""The seed's table, measured here: engines side by side on throughput AND decision quality, same decisions.
+
+For each model and decision set, every configuration scores the same rows in shared mode (the fast path):
+
+* ``torch-fp32`` — the in-process torch backend on the fp32 weights dequantized from the GGUF (the reference);
+* ``llamacpp-q4`` — the in-process llama.cpp backend on the GGUF itself (Q4_K_M for the Qwen models);
+* ``llama-server`` — llama.cpp's HTTP server (``semif engine start llama-server``) on the same GGUF, through
+  ``--backend openai``;
+* ``vllm-fp32`` / ``vllm-bf16`` — vLLM's CPU build (``semif engine start vllm``) on the torch backend's fp32
+  checkpoint, through ``--backend openai``.
+
+Each run is a fresh ``semif score`` process (the user's command): ``wall_s`` is the whole process (imports, model
+load or engine handshake, scoring); ``scoring_s`` is the span from the first to the last record written (polled),
+so ``decisions_per_s_scoring`` excludes the load. Engines are started before the first repeat and kept up
+(their own start-up time is reported apart); configurations run round-robin, ``--repeats`` times each, and the
+medians are reported. Quality from the records, against the rows' labels: balanced accuracy raw and calibrated
+(the label-free in-batch prior, mean estimator, every signature: what ``--batch-calibrate`` applies), decisions
+changed and max |Δp| against ``torch-fp32``, and whether the prompt/token hashes are identical (they must be).
+
+Routed rows (computed from the same records, no extra run): fast = one engine, accurate = another, the margin
+threshold chosen out of fold (:func:`scorer.runs.route.choose_threshold`); time = the fast run's scoring time
+plus the accurate run's per-record time of the escalated decisions.
+
+    .venv/bin/python benchmarks/engines.py --models qwen2.5-0.5b --sets boundary,authored,shape-small \\
+        --configs torch-fp32,llamacpp-q4,llama-server,vllm-fp32 --repeats 1 --output data/results/engines-X.json
+
+One report (kind ``engines``); progress on stderr. Quote it only from a quiet machine (load averages inside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scorer import metrics  # noqa: E402
+from scorer.envelope import envelope, file_input, write_report  # noqa: E402
+from scorer.io import refuse_overwrite  # noqa: E402
+from scorer.machine import load_average, load_span  # noqa: E402
+
+FORMAT = "semif-engines-v1"
+SETS = {"boundary": ROOT / "data/eval/boundary.jsonl", "authored": ROOT / "data/eval/authored.jsonl",
+        "shape-small": ROOT / "data/workloads/shape-small.jsonl"}
+CONFIGS = ("torch-fp32", "llamacpp-q4", "llama-server", "vllm-fp32", "vllm-bf16")
+REFERENCE = "torch-fp32"
+ROUTES = (("vllm-fp32", "llamacpp-q4"), ("llamacpp-q4", "vllm-fp32"), ("llama-server", "torch-fp32"))
+
+
+def _flags(config: str, model: str, engines: dict[str, dict[str, Any]], threads: int) -> list[str]:
+    if config == "torch-fp32":
+        return ["--model", model, "--backend", "torch", "--threads", str(threads)]
+    if config == "llamacpp-q4":
+        return ["--model", model, "--backend", "llamacpp", "--threads", str(threads)]
+    return ["--model", model, "--backend", "openai", "--base-url", engines[config]["base_url"],
+            "--concurrency", "4"]
+
+
+def _start_engines(model: str, configs: list[str], threads: int) -> dict[str, dict[str, Any]]:
+    from scorer.engines.launcher import EngineSpec, start
+
+    out = {}
+    for c in configs:
+        if c == "llama-server":
+            out[c] = start(EngineSpec(engine="llama-server", model=model, ctx=4096, parallel=4, threads=threads))
+        elif c.startswith("vllm-"):
+            dtype = {"vllm-fp32": "float32", "vllm-bf16": "bfloat16"}[c]
+            out[c] = start(EngineSpec(engine="vllm", model=model, ctx=4096, dtype=dtype, threads=threads,
+                                      kv_cache_gib=4))
+    return out
+
+
+def _run(config: str, flags: list[str], rows: Path, out: Path) -> dict[str, Any]:
+    cmd = [str(ROOT / ".venv/bin/semif"), "score", "--input", str(rows), "--output", str(out), "--mode", "shared",
+           *flags]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    first = last = None
+    seen = 0
+    while proc.poll() is None:
+        time.sleep(0.05)
+        try:
+            n = out.read_bytes().count(b"\n")
+        except FileNotFoundError:
+            continue
+        now = time.perf_counter() - t0
+        if n and first is None:
+            first = now
+        if n != seen:
+            seen, last = n, now
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"{config}: semif score exited {proc.returncode}:\n{err[-4000:]}")
+    recs = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    first = first if first is not None else wall
+    last = last if last is not None and seen == len(recs) else wall
+    return {"config": config, "command": " ".join(cmd[1:]), "wall_s": round(wall, 3),
+            "first_record_s": round(first, 3), "last_record_s": round(last, 3), "records": len(recs),
+            "_records": recs}
+
+
+def _calibrated(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with the label-free in-batch prior applied (``--batch-calibrate``'s phase 2)."""
+    from scorer.calibration.prior import fit_prior
+    from scorer.calibration.signature import record_signatures
+
+    sigs = record_signatures(recs, None, "records")
+    cal = fit_prior(recs, sigs, "mean", 1)
+    return [{**r, **{k: v for k, v in c["calibrated"].items() if k in ("choice", "probabilities", "margin", "tie")}}
+            for r, c in ((r, cal.apply(r)) for r in recs)]
+
+
+def _quality(recs: list[dict[str, Any]], labels: list[metrics.Label]) -> dict[str, Any]:
+    raw, _ = metrics.align(labels, recs)
+    cal, _ = metrics.align(labels, _calibrated(recs))
+    return {"balanced_accuracy_raw": metrics.balanced_accuracy(raw), "accuracy_raw": metrics.accuracy(raw),
+            "balanced_accuracy_calibrated": metrics.balanced_accuracy(cal),
+            "accuracy_calibrated": metrics.accuracy(cal), "right_raw": round(metrics.accuracy(raw) * raw.n),
+            "right_calibrated": round(metrics.accuracy(cal) * cal.n), "rows": raw.n}
+
+
+def _against(ref: list[dict[str, Any]], recs: list[dict[str, Any]]) -> dict[str, Any]:
+    pairs = list(zip(ref, recs, strict=True))
+    return {"decisions_changed": sum(a["choice"] != b["choice"] for a, b in pairs),
+            "max_abs_dp": max(abs(x - y) for a, b in pairs
+                              for x, y in zip(a["probabilities"], b["probabilities"], strict=True)),
+            "tokens_identical": sum((a["prompt_sha256"], a["tokens_sha256"]) == (b["prompt_sha256"], b["tokens_sha256"])
+                                    for a, b in pairs),
+            "rows": len(pairs)}
+
+
+def _routed(fast: dict[str, Any], acc: dict[str, Any], labels: list[metrics.Label]) -> dict[str, Any]:
+    from scorer.runs.route import choose_threshold, routed
+
+    rf, ra = fast["_records"], acc["_records"]
+    cands = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.01)
+    cands = tuple(c for c in cands if c <= 1)
+    chosen = choose_threshold(rf, ra, labels, cands)
+    t = chosen["threshold"]
+    recs = routed({r["id"]: r for r in rf}, {r["id"]: r for r in ra}, [r["id"] for r in rf], t)
+    n_esc = sum(1 for r in recs if r["escalated"])
+    acc_share = {r["id"]: float(r["timing"]["forward_s"]) for r in ra}
+    time_s = fast["scoring_s"] + sum(acc_share[r["id"]] for r in recs if r["escalated"])
+    return {"fast": fast["config"], "accurate": acc["config"], "threshold": t, "escalated": n_esc,
+            "escalated_share": n_esc / len(recs), "scoring_s": time_s, "decisions_per_s": len(recs) / time_s,
+            "out_of_fold": chosen["out_of_fold"], "fast_only": chosen["fast_only"],
+            "accurate_only": chosen["reference_only"],
+            "time_accounting": "the fast run's scoring span + the accurate run's per-record forward time (its "
+                               "share of the shared passes) for the escalated decisions"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="qwen2.5-0.5b")
+    ap.add_argument("--sets", default="boundary,authored,shape-small")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--output", type=Path, required=True)
+    args = ap.parse_args()
+    if args.output.exists():
+        raise SystemExit(str(refuse_overwrite(args.output)))
+    configs = [c for c in args.configs.split(",") if c]
+    bad = [c for c in configs if c not in CONFIGS]
+    if bad or REFERENCE not in configs:
+        raise SystemExit(f"--configs: unknown {bad} or missing {REFERENCE} (the reference); known {CONFIGS}")
+    sets = [s for s in args.sets.split(",") if s]
+    load_before = load_average()
+    from scorer.engines.launcher import stop
+
+    table: list[dict[str, Any]] = []
+    routes: list[dict[str, Any]] = []
+    engines_started: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="semif-engines-") as tmp:
+        for model in args.models.split(","):
+            engines = _start_engines(model, configs, args.threads)
+            engines_started[model] = {c: {"ready_s": st["ready_s"], "engine_version": st.get("engine_version"),
+                                          "command": st["command"]} for c, st in engines.items()}
+            try:
+                for set_name in sets:
+                    rows = SETS[set_name]
+                    labels = metrics.labels_from_decisions(str(rows))
+                    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
+                    for rep in range(args.repeats):
+                        for c in configs:
+                            print(f"[engines] {model} {set_name} repeat {rep + 1}/{args.repeats} {c} …",
+                                  file=sys.stderr, flush=True)
+                            r = _run(c, _flags(c, model, engines, args.threads), rows,
+                                     Path(tmp) / f"{model}-{set_name}-{c}-{rep}.jsonl")
+                            span = r["last_record_s"] - r["first_record_s"]
+                            print(f"[engines]   wall {r['wall_s']:.1f} s, scoring {span:.1f} s", file=sys.stderr,
+                                  flush=True)
+                            runs[c].append(r)
+                    ref = runs[REFERENCE][0]["_records"]
+                    by_config: dict[str, dict[str, Any]] = {}
+                    for c in configs:
+                        mine = runs[c]
+                        recs = mine[0]["_records"]
+                        scoring = statistics.median(r["last_record_s"] - r["first_record_s"] for r in mine)
+                        wall = statistics.median(r["wall_s"] for r in mine)
+                        n = len(recs)
+                        row = {"model": model, "set": set_name, "config": c, "rows": n, "repeats": len(mine),
+                               "wall_s": wall, "scoring_s": scoring,
+                               "decisions_per_s_whole_process": n / wall,
+                               "decisions_per_s_scoring": n / scoring if scoring > 0 else None,
+                               "engine": recs[0]["model"].get("engine", {}).get("kind") or recs[0]["model"]["backend"],
+                               "dtype": recs[0]["model"].get("dtype"), "score_kind": recs[0]["score_kind"],
+                               **_quality(recs, labels), "vs_reference": _against(ref, recs),
+                               "command": mine[0]["command"]}
+                        table.append(row)
+                        by_config[c] = {**row, "_records": recs}
+                    for fast, acc in ROUTES:
+                        if fast in by_config and acc in by_config:
+                            routes.append({"model": model, "set": set_name,
+                                           **_routed(by_config[fast], by_config[acc], labels)})
+            finally:
+                for st in engines.values():
+                    stop(port=st["port"])
+    report = {**envelope("engines", FORMAT, {s: file_input(SETS[s]) for s in sets}),
+              "title": f"Engines side by side: {args.models} on {', '.join(sets)} (shared mode)",
+              "models": args.models.split(","), "sets": sets, "configs": configs, "repeats": args.repeats,
+              "threads": args.threads, "reference": REFERENCE, "load_average": load_span(load_before),
+              "engines_started": engines_started, "table": table, "routes": routes,
+              "notes": ["decisions/s (scoring) = rows / (last record - first record), the model loaded; whole "
+                        "process = rows / the semif score process's wall time",
+                        "calibrated = the label-free in-batch prior (mean, every signature), in-sample as "
+                        "--batch-calibrate applies it; raw = the model's own readout",
+                        "vs_reference: against torch-fp32 on the same rows (changed choices, max |dp| over options, "
+                        "identical prompt+token hashes)"]}
+    write_report(args.output, report)
+    print(f"[engines] wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
