@@ -8,6 +8,8 @@ holds it to the contract) with logits that are a pure function of the token ids 
 exact unless ``drift`` is set), and generation that follows a script (to emit, e.g., a broken JSON array).
 ``SlowFakeBackend`` makes its kernel calls take wall time; ``NearTieBackend`` builds near-ties that flip
 under the fast path's noise (with :func:`decision_rows` and :func:`write_rows` for its workloads).
+``FakeEngine`` is a remote engine (vLLM or llama.cpp's server over ``httpx.MockTransport``) serving the same
+logits, with faults on demand; :func:`engine_backend` puts ``--backend openai`` on it.
 """
 
 from __future__ import annotations
