@@ -348,14 +348,16 @@ class FakeEngine:
     Faults: :meth:`fail` (the next requests answer 503/429 with ``Retry-After``, or raise ``ConnectError``),
     :meth:`die_after` (after N completions every request is a ``ConnectError``). ``tokenizer`` is the engine's
     own (another one plays "another model"); ``served`` the model names it lists, ``owned_by`` what its
-    ``/v1/models`` says (default: the kind), ``api_key`` the bearer token it requires. ``log`` holds every
-    request that reached it: ``(method, path, body)``.
+    ``/v1/models`` says (default: the kind), ``api_key`` the bearer token it requires, ``ignores`` the
+    completion fields it does not know (as an older version would not). ``log`` holds every request that
+    reached it: ``(method, path, body)``.
     """
 
     def __init__(self, kind: str = "vllm", tokenizer: FakeTokenizer | None = None,
                  bias: dict[str, float] | None = None, served: Sequence[str] = (SERVED,),
                  owned_by: str | None = None, n_ctx: int = 4096, api_key: str | None = None,
-                 model_path: str = "/models/smollm2-135m.gguf", version: str | None = None):
+                 model_path: str = "/models/smollm2-135m.gguf", version: str | None = None,
+                 ignores: Sequence[str] = ()):
         import httpx
 
         if kind not in ("vllm", "llamacpp"):
@@ -369,6 +371,7 @@ class FakeEngine:
         self.api_key = api_key
         self.model_path = model_path
         self.version = version or ("0.32.0" if kind == "vllm" else "b7000-fake")
+        self.ignores = set(ignores)
         self.models_answer: Any = None
         """When set: what ``GET /v1/models`` answers instead (``bytes`` as they are, else as JSON)."""
         self.log: list[tuple[str, str, Any]] = []
@@ -502,6 +505,7 @@ class FakeEngine:
         return ids
 
     def _completion(self, body: dict[str, Any]) -> Any:
+        body = {k: v for k, v in body.items() if k not in self.ignores}
         ids = self._prompt(body)
         if ids is None:
             return self._error(400, "prompt: expected a non-empty list of token ids in the vocabulary")

@@ -162,6 +162,38 @@ def test_the_probabilities_are_the_softmax_over_the_slots_log_probabilities() ->
     assert rec["allowed_token_mass"] == pytest.approx(float(np.exp(lp[slots]).sum()), rel=1e-5)
 
 
+class _BosTokenizer(FakeTokenizer):
+    """A reference that prepends a BOS token (id 1) to every encoding, as the GGUF tokenizers of Llama-family
+    models do; the engine's tokenize (add_special false) leaves it out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bos_id_prepended = 1
+
+    def encode(self, text: str, plain: Any = ()) -> list[int]:
+        ids = super().encode(text, plain)
+        return ids if ids[:1] == [1] else [1, *ids]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reference_that_prepends_bos_is_checked_and_sent_with_it(kind: str) -> None:
+    engine = FakeEngine(kind, bias=LIFT)
+    backend = engine_backend(engine, _BosTokenizer())
+    got = _records(backend, "shared")
+    _assert_same_numbers(got, _records(FakeBackend(tokenizer=_BosTokenizer(), bias=LIFT), "shared"))
+    assert all(b["prompt"][0] == 1 for _, p, b in engine.log if p == "/v1/completions")
+
+
+@pytest.mark.parametrize(("ignored", "message"), [
+    ("logprob_token_ids", r"returned no log-probability for token ids \[82\] .* older than 0\.32"),
+    ("return_tokens_as_token_ids", "named a token 'A' .* return_tokens_as_token_ids was not honoured"),
+])
+def test_a_vllm_that_ignores_what_the_backend_needs_is_refused(ignored: str, message: str) -> None:
+    engine = FakeEngine("vllm", ignores=[ignored], bias={"A": 30.0})  # the greedy token is the slot A
+    with pytest.raises(EngineError, match=message):
+        _records(engine_backend(engine), "direct", _rows(1)[:1])
+
+
 # --- 2. llama.cpp: slots outside the top 20 ---------------------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
 def test_llamacpp_slots_outside_the_top_k_go_through_the_fallback(mode: str) -> None:
