@@ -1,10 +1,19 @@
 """The backend contract (:class:`scorer.backends.base.Backend`), one suite run over every backend: the fake
-(tests/fakes.py), torch (SmolLM2-135M fp32, CPU) and llama.cpp (SmolLM2-135M Q4_1 GGUF).
+(tests/fakes.py), torch (SmolLM2-135M fp32, CPU), llama.cpp (SmolLM2-135M Q4_1 GGUF) and the remote engine
+(``--backend openai``) over tests/fakes.py's FakeEngine, as vLLM and as llama.cpp's server.
+
+The remote engine is sparse (:attr:`~scorer.backends.base.Backend.sparse_logits`): every call that scores names
+the ids it reads (``want``; the suite passes a decision's slots, which the other backends ignore) and gets
+the engine's log-probabilities of those ids and of the top tokens it returned, ``-inf`` elsewhere; the suite
+checks exactly that shape, and compares two results over the entries both hold (which must coincide for two
+paths to the same logits).
 
 Paths that compute the same logits must agree within the backend's tolerance on the largest |Δ logit| over
 the whole vocabulary. Measured on this project's 2-core AVX-512 CPU (a 76-token prefix, suffixes of 21, 22
 and 34 tokens; the suffixes' own logits lie 2.5 apart, so each result is also checked to be its own):
 * fake: every path is the same pure function of the token ids (drift 0): exact.
+* openai (over the fake engines): every path sends the engine the same request (the prompt's token ids), and
+  the fake engine's logits are that pure function: exact.
 * torch fp32: prefix reuse, the packed fan-out and generation steps sum in another order than a fresh
   pass (other matrix shapes): measured at most 3.1e-5; allowed 1e-3 (:data:`TOLERANCE`).
 * llama.cpp Q4_1: serial restores the prefix into the cells a fresh run uses, and generation steps and
@@ -17,18 +26,20 @@ and 34 tokens; the suffixes' own logits lie 2.5 apart, so each result is also ch
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pytest
-from fakes import MERGES, FakeBackend, FakeTokenizer, decision_rows
+from fakes import MERGES, FakeBackend, FakeEngine, FakeTokenizer, decision_rows, engine_backend
 
 from scorer.backends.base import Backend, Prefix, pack_chunks
+from scorer.backends.openai_backend import TOP_K
 from scorer.errors import ModelError, ValidationError
 from scorer.runs.score import Item, memory_need, prepare
 from scorer.schema import parse_decision
 
-TOLERANCE = {"fake": 0.0, "torch": 1e-3, "llamacpp": 0.5}
+TOLERANCE = {"fake": 0.0, "torch": 1e-3, "llamacpp": 0.5, "openai": 0.0}
 """Largest |Δ logit| between a fresh pass and prefix reuse or a generation step (see the module docstring)."""
 FAN_OUT_TOLERANCE = {**TOLERANCE, "llamacpp": 1.0}
 """Largest |Δ logit| between a fan-out result and the same suffix scored alone."""
@@ -36,6 +47,8 @@ _GRAMMAR = 'root ::= "yes" | "no"'
 
 BACKENDS = [
     "fake",
+    "openai-vllm",
+    "openai-llamacpp",
     pytest.param("torch", marks=pytest.mark.slow),
     pytest.param("llamacpp", marks=[pytest.mark.slow, pytest.mark.llamacpp]),
 ]
@@ -45,6 +58,8 @@ def _load(name: str) -> Backend:
     """A backend of its own (for the tests that close it), never the session's shared one."""
     if name == "fake":
         return FakeBackend(FakeTokenizer(merges=MERGES))
+    if name.startswith("openai-"):
+        return _engine(name.removeprefix("openai-"))
     from scorer import store
     from scorer.backends import BackendConfig, load_backend
 
@@ -52,14 +67,30 @@ def _load(name: str) -> Backend:
                                       dtype="float32" if name == "torch" else None))
 
 
+def _engine(kind: str) -> Backend:
+    """``--backend openai`` over a fake engine of ``kind`` (vllm, llamacpp) serving the fake's logits."""
+    return engine_backend(FakeEngine(kind, tokenizer=FakeTokenizer(merges=MERGES)), FakeTokenizer(merges=MERGES))
+
+
 @pytest.fixture(scope="module")
 def fake() -> FakeBackend:
     return FakeBackend(FakeTokenizer(merges=MERGES))
 
 
+@pytest.fixture(scope="module")
+def openai_vllm() -> Backend:
+    return _engine("vllm")
+
+
+@pytest.fixture(scope="module")
+def openai_llamacpp() -> Backend:
+    return _engine("llamacpp")
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> Backend:
-    name = {"fake": "fake", "torch": "smol_torch", "llamacpp": "smol_llamacpp"}[request.param]
+    name = {"fake": "fake", "torch": "smol_torch", "llamacpp": "smol_llamacpp", "openai-vllm": "openai_vllm",
+            "openai-llamacpp": "openai_llamacpp"}[request.param]
     return request.getfixturevalue(name)
 
 
@@ -89,19 +120,42 @@ def _split(items: list[Item]) -> tuple[list[int], list[list[int]]]:
     return prefix, [it.prompt.ids[len(prefix):] for it in items[:3]]
 
 
-def _dev(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+def _wants(items: list[Item]) -> list[list[int]]:
+    """The answer slots of the first state's three decisions (what a run asks a sparse backend for)."""
+    return [it.prompt.slot_ids for it in items[:3]]
 
 
-def _is_logits(backend: Backend, lg: Any) -> bool:
-    return (isinstance(lg, np.ndarray) and lg.dtype == np.float32 and lg.shape == (backend.n_vocab,)
-            and bool(np.isfinite(lg).all()))
+def _dev(a: np.ndarray, b: np.ndarray, common: bool = False) -> float:
+    """Largest |Δ| over the entries both hold: all of them for a dense backend; a sparse backend's must be the
+    same entries (else ``inf``) unless ``common`` (then over those both hold, at least one)."""
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    both = fa & fb
+    if (not common and not np.array_equal(fa, fb)) or not both.any():
+        return math.inf
+    return float(np.max(np.abs(a[both].astype(np.float64) - b[both].astype(np.float64))))
+
+
+def _is_logits(backend: Backend, lg: Any, want: list[int] | None = None) -> bool:
+    """One position's logits: float32 over the vocabulary, all finite; for a sparse backend finite at every id
+    of ``want``, at most ``want`` and the engine's top tokens, ``-inf`` elsewhere, and (normalized)
+    log-probabilities of a part of the vocabulary: their logsumexp is at most 0."""
+    if not (isinstance(lg, np.ndarray) and lg.dtype == np.float32 and lg.shape == (backend.n_vocab,)):
+        return False
+    if not backend.sparse_logits:
+        return bool(np.isfinite(lg).all())
+    held = np.isfinite(lg)
+    if not (held[list(want or [])].all() and (lg[~held] == -np.inf).all()):
+        return False
+    if not 1 <= held.sum() <= len(set(want or [])) + TOP_K + 1:
+        return False
+    v = lg[held].astype(np.float64)
+    return not backend.logits_normalized or float(v.max() + np.log(np.exp(v - v.max()).sum())) <= 1e-5
 
 
 # --- what a backend says about itself ---------------------------------------------------------------------
 def test_attributes_and_model_info(backend: Backend) -> None:
     assert isinstance(backend, Backend)
-    assert backend.name in ("fake", "torch", "llamacpp") and backend.kernel.startswith(backend.name)
+    assert backend.name in ("fake", "torch", "llamacpp", "openai") and backend.kernel.startswith(backend.name)
     assert backend.logits_dtype in ("float32", "bfloat16", "float16")
     assert backend.n_ctx >= 2048 and backend.n_vocab >= 256 and backend.load_s >= 0.0
     info = backend.model_info()
@@ -126,26 +180,58 @@ def test_tokenization_round_trip(backend: Backend, items: list[Item]) -> None:
 
 # --- scoring ----------------------------------------------------------------------------------------------
 def test_score_fresh_gives_the_last_positions_logits(backend: Backend, items: list[Item]) -> None:
-    ids = items[0].prompt.ids
-    lg = backend.score_fresh(ids)
-    assert _is_logits(backend, lg)
-    assert np.array_equal(backend.score_fresh(ids), lg)  # deterministic
-    assert _dev(backend.score_fresh(ids[:-1]), lg) > 0.1  # the last position, not a pooled or earlier one
+    ids, want = items[0].prompt.ids, items[0].prompt.slot_ids
+    lg = backend.score_fresh(ids, want=want)
+    assert _is_logits(backend, lg, want)
+    assert np.array_equal(backend.score_fresh(ids, want=want), lg)  # deterministic
+    earlier = backend.score_fresh(ids[:-1], want=want)
+    assert _dev(earlier, lg, common=True) > 0.1  # the last position, not a pooled or earlier one
+    if backend.sparse_logits:  # the slots themselves, where a sparse backend holds little else
+        assert _dev(earlier[want], lg[want]) > 0.1
+
+
+def test_want_is_required_by_a_sparse_backend_and_checked_by_every_backend(backend: Backend,
+                                                                          items: list[Item]) -> None:
+    ids, want = items[0].prompt.ids, items[0].prompt.slot_ids
+    prefix, suffixes = _split(items)
+    pre = backend.prefill(prefix)
+    try:
+        if backend.sparse_logits:
+            for call in (lambda: backend.score_fresh(ids), lambda: backend.score_with_prefix(pre, suffixes[0]),
+                         lambda: backend.fan_out(pre, suffixes, 64)):
+                with pytest.raises(ValidationError, match="expected want="):
+                    call()
+        else:  # ignored: the same logits with or without
+            assert np.array_equal(backend.score_fresh(ids, want=want), backend.score_fresh(ids))
+        top = backend.n_vocab
+        for bad, why in [([top], f"want holds the token id {top}"), ([-1], "want holds the token id -1"),
+                         ([], "want has no tokens")]:
+            with pytest.raises(ValidationError, match=why):
+                backend.score_fresh(ids, want=bad)
+            with pytest.raises(ValidationError, match=why):
+                backend.score_with_prefix(pre, suffixes[0], want=bad)
+            with pytest.raises(ValidationError, match=why):
+                backend.fan_out(pre, suffixes, 64, wants=[*_wants(items)[:2], bad])
+        with pytest.raises(ValidationError, match="2 wants for 3 suffixes"):
+            backend.fan_out(pre, suffixes, 64, wants=_wants(items)[:2])
+    finally:
+        backend.release(pre)
 
 
 def test_prefix_reuse_equals_direct_and_leaves_the_prefix_as_it_was(backend: Backend, items: list[Item],
                                                                     tol: float) -> None:
     prefix, suffixes = _split(items)
+    wants = _wants(items)
     pre = backend.prefill(prefix)
     try:
         assert isinstance(pre, Prefix) and pre.ids == prefix and pre.handle is not None and pre.prefill_s >= 0
-        got = [backend.score_with_prefix(pre, s) for s in suffixes]
-        again, _ = backend.score_with_prefix(pre, suffixes[0])
+        got = [backend.score_with_prefix(pre, s, want=w) for s, w in zip(suffixes, wants, strict=True)]
+        again, _ = backend.score_with_prefix(pre, suffixes[0], want=wants[0])
     finally:
         backend.release(pre)
-    for (lg, copy_s), s in zip(got, suffixes, strict=True):
-        assert _is_logits(backend, lg) and copy_s >= 0.0
-        assert _dev(lg, backend.score_fresh(prefix + s)) <= tol
+    for (lg, copy_s), s, w in zip(got, suffixes, wants, strict=True):
+        assert _is_logits(backend, lg, w) and copy_s >= 0.0
+        assert _dev(lg, backend.score_fresh(prefix + s, want=w)) <= tol
     assert np.array_equal(again, got[0][0])  # the first suffix did not change what the prefix holds
 
 
@@ -153,17 +239,19 @@ def test_prefix_reuse_equals_direct_and_leaves_the_prefix_as_it_was(backend: Bac
 def test_fan_out_equals_one_by_one(backend: Backend, items: list[Item], budget: int) -> None:
     tol = FAN_OUT_TOLERANCE[backend.name]
     prefix, suffixes = _split(items)
+    wants = _wants(items)
     pre = backend.prefill(prefix)
     try:
-        one_by_one = [backend.score_with_prefix(pre, s)[0] for s in suffixes]
-        fanned, timing = backend.fan_out(pre, suffixes, budget)
-        after = backend.score_with_prefix(pre, suffixes[0])[0]
+        one_by_one = [backend.score_with_prefix(pre, s, want=w)[0] for s, w in zip(suffixes, wants, strict=True)]
+        fanned, timing = backend.fan_out(pre, suffixes, budget, wants=wants)
+        after = backend.score_with_prefix(pre, suffixes[0], want=wants[0])[0]
     finally:
         backend.release(pre)
-    assert len(fanned) == len(suffixes) and all(_is_logits(backend, lg) for lg in fanned)
+    assert len(fanned) == len(suffixes) and all(_is_logits(backend, lg, w) for lg, w in zip(fanned, wants,
+                                                                                              strict=True))
     for i, (lg, s) in enumerate(zip(fanned, suffixes, strict=True)):
         assert _dev(lg, one_by_one[i]) <= tol
-        assert _dev(lg, backend.score_fresh(prefix + s)) <= tol
+        assert _dev(lg, backend.score_fresh(prefix + s, want=wants[i])) <= tol
         # in order: each result is nearest its own suffix's (the three questions differ)
         assert min(range(3), key=lambda j: _dev(lg, one_by_one[j])) == i
     assert timing.chunks == len(pack_chunks(suffixes, budget)) == (1 if budget > 1 else 3)
@@ -174,7 +262,7 @@ def test_fan_out_equals_one_by_one(backend: Backend, items: list[Item], budget: 
 def test_fan_out_over_no_suffixes_runs_no_pass(backend: Backend, items: list[Item]) -> None:
     pre = backend.prefill(items[0].prefix)
     try:
-        logits, timing = backend.fan_out(pre, [], 64)
+        logits, timing = backend.fan_out(pre, [], 64, wants=[])
     finally:
         backend.release(pre)
     assert logits == [] and timing.chunks == 0
@@ -186,9 +274,9 @@ def test_a_released_prefix_is_refused(backend: Backend, items: list[Item]) -> No
     backend.release(pre)
     backend.release(pre)  # idempotent
     with pytest.raises(ValidationError, match="released"):
-        backend.score_with_prefix(pre, suffixes[0])
+        backend.score_with_prefix(pre, suffixes[0], want=_wants(items)[0])
     with pytest.raises(ValidationError, match="released"):
-        backend.fan_out(pre, suffixes, 64)
+        backend.fan_out(pre, suffixes, 64, wants=_wants(items))
 
 
 # --- generation -------------------------------------------------------------------------------------------
@@ -199,7 +287,7 @@ def test_generation_steps_continue_the_prompt(backend: Backend, items: list[Item
     out: list[int] = []
     try:
         for _ in range(3):
-            assert _is_logits(backend, lg)
+            assert _is_logits(backend, lg)  # a sparse backend: the engine's top tokens
             steps.append(np.array(lg, copy=True))
             out.append(int(np.argmax(lg)))
             lg = backend.decode_next(session, out[-1])
@@ -211,9 +299,11 @@ def test_generation_steps_continue_the_prompt(backend: Backend, items: list[Item
         assert out == backend.tokenizer.encode(backend.script)[:3]
         return
     # Each step continues the session: its logits match a fresh pass over the prompt and the tokens generated
-    # so far (a wrong position or a lost cache entry would move them by whole logits).
+    # so far (a wrong position or a lost cache entry would move them by whole logits); a sparse backend's over
+    # the entries both hold (the step's top tokens, the fresh pass's asked-for id and greedy token).
     for k, step in enumerate(steps):
-        assert _dev(step, backend.score_fresh([*ids, *out[:k]])) <= tol
+        fresh = backend.score_fresh([*ids, *out[:k]], want=[out[k]])
+        assert _dev(step, fresh, common=backend.sparse_logits) <= tol
 
 
 def test_stop_ids_hold_the_end_of_turn_token(backend: Backend) -> None:
@@ -226,6 +316,10 @@ def test_stop_ids_hold_the_end_of_turn_token(backend: Backend) -> None:
 def test_grammar_constrains_greedy_generation(backend: Backend, items: list[Item]) -> None:
     from scorer.generate import greedy
 
+    if backend.name == "openai":  # the engine would have to apply the grammar: refused, with the way out
+        with pytest.raises(ModelError, match="not available over --backend openai"):
+            backend.grammar(_GRAMMAR)
+        return
     g = backend.grammar(_GRAMMAR)
     assert g.engine and g.compile_s >= 0.0
     dec = greedy(backend, items[3].prompt.ids, 8, 0.0, g.start())
@@ -242,15 +336,16 @@ def test_hooks_accept_what_a_run_gives_them(backend: Backend, items: list[Item])
         assert backend.validate_prompt(it.prompt) is None
     prefix, suffixes = _split(items)
     backend.plan_memory(memory_need(items, "shared", 10_000))
+    wants = _wants(items)
     pre = backend.prefill(prefix)
     try:
-        fanned, _ = backend.fan_out(pre, suffixes, 10_000)  # what the plan was made for still runs
+        fanned, _ = backend.fan_out(pre, suffixes, 10_000, wants=wants)  # what the plan was made for still runs
     finally:
         backend.release(pre)
-    for lg, s in zip(fanned, suffixes, strict=True):
-        assert _dev(lg, backend.score_fresh(prefix + s)) <= tol
+    for lg, s, w in zip(fanned, suffixes, wants, strict=True):
+        assert _dev(lg, backend.score_fresh(prefix + s, want=w)) <= tol
     backend.plan_memory(memory_need(items, "direct"))  # and the smallest plan still scores a whole prompt
-    assert _is_logits(backend, backend.score_fresh(items[0].prompt.ids))
+    assert _is_logits(backend, backend.score_fresh(items[0].prompt.ids, want=wants[0]), wants[0])
 
 
 def test_hooks_are_no_ops_unless_a_backend_needs_them(fake: FakeBackend) -> None:
@@ -279,21 +374,23 @@ def test_bad_input_is_refused_before_any_kernel_runs(backend: Backend, items: li
         for budget in (0, -3, 2.5):
             with pytest.raises(ValidationError, match="max_batch_tokens"):
                 backend.fan_out(pre, suffixes, budget)  # type: ignore[arg-type]
-        ok, _ = backend.score_with_prefix(pre, suffixes[0])  # a refusal left the prefix usable
+        ok, _ = backend.score_with_prefix(pre, suffixes[0], want=_wants(items)[0])  # a refusal left the prefix usable
     finally:
         backend.release(pre)
-    assert _is_logits(backend, ok)
+    assert _is_logits(backend, ok, _wants(items)[0])
 
 
 # --- close ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", BACKENDS)
 def test_close_and_the_context_manager(name: str) -> None:
     with _load(name) as backend:
-        ids = prepare(backend, decision_rows(1, 1), with_prefix=False)[0].prompt.ids
-        assert _is_logits(backend, backend.score_fresh(ids))
+        prompt = prepare(backend, decision_rows(1, 1), with_prefix=False)[0].prompt
+        ids, want = prompt.ids, prompt.slot_ids
+        assert _is_logits(backend, backend.score_fresh(ids, want=want), want)
         pre = backend.prefill(ids[:-1])
     backend.close()  # idempotent
-    for call in (lambda: backend.score_fresh(ids), lambda: backend.prefill(ids), lambda: backend.decode_start(ids),
-                 lambda: backend.score_with_prefix(pre, ids[-1:]), lambda: backend.fan_out(pre, [ids[-1:]], 64)):
+    for call in (lambda: backend.score_fresh(ids, want=want), lambda: backend.prefill(ids),
+                 lambda: backend.decode_start(ids), lambda: backend.score_with_prefix(pre, ids[-1:], want=want),
+                 lambda: backend.fan_out(pre, [ids[-1:]], 64, wants=[want])):
         with pytest.raises(ModelError, match="closed"):
             call()

@@ -41,6 +41,7 @@ sha256 is checked against the model named by ``--model``.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import platform
 import random
@@ -109,23 +110,23 @@ class Transport:
             try:
                 r = self._client.request(method, path, json=body)
             except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}"
+                last = f"{type(exc).__name__}: {_one_line(str(exc), 200)}"
                 self._backoff(attempt, None)
                 continue
             with self._lock:
                 self.requests += 1
             if r.status_code in _RETRY_STATUS:
-                last = f"HTTP {r.status_code}: {r.text[:200]}"
+                last = f"HTTP {r.status_code}: {_one_line(r.text, 200)}"
                 self._backoff(attempt, r.headers.get("retry-after"))
                 continue
             if r.status_code >= 400:
                 raise EngineError(f"the engine at {self.base} refused {method} {path}: HTTP {r.status_code}: "
-                                  f"{r.text[:400]}")
+                                  f"{_one_line(r.text, 400)}")
             try:
                 return r.json()
             except ValueError:
                 raise EngineError(f"the engine at {self.base} answered {method} {path} with non-JSON: "
-                                  f"{r.text[:200]!r}") from None
+                                  f"{_one_line(r.text, 200)!r}") from None
         raise EngineError(f"the engine at {self.base} did not answer {method} {path} after {attempts} tries "
                           f"({last}); is it running? (`semif engine status`) — records written so far are kept, "
                           "continue with --resume")
@@ -141,6 +142,12 @@ class Transport:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _one_line(text: str, n: int) -> str:
+    """The first ``n`` characters of an answer's text, its whitespace runs (newlines of an HTML error page)
+    collapsed: an error message stays one line."""
+    return " ".join(text.split())[:n]
 
 
 @dataclass
@@ -243,27 +250,33 @@ class LlamaServerDialect(Dialect):
     def cache_fields(self) -> dict[str, Any]:
         return {"cache_prompt": True}
 
-    def _ask(self, ids: list[int], **fields: Any) -> list[dict[str, Any]]:
+    def _ask(self, ids: list[int], post_sampling_probs: bool, **fields: Any) -> dict[int, float]:
+        """The log-probabilities of the top tokens one request returns, by id. llama-server sends them as
+        ``top_logprobs`` with ``logprob`` (over the raw logits), but after the sampler chain
+        (``post_sampling_probs``) as ``top_probs`` with ``prob``, a probability (server-task.cpp,
+        ``probs_vector_to_json``), zero probabilities left out."""
         body = {"model": self.facts.served_model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
-                "cache_prompt": True, **fields}
+                "cache_prompt": True, "post_sampling_probs": post_sampling_probs, **fields}
         lp = _first_logprobs(self.t.call("POST", "/v1/completions", body), self.t.base)
         content = lp.get("content")
         if not isinstance(content, list) or not content:
             raise EngineError(f"llama.cpp at {self.t.base} returned no per-token probabilities (got {str(lp)[:200]})")
         first = content[0]
-        return list(first.get("top_logprobs") or [])
+        if post_sampling_probs:
+            return {int(e["id"]): math.log(float(e["prob"])) for e in first.get("top_probs") or []
+                    if float(e["prob"]) > 0.0}
+        return {int(e["id"]): float(e["logprob"]) for e in first.get("top_logprobs") or []}
 
     def logprobs(self, ids: list[int], want: Sequence[int], top: int) -> dict[int, float]:
         k = max(top, TOP_K)
-        out = {int(e["id"]): float(e["logprob"]) for e in self._ask(ids, n_probs=k, post_sampling_probs=False)}
+        out = self._ask(ids, False, n_probs=k)
         missing = [w for w in want if w not in out]
         if not missing:
             return out
         self.fallbacks += 1
         slots = list(dict.fromkeys(want))
-        rel = {int(e["id"]): float(e["logprob"]) for e in self._ask(
-            ids, n_probs=len(slots), post_sampling_probs=True, samplers=["top_k"], top_k=len(slots),
-            logit_bias=[[s, _LIFT] for s in slots])}
+        rel = self._ask(ids, True, n_probs=len(slots), samplers=["top_k"], top_k=len(slots),
+                        logit_bias=[[s, _LIFT] for s in slots])
         if set(rel) != set(slots):
             raise EngineError(f"llama.cpp at {self.t.base}: the slot-restricted request returned ids {sorted(rel)} "
                               f"for the slots {slots} (expected exactly the slots)")
