@@ -2,13 +2,16 @@
 
 Records written by hand, by another tool or corrupted are refused by the one reader
 (:func:`scorer.schema.read_records`) with ``FILE:LINE: field 'F': what (expected what)`` and exit 2, never a
-traceback and never a report computed from them. Each test here failed on the code before the fix; the generated
+traceback and never a report computed from them; and a command that writes a report checks that it can write
+it before it prints or computes anything. Each test here failed on the code before the fix; the generated
 cases are in ``test_fuzz_records.py``.
 """
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -129,6 +132,70 @@ def test_resume_refuses_a_kept_record_that_is_not_valid_and_changes_nothing(tmp_
     _, err = _error(capsys)
     assert err.startswith(f"semif: error: {out}:3: field 'choice': 'maybe' is not an option id"), err
     assert err.endswith("; nothing was changed)") and out.read_bytes() == before
+
+
+# --- item 8: eval printed its report before failing on a read-only output folder ---------------------------------
+def _deny_writes_in(folder: Path, monkeypatch) -> None:
+    """A folder nobody may create files in. As root the permission bits do not apply, so the refusal is
+    also simulated where the kernel would give it: creating a file there."""
+    folder.chmod(0o555)
+    if os.geteuid() == 0:
+        real_open = os.open
+
+        def denied(path, flags, *a):
+            if Path(path).parent == folder and flags & os.O_CREAT:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+            return real_open(path, flags, *a)
+
+        monkeypatch.setattr(os, "open", denied)
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "{run}", "--output", "{out}"],
+    ["order", "--base", "{run}", "--reversed", "{run}", "--output", "{out}"],
+    ["route", "--fast", "{run}", "--reference", "{run}", "--output", "{out}"],
+    ["calibrate", "temperature", "{run}", "--output", "{out}"],
+    ["compare", "{run}", "{run}", "--output", "{out}"],
+])
+def test_a_read_only_output_folder_is_refused_before_anything_is_printed(tmp_path, capsys, monkeypatch, records,
+                                                                         argv):
+    run = _write(tmp_path / "run.jsonl", records)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    out = ro / "report.json"
+    import scorer.metrics
+
+    def no_work(*a, **k):
+        raise AssertionError("the report was computed before the output was checked")
+
+    try:
+        _deny_writes_in(ro, monkeypatch)
+        monkeypatch.setattr(scorer.metrics, "bootstrap", no_work)
+        monkeypatch.setattr(scorer.metrics, "evaluate", no_work)
+        assert cli.main([a.format(run=run, out=out) for a in argv] + (["--reps", "20"] if argv[0] != "compare"
+                                                                       else [])) == 1
+        stdout, err = _error(capsys)
+        assert err == f"semif: error: Permission denied: {out}" or err.startswith(
+            f"semif: error: Permission denied: {ro}"), err
+        assert stdout == "" and not out.exists()
+    finally:
+        ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "{run}", "--output", "{out}"],
+    ["order", "--base", "{run}", "--reversed", "{run}", "--output", "{out}"],
+    ["route", "--fast", "{run}", "--reference", "{run}", "--output", "{out}"],
+    ["calibrate", "temperature", "{run}", "--output", "{out}"],
+    ["compare", "{run}", "{run}", "--output", "{out}"],
+])
+def test_an_existing_report_is_refused_before_anything_is_printed(tmp_path, capsys, records, argv):
+    run = _write(tmp_path / "run.jsonl", records)
+    out = tmp_path / "report.json"
+    out.write_bytes(b"mine")
+    assert cli.main([a.format(run=run, out=out) for a in argv]) == 2
+    stdout, err = _error(capsys)
+    assert f"{out} exists" in err and stdout == "" and out.read_bytes() == b"mine"
 
 
 # --- the reader itself --------------------------------------------------------------------------------------------
