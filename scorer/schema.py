@@ -325,8 +325,9 @@ def compile_schema(node: dict[str, Any]) -> Check:
     Covers exactly the keywords the record schemas use (type, const, enum, minimum, maximum,
     exclusiveMinimum, minLength, pattern, minItems, maxItems, items, required, properties,
     additionalProperties) with draft 2020-12 semantics, and refuses a schema with any other keyword, so
-    a schema that grows one fails here rather than being half-checked. About 30 times faster than the
-    ``jsonschema`` package on a record; the tests hold the two to the same verdicts.
+    a schema that grows one fails here rather than being half-checked. About 13 times faster than the
+    ``jsonschema`` package (56 against 729 µs of CPU per committed record); the tests
+    (``test_fuzz_records.py``) hold the two to the same verdicts.
     """
     unknown = set(node) - _NOTES - {"type", "const", "enum", "minimum", "maximum", "exclusiveMinimum", "minLength",
                                     "pattern", "minItems", "maxItems", "items", "required", "properties",
