@@ -76,6 +76,8 @@ COMMANDS: dict[str, Argv] = {
                              "--apply", "0.1", "--routed-output", f"{p['o']}/routed.jsonl", *_REPS],
     "route reference": lambda p: ["route", "--fast", p["good"], "--reference", p["f"], "--output",
                                   f"{p['o']}/r.json", *_REPS],
+    "route threshold": lambda p: ["route", "--fast", p["f"], "--reference", p["good"], "--output", f"{p['o']}/r.json",
+                                  "--threshold-output", f"{p['o']}/t.json", "--folds", "2", *_REPS],
     "calibrate prior": lambda p: ["calibrate", "prior", p["f"], "--input", p["rows"], "--min-rows", "1",
                                   "--output", f"{p['o']}/prior.json"],
     "calibrate bias": lambda p: ["calibrate", "bias", p["f"], "--labels", p["rows"], "--min-rows", "2", "--folds",

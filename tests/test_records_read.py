@@ -154,6 +154,7 @@ def _deny_writes_in(folder: Path, monkeypatch) -> None:
     ["eval", "{run}", "--output", "{out}"],
     ["order", "--base", "{run}", "--reversed", "{run}", "--output", "{out}"],
     ["route", "--fast", "{run}", "--reference", "{run}", "--output", "{out}"],
+    ["route", "--fast", "{run}", "--reference", "{run}", "--output", "{run}.r.json", "--threshold-output", "{out}"],
     ["calibrate", "temperature", "{run}", "--output", "{out}"],
     ["compare", "{run}", "{run}", "--output", "{out}"],
 ])
@@ -186,6 +187,7 @@ def test_a_read_only_output_folder_is_refused_before_anything_is_printed(tmp_pat
     ["eval", "{run}", "--output", "{out}"],
     ["order", "--base", "{run}", "--reversed", "{run}", "--output", "{out}"],
     ["route", "--fast", "{run}", "--reference", "{run}", "--output", "{out}"],
+    ["route", "--fast", "{run}", "--reference", "{run}", "--output", "{run}.r.json", "--threshold-output", "{out}"],
     ["calibrate", "temperature", "{run}", "--output", "{out}"],
     ["compare", "{run}", "{run}", "--output", "{out}"],
 ])

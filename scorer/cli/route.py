@@ -64,6 +64,11 @@ def _cmd_route(args: argparse.Namespace) -> int:
         check_outputs(report_out, args.force, out)
     else:
         check_writable(report_out, args.force, FORCE_HINT)
+    threshold_out = Path(args.threshold_output) if args.threshold_output else None
+    if threshold_out is not None:
+        if threshold_out.resolve() == report_out.resolve():
+            raise InputError(str(threshold_out), None, None, "is also the report's --output", "two different paths")
+        check_writable(threshold_out)
     rep = route_report(args.fast, args.reference, args.labels, ths, args.reps, args.seed)
     print_route(rep)
     recs: list[dict[str, Any]] = []
@@ -71,15 +76,12 @@ def _cmd_route(args: argparse.Namespace) -> int:
         from scorer.schema import dumps_record, read_records
 
         recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
-    threshold_out = Path(args.threshold_output) if args.threshold_output else None
     if threshold_out is not None:
         from scorer import metrics
-        from scorer.io import check_writable
         from scorer.runs.eval import enveloped
         from scorer.runs.route import choose_threshold
         from scorer.schema import read_records
 
-        check_writable(threshold_out)
         rf, rr = read_records(args.fast), read_records(args.reference)
         labs = metrics.labels_from_decisions(args.labels) if args.labels else metrics.labels_from_records(
             rr, args.reference)
