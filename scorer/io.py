@@ -58,20 +58,42 @@ def os_error_text(exc: OSError) -> str:
 
 
 def check_writable(path: Path, overwrite: bool = False, hint: str = "choose another --output") -> None:
-    """Refuse (exit 2) an output that is a directory, or that exists when ``overwrite`` is not set; a file
-    where one of its folders should be is an environment fault (``NotADirectoryError`` naming that file, exit 1).
+    """Refuse (exit 2) an output that is a directory, or that exists when ``overwrite`` is not set; and
+    raise the ``OSError`` (exit 1) that writing it would meet in its folder (:func:`check_folder`: a file
+    where one of its folders should be, ``NotADirectoryError`` naming that file; a read-only folder).
 
-    A command with several outputs calls this for all of them before it writes any, so a refusal
-    leaves every output as it was; the writers themselves stay create-only, so a file that appears
-    in between is still not overwritten.
+    A command calls this for every output before it computes or prints anything, so a refusal leaves
+    every output as it was and costs no work; the writers themselves stay create-only, so a file that
+    appears in between is still not overwritten.
     """
     if path.is_dir():
         raise OutputError(f"{path} is a directory (expected a file path for the output)")
     if path.exists() and not overwrite:
         raise refuse_overwrite(path, hint)
+    check_folder(path)
+
+
+def check_folder(path: Path) -> None:
+    """Raise the ``OSError`` that creating ``path`` would meet in its folder, before any work is done: a file
+    in the way of one of its folders (``NotADirectoryError`` naming that file), or a folder where no file
+    may be created (read-only, forbidden: the error names ``path``).
+
+    The folder, or where it does not exist yet its nearest existing ancestor (where the writer will
+    create it), gets a probe file created exclusively and removed at once: unlike permission bits or
+    ``os.access`` this agrees with the kernel for root, ACLs and read-only mounts alike.
+    """
     blocker = _blocker(path)
     if blocker is not None:  # found now, before any output is written, not when this one is
         raise _in_the_way(blocker)
+    folder = path.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    probe = folder / f".{path.name[:64]}.{os.getpid()}.{os.urandom(4).hex()}.probe"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600))
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+    probe.unlink(missing_ok=True)
 
 
 def write_atomic(path: Path, data: bytes, overwrite: bool = False, hint: str = "choose another --output") -> None:

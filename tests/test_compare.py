@@ -32,6 +32,7 @@ def _write(path: Path, recs: list[dict[str, Any]]) -> Path:
 
 def _flip(rec: dict[str, Any]) -> None:
     rec["probabilities"] = rec["probabilities"][::-1]
+    rec["option_logits"] = rec["option_logits"][::-1]  # a record whose probabilities are its logits' softmax
     rec["choice"] = rec["option_ids"][rec["probabilities"].index(max(rec["probabilities"]))]
 
 

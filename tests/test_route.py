@@ -9,17 +9,26 @@ import pytest
 
 from scorer import cli
 from scorer.runs import eval as ev
+from scorer.schema import SCORE_KIND
 
 IDS = ["yes", "no"]
 
 
 def _rec(rid: str, p_yes: float, t: float, label: str) -> dict:
+    """A whole semif-record-v1 record (every command validates the records it reads)."""
     p = np.array([p_yes, 1 - p_yes])
-    return {"schema": "semif-record-v1", "id": rid, "option_ids": IDS, "probabilities": [float(x) for x in p],
-            "option_logits": [float(x) for x in np.log(p)], "choice": IDS[int(np.argmax(p))],
-            "margin": float(abs(p[0] - p[1])),
-            "tie": False, "escalated": False, "timing": {"total_s": t, "encode_s": 0.0, "forward_s": t},
-            "extra": {"label": label, "family": "f", "group": rid}}
+    return {"schema": "semif-record-v1", "id": rid, "option_ids": IDS, "letters": ["A", "B"],
+            "probabilities": [float(x) for x in p], "option_logits": [float(x) for x in np.log(p)],
+            "choice": IDS[int(np.argmax(p))], "margin": float(abs(p[0] - p[1])), "tie": False, "tied_option_ids": [],
+            "allowed_token_mass": 0.9, "full_vocab_argmax": {"token_id": 1, "text": "A", "is_slot": True},
+            "score_kind": SCORE_KIND, "input_tokens": 12, "prompt_version": "semif-direct-v1",
+            "prompt_template": "chat", "prompt_sha256": "0" * 64, "tokens_sha256": "1" * 64, "mode": "direct",
+            "kernel": "fake.fresh",
+            "prefix_tokens": None, "suffix_tokens": None, "cache_hit": None, "prefix_sha256": None, "escalated": False,
+            "timing": {"total_s": t, "encode_s": 0.0, "forward_s": t},
+            "model": {"key": "fake", "source": "fake", "dtype": "float32", "device": "cpu", "backend": "fake",
+                      "versions": {}},
+            "extra": {"label": label, "family": "f", "group": rid}, "run": {"config_sha256": "x", "index": 0}}
 
 
 # fast margins: .9 .5 .3 .1 .0999 .05; the fast path is right on the two most confident rows only

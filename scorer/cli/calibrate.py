@@ -19,7 +19,7 @@ from scorer.calibration.core import Calibration, load_calibration, write_calibra
 from scorer.calibration.signature import load_rows, record_signatures
 from scorer.cli.options import add_model_args, add_report_args, backend_config, comma_list
 from scorer.errors import InputError
-from scorer.io import check_writable, write_atomic
+from scorer.io import FORCE_HINT, check_writable, write_atomic
 from scorer.store import sha256_file
 
 SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report")
@@ -296,11 +296,13 @@ def register(sub: Any) -> None:
 def _cmd_temperature(args: argparse.Namespace) -> int:
     from scorer.runs.eval import apply_file, calibrate_report, check_outputs, default_out, print_calibrate, save_report
 
+    report_out = Path(args.output) if args.output else default_out("calibrate", args.run)
+    if args.apply:  # every output is checked before any work or output
+        check_outputs(report_out, args.force, Path(args.apply))
+    else:
+        check_writable(report_out, args.force, FORCE_HINT)
     rep = calibrate_report(args.run, args.labels, args.folds, args.reps, args.seed)
     print_calibrate(rep)
-    report_out = Path(args.output) if args.output else default_out("calibrate", args.run)
-    if args.apply:
-        check_outputs(report_out, args.force, Path(args.apply))
     save_report(rep, report_out, args.force)
     if args.apply:
         t = args.temperature if args.temperature is not None else rep["fit_all_rows"]["temperature"]

@@ -25,11 +25,14 @@ def register(sub: Any) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from scorer.envelope import write_report
+    from scorer.io import FORCE_HINT, check_writable
     from scorer.runs.compare import compare_files, print_report
 
+    out = Path(args.output) if args.output else None
+    if out is not None:  # before any work or output
+        check_writable(out, args.force, FORCE_HINT)
     rep = compare_files(args.a, args.b, args.tolerance)
-    if args.output:
-        out = Path(args.output)
+    if out is not None:
         write_report(out, rep, args.force)
         print(f"[semif] wrote {out}", file=sys.stderr)
     print_report(rep, args.show)

@@ -19,9 +19,12 @@ def register(sub: Any) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from scorer.io import FORCE_HINT, check_writable
     from scorer.runs.eval import default_out, eval_report, print_eval, save_report
 
+    out = Path(args.output) if args.output else default_out("eval", args.run)
+    check_writable(out, args.force, FORCE_HINT)  # before any work or output (issue #21, item 8)
     rep = eval_report(args.run, args.labels, args.compare, args.reps, args.seed)
     print_eval(rep)
-    save_report(rep, Path(args.output) if args.output else default_out("eval", args.run), args.force)
+    save_report(rep, out, args.force)
     return 0

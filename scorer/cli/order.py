@@ -8,6 +8,7 @@ from typing import Any
 
 from scorer.cli.options import add_report_args
 from scorer.errors import InputError
+from scorer.io import FORCE_HINT, check_writable
 
 
 def register(sub: Any) -> None:
@@ -27,8 +28,10 @@ def _cmd_order(args: argparse.Namespace) -> int:
     if bool(args.permuted) != bool(args.permuted_reversed):
         raise InputError("--permuted", None, None, "only one of --permuted/--permuted-reversed given",
                          "both (the order-averaged runs on the original and the reversed rows) or neither")
+    out = Path(args.output) if args.output else default_out("order", args.base)
+    check_writable(out, args.force, FORCE_HINT)  # before any work or output
     rep = order_report(args.labels, args.base, args.reversed, args.permuted, args.permuted_reversed, args.reps,
                        args.seed)
     print_order(rep)
-    save_report(rep, Path(args.output) if args.output else default_out("order", args.base), args.force)
+    save_report(rep, out, args.force)
     return 0

@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
 
 
 def _cmd_route(args: argparse.Namespace) -> int:
-    from scorer.io import write_atomic
+    from scorer.io import FORCE_HINT, check_writable, write_atomic
     from scorer.runs.eval import check_outputs, default_out, print_route, route_records, route_report, save_report
 
     try:
@@ -56,27 +56,32 @@ def _cmd_route(args: argparse.Namespace) -> int:
                          "e.g. 0,0.05,0.1") from None
     if any(not math.isfinite(t) or t < 0 for t in ths):
         raise InputError("--thresholds", None, None, "a threshold is negative or not finite", "numbers >= 0")
-    rep = route_report(args.fast, args.reference, args.labels, ths, args.reps, args.seed)
-    print_route(rep)
     report_out = Path(args.output) if args.output else default_out("route", args.fast)
-    recs: list[dict[str, Any]] = []
-    if args.apply is not None:
-        from scorer.schema import dumps_record, read_records
-
+    if args.apply is not None:  # every output is checked before any work or output
         if args.routed_output is None:
             raise InputError("--routed-output", None, None, "missing", "a JSONL path for the routed records")
         out = Path(args.routed_output)
         check_outputs(report_out, args.force, out)
-        recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
+    else:
+        check_writable(report_out, args.force, FORCE_HINT)
     threshold_out = Path(args.threshold_output) if args.threshold_output else None
     if threshold_out is not None:
+        if threshold_out.resolve() == report_out.resolve():
+            raise InputError(str(threshold_out), None, None, "is also the report's --output", "two different paths")
+        check_writable(threshold_out)
+    rep = route_report(args.fast, args.reference, args.labels, ths, args.reps, args.seed)
+    print_route(rep)
+    recs: list[dict[str, Any]] = []
+    if args.apply is not None:
+        from scorer.schema import dumps_record, read_records
+
+        recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
+    if threshold_out is not None:
         from scorer import metrics
-        from scorer.io import check_writable
         from scorer.runs.eval import enveloped
         from scorer.runs.route import choose_threshold
         from scorer.schema import read_records
 
-        check_writable(threshold_out)
         rf, rr = read_records(args.fast), read_records(args.reference)
         labs = metrics.labels_from_decisions(args.labels) if args.labels else metrics.labels_from_records(
             rr, args.reference)

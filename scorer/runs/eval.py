@@ -87,6 +87,7 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
     """The full report of one run (and, with ``compare``, of run B against it on the same rows)."""
     from scorer.schema import read_records
 
+    recs_b = read_records(compare) if compare else []  # every input is read (and validated) before any work
     recs, labs, table, unlabelled = _load(run, labels)
     info = run_info(run, recs)
     report: dict[str, Any] = {
@@ -108,7 +109,6 @@ def eval_report(run: str, labels: str | None, compare: str | None = None, reps: 
         # records of a calibrated run: the raw readout above, the calibrated one here (same rows)
         report["calibrated"] = before_after(labs, recs, recs, reps, seed)
     if compare:
-        recs_b = read_records(compare)
         table_b, _ = metrics.align(labs, recs_b, compare)
         report["compare"] = {"run_b": run_info(compare, recs_b), "counts_b": table_b.counts(),
                              **metrics.paired(table, table_b, reps, seed)}
@@ -241,11 +241,12 @@ def order_report(labels: str | None, base: str, reversed_: str, permuted: str | 
     """Flips under option reversal and accuracy, with and without the order-averaged readout, and its cost."""
     from scorer.schema import read_records
 
-    recs_a = read_records(base)
+    runs = {p: read_records(p) for p in (base, reversed_, permuted, permuted_reversed) if p}  # all before any work
+    recs_a = runs[base]
     labs = metrics.labels_from_decisions(labels) if labels else metrics.labels_from_records(recs_a, base)
 
     def side(a: str, b: str) -> dict[str, Any]:
-        ra, rb = read_records(a), read_records(b)
+        ra, rb = runs[a], runs[b]
         ta, _ = metrics.align(labs, ra, a)
         tb, _ = metrics.align(labs, rb, b)
         p = metrics.paired(ta, tb, reps, seed)

@@ -30,7 +30,7 @@ from scorer.errors import InputError, ValidationError, brief
 from scorer.io import RecordsOutput, ResumePoint, read_resume
 from scorer.options import DEFAULT_MAX_BATCH_TOKENS, MODES, check_run_options, positive_float, positive_int
 from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
-from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, dumps_record
+from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, check_record, dumps_record
 
 if TYPE_CHECKING:
     from scorer.calibration.batch import BatchResult
@@ -330,6 +330,10 @@ def resume_point(data: bytes, path: Path | str, config_hash: str | None, decisio
         if n >= len(decisions) or rec.get("id") != decisions[n].id:
             raise InputError(name, lineno, "id", f"{brief(rec.get('id'))} is not input row {n + 1}",
                              "records in input order; nothing was changed")
+        try:  # the run's records are kept as they are: each must be a valid record (issue #21)
+            check_record(rec, name, lineno)
+        except InputError as exc:
+            raise InputError(name, lineno, exc.field, exc.problem, f"{exc.expected}; nothing was changed") from None
     return point
 
 
