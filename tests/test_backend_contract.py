@@ -137,7 +137,8 @@ def _dev(a: np.ndarray, b: np.ndarray, common: bool = False) -> float:
 
 def _is_logits(backend: Backend, lg: Any, want: list[int] | None = None) -> bool:
     """One position's logits: float32 over the vocabulary, all finite; for a sparse backend finite at every id
-    of ``want``, at most ``want`` and the engine's top tokens, ``-inf`` elsewhere, and (normalized)
+    of ``want``, at most ``want`` and the engine's top tokens (more only when no asked id is among the top
+    ones), ``-inf`` elsewhere, and (normalized)
     log-probabilities of a part of the vocabulary: their logsumexp is at most 0."""
     if not (isinstance(lg, np.ndarray) and lg.dtype == np.float32 and lg.shape == (backend.n_vocab,)):
         return False
@@ -146,8 +147,13 @@ def _is_logits(backend: Backend, lg: Any, want: list[int] | None = None) -> bool
     held = np.isfinite(lg)
     if not (held[list(want or [])].all() and (lg[~held] == -np.inf).all()):
         return False
-    if not 1 <= held.sum() <= len(set(want or [])) + TOP_K + 1:
+    if held.sum() < 1:
         return False
+    if held.sum() > len(set(want or [])) + TOP_K + 1:
+        # more of the vocabulary only when no asked id is among the top TOP_K (llama.cpp's ladder)
+        top = set(np.argsort(-lg)[:TOP_K].tolist())
+        if top & set(want or []):
+            return False
     v = lg[held].astype(np.float64)
     return not backend.logits_normalized or float(v.max() + np.log(np.exp(v - v.max()).sum())) <= 1e-5
 

@@ -75,10 +75,11 @@ def test_the_migration_has_nothing_left_to_do(capsys: pytest.CaptureFixture[str]
 def test_writers_write_the_format_listed_for_their_kind() -> None:
     written = {"bench": bench.BENCH_FORMAT, "drift": drift.DRIFT_FORMAT, "quant": quant.REPORT_FORMAT,
                "compare": compare.REPORT_FORMAT, "prior": CALIBRATION_FORMAT, "bias": CALIBRATION_FORMAT,
-               **dict.fromkeys(("eval", "calibrate", "calibration", "order", "route"), ev.REPORT_FORMAT)}
+               **dict.fromkeys(("eval", "calibrate", "calibration", "order", "route", "route-threshold"),
+                               ev.REPORT_FORMAT)}
     assert {k: KINDS[k] for k in written} == written
     scripts = {"peers": "peers/main.py", "cache-verify": "cache_verify.py", "ray-scale": "ray_scale.py",
-               "serve-load": "serve_load.py", "grammar-mask-probe": "grammar-mask-probe.py"}
+               "serve-load": "serve_load.py", "grammar-mask-probe": "grammar-mask-probe.py", "engines": "engines.py"}
     assert {k: _script(ROOT / "benchmarks" / f).FORMAT for k, f in scripts.items()} == {k: KINDS[k] for k in scripts}
     assert set(KINDS) == set(written) | set(scripts)  # every kind has its writer checked here
 

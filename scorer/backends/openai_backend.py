@@ -13,12 +13,12 @@ the ids asked for; nothing it generates is read. What each engine needs for that
   own log-probability.
 * **llama.cpp server** (``owned_by: llamacpp``): ``n_probs: K`` (pre-sampling, ``post_sampling_probs``
   false): the K most likely tokens of the softmax over the raw logits (``get_token_probabilities``), with
-  their ids. Slots among them are exact. A slot outside the top K is asked for again with
+  their ids. Slots among them are exact. While no slot is among them (a model far off the format), more of
+  the vocabulary is asked for (512, 8192, then all of it). A slot still outside is asked for again with
   ``post_sampling_probs`` after a ``logit_bias`` of +:data:`_LIFT` on every slot and ``top_k`` = the number
   of slots as the only sampler: the slots' probabilities relative to each other (the bias cancels in their
-  softmax; float32 rounding of ``logit + bias`` bounds the error by about 1e-5). The absolute level comes
-  from a slot that is in the top K; when none is, ``allowed_token_mass`` is an upper bound (the slots are
-  below the K-th token) and the model block says so.
+  softmax; float32 rounding of ``logit + bias`` bounds the error by about 1e-5), levelled by a slot whose
+  absolute log-probability came back; ``allowed_token_mass`` is then exact too.
 
 The returned logit vector holds those log-probabilities at their ids and ``-inf`` elsewhere
 (:attr:`~scorer.backends.base.Backend.sparse_logits`, :attr:`~scorer.backends.base.Backend.logits_normalized`):
@@ -179,6 +179,13 @@ class Dialect(ABC):
         self.t = t
         self.facts = facts
         self.fallbacks = 0
+        self.n_vocab: int | None = None
+        """The model's vocabulary size (set by the backend once its reference is known)."""
+        self._lock = threading.Lock()
+
+    def count_fallback(self) -> None:
+        with self._lock:  # fan-out requests run on several threads
+            self.fallbacks += 1
 
     @abstractmethod
     def logprobs(self, ids: list[int], want: Sequence[int], top: int) -> dict[int, float]:
@@ -244,8 +251,9 @@ class VLLMDialect(Dialect):
 
 class LlamaServerDialect(Dialect):
     kind = "llamacpp"
-    shape = (f"/v1/completions with n_probs {TOP_K} over the raw logits (pre-sampling); a slot outside the top "
-             f"{TOP_K}: post_sampling_probs after logit_bias +{_LIFT:g} on the slots and top_k = the slots")
+    shape = (f"/v1/completions with n_probs {TOP_K} over the raw logits (pre-sampling; more of the vocabulary while no "
+             f"slot is among them); a slot outside them: post_sampling_probs after logit_bias +{_LIFT:g} on the "
+             "slots and top_k = the slots, levelled by a slot that is")
 
     def cache_fields(self) -> dict[str, Any]:
         return {"cache_prompt": True}
@@ -268,12 +276,17 @@ class LlamaServerDialect(Dialect):
         return {int(e["id"]): float(e["logprob"]) for e in first.get("top_logprobs") or []}
 
     def logprobs(self, ids: list[int], want: Sequence[int], top: int) -> dict[int, float]:
-        k = max(top, TOP_K)
-        out = self._ask(ids, False, n_probs=k)
+        # The top tokens first (the common case: the declared slots are among them); a request for more of the
+        # vocabulary only while no slot is among them (a model far off the format), up to all of it.
+        out: dict[int, float] = {}
+        for k in self._ladder(max(top, TOP_K)):
+            out = self._ask(ids, False, n_probs=k)
+            if not want or any(w in out for w in want):
+                break
         missing = [w for w in want if w not in out]
         if not missing:
             return out
-        self.fallbacks += 1
+        self.count_fallback()
         slots = list(dict.fromkeys(want))
         rel = self._ask(ids, True, n_probs=len(slots), samplers=["top_k"], top_k=len(slots),
                         logit_bias=[[s, _LIFT] for s in slots])
@@ -281,12 +294,19 @@ class LlamaServerDialect(Dialect):
             raise EngineError(f"llama.cpp at {self.t.base}: the slot-restricted request returned ids {sorted(rel)} "
                               f"for the slots {slots} (expected exactly the slots)")
         known = [s for s in slots if s in out]
-        # One slot's absolute log-probability fixes the level of all; when every slot is below the K-th token,
-        # the best slot is placed there (an upper bound on the mass).
-        shift = out[known[0]] - rel[known[0]] if known else min(out.values()) - max(rel.values())
+        if not known:
+            raise EngineError(f"llama.cpp at {self.t.base} returned none of the slot ids {slots} among its whole "
+                              f"vocabulary's probabilities ({len(out)} returned; expected {self.n_vocab})")
+        shift = out[known[0]] - rel[known[0]]  # one slot's absolute log-probability fixes the level of all
         for s in slots:
             out.setdefault(s, rel[s] + shift)
         return out
+
+    def _ladder(self, first: int) -> list[int]:
+        steps = [first, 512, 8192]
+        if self.n_vocab:
+            steps = [k for k in steps if k < self.n_vocab] + [self.n_vocab]
+        return steps
 
     def tokenize(self, text: str) -> list[int]:
         ans = self.t.call("POST", "/tokenize", {"content": text, "add_special": False, "parse_special": True})
@@ -453,6 +473,7 @@ class OpenAIBackend(Backend):
         self._pool = ThreadPoolExecutor(max_workers=cfg.concurrency, thread_name_prefix="semif-openai")
         facts = identify(self._t, cfg.served_model)
         self._d: Dialect = DIALECTS[facts.kind](self._t, facts)
+        self._d.n_vocab = ref.n_vocab
         check_tokenizer(self._d, self.tokenizer)
         weights = _weights_identity(facts, ref.model, base)
         self.load_s = time.perf_counter() - t0
