@@ -23,7 +23,6 @@ from scorer import Scorer, cli
 from scorer.backends import BackendConfig
 from scorer.backends import openai_backend as ob
 from scorer.errors import EngineError, ValidationError
-from scorer.prompt import sha256_tokens
 from scorer.runs.score import prepare
 from scorer.schema import parse_decision, read_records
 
