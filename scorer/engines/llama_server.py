@@ -117,9 +117,11 @@ def version(exe: Path) -> str:
 def command(exe: Path, gguf: Path, alias: str, host: str, port: int, threads: int | None, ctx: int,
             parallel: int) -> list[str]:
     """The server's command line: the GGUF, loopback, ``parallel`` slots sharing ``ctx * parallel`` cells (each
-    request gets ``ctx``), prompt caching on (its default), no web UI."""
+    request gets ``ctx``), prompt caching on (its default), no web UI. Flash attention off and the f16 KV
+    cache pinned, as the in-process backend runs them, so both compute the same attention."""
     cmd = [str(exe), "-m", str(gguf), "--alias", alias, "--host", host, "--port", str(port),
-           "--ctx-size", str(ctx * parallel), "--parallel", str(parallel), "--no-webui", "--metrics"]
+           "--ctx-size", str(ctx * parallel), "--parallel", str(parallel), "--no-webui", "--metrics",
+           "--flash-attn", "off", "--cache-type-k", "f16", "--cache-type-v", "f16", "--ubatch-size", "512"]
     if threads:
         cmd += ["--threads", str(threads), "--threads-batch", str(threads)]
     return cmd
