@@ -7,8 +7,10 @@ in-process backend on the same weights, probabilities within the tolerance measu
 
 * vLLM vs torch fp32: max |dp| 8.7e-6, allowed-token mass 1.9e-5 (12 example rows, this machine): the tests
   allow :data:`VLLM_TOLERANCE`.
-* llama.cpp server vs in-process llama.cpp (direct): the same llama.cpp build and ubatch, other batch layouts
-  (server slots): :data:`LLAMA_TOLERANCE` (in-process shared mode drifts up to 0.036 on this Q4_1 file itself).
+* llama.cpp server vs in-process llama.cpp (direct): the same llama.cpp sources, flash attention off and f16 KV
+  on both sides: max |dp| 2.9e-8, mass 1.0e-4 (the server's float32 softmax over the vocabulary): the tests
+  allow :data:`LLAMA_TOLERANCE` (shared mode: the server's slots lay out the branches differently from
+  in-process shared mode, which drifts up to 0.036 from direct on this Q4_1 file itself).
 
 Plus: an engine killed mid-run (exit 1, one clear line, the records so far kept; ``--resume`` against the
 restarted engine completes with the uninterrupted run's records), a served-model name it does not serve refused
@@ -35,7 +37,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.engines]
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "examples" / "decisions.jsonl"
 VLLM_TOLERANCE = 1e-4
-LLAMA_TOLERANCE = 0.02
+LLAMA_TOLERANCE = 0.05
+MASS_TOLERANCE = 5e-4
 MODEL = "smollm2-135m"
 
 
@@ -85,7 +88,7 @@ def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], tol: float) -> fl
         worst = max(worst, dp)
         if ra["margin"] > 2 * tol:  # a near-tie may flip within the tolerance; anything clearer may not
             assert ra["choice"] == rb["choice"], (ra["id"], ra["probabilities"], rb["probabilities"])
-        assert abs(ra["allowed_token_mass"] - rb["allowed_token_mass"]) <= max(tol, 1e-4)
+        assert abs(ra["allowed_token_mass"] - rb["allowed_token_mass"]) <= max(tol, MASS_TOLERANCE)
     assert worst <= tol
     return worst
 

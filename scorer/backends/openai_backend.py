@@ -387,7 +387,7 @@ def identify(t: Transport, served: str | None) -> EngineFacts:
 
 def _model_entry(entry: dict[str, Any]) -> dict[str, Any]:
     """The stable part of a ``/v1/models`` entry (no creation time, no permission ids)."""
-    return {k: entry.get(k) for k in ("id", "owned_by", "root", "max_model_len") if k in entry}
+    return {k: entry.get(k) for k in ("id", "owned_by", "root", "max_model_len", "meta") if k in entry}
 
 
 def check_tokenizer(d: Dialect, ref: Tokenizer) -> None:
@@ -484,7 +484,7 @@ class OpenAIBackend(Backend):
 
         self._info: dict[str, Any] = {
             "key": ref.model.key, "source": ref.model.kind, "revision": ref.model.revision,
-            "gguf_sha256": weights.get("gguf_sha256"), "dtype": weights.get("dtype", "unknown"),
+            "gguf_sha256": weights.get("gguf_sha256"), "dtype": _dtype(facts, weights),
             "device": "remote", "backend": self.name, "n_ctx": self.n_ctx, "vocab_size": self.n_vocab,
             "logits_dtype": self.logits_dtype,
             "score_kind": _SCORE_KIND.format(engine=facts.kind, version=facts.version, shape=self._d.shape),
@@ -563,6 +563,14 @@ class OpenAIBackend(Backend):
     def _free_resources(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._t.close()
+
+
+def _dtype(facts: EngineFacts, weights: dict[str, Any]) -> str:
+    """What the engine computes from: llama.cpp's GGUF type (``Q4_K_M``…, from its model list), vLLM's dtype."""
+    meta = (facts.raw.get("model") or {}).get("meta") or {}
+    if facts.kind == "llamacpp" and isinstance(meta.get("ftype"), str):
+        return str(meta["ftype"])
+    return str(weights.get("dtype") or "unknown")
 
 
 def _vocab_size(hf_tok: Any, gguf: Path | None) -> int:
