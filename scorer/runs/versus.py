@@ -37,7 +37,6 @@ from scorer import readout, trace
 from scorer.backends.base import Backend, Grammar, pack_chunks
 from scorer.errors import InputError, ValidationError
 from scorer.generate import (
-    ARRAY_PROMPT_VERSION,
     Criterion,
     VersusInput,
     default_max_new_tokens,
@@ -46,13 +45,12 @@ from scorer.generate import (
 )
 from scorer.grammar import ArrayGrammar
 from scorer.machine import load_average
-from scorer.prompt import sha256_text, sha256_tokens
+from scorer.prompt import ARRAY_PROMPT_VERSION, YES_NO, sha256_text, sha256_tokens
 from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, default_report_path
 from scorer.runs.exact import ExactPolicy
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, make_record, memory_need, prepare, score_items
-from scorer.schema import Decision, Option, check_state, nonempty_str
+from scorer.schema import Decision, check_state, nonempty_str
 
-YES_NO = (Option("yes", "Yes"), Option("no", "No"))
 YES_NO_IDS = tuple(o.id for o in YES_NO)
 DEFAULT_INPUT = Path(__file__).resolve().parents[2] / "data" / "versus" / "ticket-21.json"
 DEFAULT_TRACES = Path("data") / "traces"
