@@ -8,6 +8,7 @@ from itertools import pairwise
 from typing import Any
 
 from scorer.errors import ValidationError
+from scorer.prompt import YES_NO
 from scorer.trace.derive import (
     agreement,
     calibrated_block,
@@ -18,6 +19,7 @@ from scorer.trace.derive import (
     token_limit,
     verdict,
 )
+from scorer.trace.evidence import check_decision_evidence, check_greedy_token, check_top_k
 from scorer.trace.files import load
 from scorer.trace.format import (
     GENERATED_EVENTS,
@@ -29,6 +31,7 @@ from scorer.trace.format import (
     checksums,
     schema_errors,
 )
+from scorer.trace.rendering import check_prompts
 from scorer.trace.summary import compute_summary
 
 _EPS = 1e-9  # slack for comparing rounded timestamps
@@ -52,7 +55,7 @@ def verify(trace: Any) -> list[str]:
         problems.append(f"inputs.sha256 is {trace['inputs']['sha256']} but the inputs hash to {want['inputs_sha256']}")
     v2 = trace["format"] == TRACE_FORMAT_V2
     try:
-        problems += _check_prompts(trace)
+        problems += check_prompts(trace)
         problems += _check_protocol(trace)
         if v2:
             problems += _check_v2_blocks(trace)
@@ -79,30 +82,6 @@ def verify(trace: Any) -> list[str]:
                 diff = sorted(k for k in again if canonical(again[k]) != canonical(trace["summary"].get(k)))
                 problems.append(f"summary does not match the runs (differs in: {', '.join(diff)})")
     return problems
-
-
-def _check_prompts(trace: dict[str, Any]) -> list[str]:
-    out = []
-    n = len(trace["inputs"]["criteria"])
-    ids = [c["id"] for c in trace["inputs"]["criteria"]]
-    if len(set(ids)) != n:
-        out.append("inputs.criteria: duplicate criterion ids")
-    ty = trace["prompts"]["typed"]
-    for key in ("suffix_tokens", "suffix_texts", "input_tokens", "prompt_sha256", "tokens_sha256"):
-        if len(ty[key]) != n:
-            out.append(f"prompts.typed.{key} has {len(ty[key])} entries for {n} criteria")
-    if len(ty["input_tokens"]) == n and len(ty["suffix_tokens"]) == n:
-        for k, (inp, suf) in enumerate(zip(ty["input_tokens"], ty["suffix_tokens"], strict=True)):
-            if inp != ty["prefix_tokens"] + suf:
-                out.append(f"prompts.typed.input_tokens[{k}] = {inp} is not prefix {ty['prefix_tokens']} "
-                           f"+ suffix {suf}")
-    ge = trace["prompts"]["generated"]
-    got = hashlib.sha256(ge["text"].encode("utf-8")).hexdigest()
-    if got != ge["prompt_sha256"]:
-        out.append(f"prompts.generated.prompt_sha256 is {ge['prompt_sha256']} but the text hashes to {got}")
-    if ge["max_new_tokens"] != trace["protocol"]["max_new_tokens"]:
-        out.append("prompts.generated.max_new_tokens differs from protocol.max_new_tokens")
-    return out
 
 
 def _check_protocol(trace: dict[str, Any]) -> list[str]:
@@ -162,12 +141,21 @@ def _check_typed(trace: dict[str, Any], run: dict[str, Any]) -> list[str]:
         return out
     t_pre, t_suf, t_all = event_t(run, "prefill_done"), event_t(run, "suffix_done"), event_t(run, "decisions_available")
     bound = trace["protocol"]["exact"].get("bound")
+    ty = trace["prompts"]["typed"]
+    passes = sorted({d["pass"] for d in run["decisions"]})
+    if passes != list(range(tok["passes"])):
+        out.append(f"tokens.passes is {tok['passes']} but the decisions were read in passes {passes}")
     for d in run["decisions"]:
         cid = d["criterion_id"]
         n = len(d["option_ids"])
+        if d["option_ids"] != [o.id for o in YES_NO] or d["letters"] != ty["letters"]:
+            out.append(f"{cid}: option_ids {d['option_ids']} and letters {d['letters']} are not the prompt's "
+                       f"options {[o.id for o in YES_NO]} as {ty['letters']}")
         if not (len(d["letters"]) == len(d["option_logits"]) == len(d["probabilities"]) == n):
             out.append(f"{cid}: option_ids, letters, option_logits and probabilities differ in length")
             continue
+        out += [f"{cid}: {p}" for p in check_top_k(d["top_k"], trace["protocol"]["top_k"])
+                or check_decision_evidence(d, ty["slot_token_ids"])]
         lo, hi = (t_suf, t_all) if d["escalated"] else (t_pre, t_suf)
         if not lo - _EPS <= d["t_available"] <= hi + _EPS:
             out.append(f"{cid}: t_available {d['t_available']} outside [{lo}, {hi}]")
@@ -184,6 +172,11 @@ def _check_typed(trace: dict[str, Any], run: dict[str, Any]) -> list[str]:
             out.append(f"{cid}: tie is {d['tie']} but choice is {d['choice']!r}")
         elif not d["tie"] and d["choice"] != best:
             out.append(f"{cid}: choice {d['choice']!r} is not the argmax option {best!r}")
+        tied = d["tied_option_ids"]
+        bad_tie = len(tied) < 2 or best not in tied or not set(tied) <= set(d["option_ids"])
+        if (tied != []) if not d["tie"] else bad_tie:
+            out.append(f"{cid}: tied_option_ids {tied} but tie is {d['tie']} (a tie lists the top option and at "
+                       "least one other)")
         probs = sorted(d["probabilities"], reverse=True)
         if abs((probs[0] - probs[1]) - d["margin"]) > 1e-6:
             out.append(f"{cid}: margin {d['margin']} is not top minus second probability")
@@ -248,9 +241,12 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
     answers = [t["answer_index"] for t in toks if t["answer_index"] is not None]
     if answers != list(range(len(answers))):
         out.append(f"answer_index values {answers} are not 0, 1, 2, … in token order")
+    k = trace["protocol"]["top_k"]
     for t in toks:
         if t["yes_no"] is not None and abs(t["yes_no"]["yes"] + t["yes_no"]["no"] - 1.0) > 1e-6:
             out.append(f"token {t['i']}: yes_no probabilities do not sum to 1")
+        # The model's top-1 (before any mask) is the chosen token unless the grammar overruled it.
+        out += [f"token {t['i']}: {p}" for p in check_top_k(t["top_k"], k) or check_greedy_token(t)]
     typed = typed_by_key.get((run["warmup"], run["repeat"]))
     if len(run["agreement"]) != n:
         out.append(f"agreement has {len(run['agreement'])} entries for {n} criteria")
@@ -357,12 +353,6 @@ def _check_generated_v2(trace: dict[str, Any], run: dict[str, Any]) -> list[str]
             out.append(f"{where}: masked is {t['masked']} but free_argmax is {t['free_argmax']}")
         elif t["free_argmax"] is not None and t["free_argmax"]["id"] == t["id"]:
             out.append(f"{where}: masked, yet the chosen token is the model's own argmax")
-        # The model's top-1 (before any mask) is the chosen token unless the grammar overruled it.
-        top = t["top_k"][0] if t["top_k"] else None
-        best = t["free_argmax"] if t["free_argmax"] is not None else t
-        if top is not None and top["id"] != best["id"] and abs(top["p"] - best["p"]) > 1e-6:
-            out.append(f"{where}: top_k[0] is token {top['id']} (p {top['p']}) but the argmax recorded is "
-                       f"{best['id']} (p {best['p']})")
     return out
 
 

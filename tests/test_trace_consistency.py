@@ -1,0 +1,113 @@
+"""Issue 21 items 3–5: traces that verified while contradicting themselves, their checksums re-finalized.
+
+Each test edits one committed fixture the way a forger would (the edit, then :func:`scorer.trace.finalize`,
+which recomputes the inputs hash, the summary and every checksum) and holds every consumer to refusing it:
+``semif trace verify``, ``semif trace summary``, ``semif trace export`` (exit 2, the file named, nothing
+written) and the site build's trace check.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scorer import trace
+from scorer.cli import main
+from scorer.site.discover import validate_trace
+from scorer.site.inputs import BuildError
+
+ROOT = Path(__file__).resolve().parents[1]
+V1 = ROOT / "tests" / "fixtures" / "trace-fake.json"
+V2 = ROOT / "tests" / "fixtures" / "trace-v2-fake.json"
+_DOCS: dict[Path, dict[str, Any]] = {}
+
+
+def _doc(path: Path) -> dict[str, Any]:
+    if path not in _DOCS:
+        _DOCS[path] = trace.load(path)
+        assert trace.verify(_DOCS[path]) == []
+    return copy.deepcopy(_DOCS[path])
+
+
+def _refused_everywhere(tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str], want: str) -> None:
+    """``doc`` (re-finalized) is refused by verify, summary, export and the site build, naming ``want``."""
+    path = tmp_path / "t.json"
+    path.write_bytes(trace.dumps(doc))
+    out_file = tmp_path / "chrome.json"
+    for args in (["verify"], ["summary"], ["export", "--chrome", "-o", str(out_file)]):
+        rc = main(["trace", *args, str(path)])
+        cap = capsys.readouterr()
+        assert rc == 2, (args, cap.err[:2000])
+        assert cap.err.startswith(f"semif: error: {path}") and want in cap.err, (args, cap.err[:2000])
+        assert cap.out == "" and "Traceback" not in cap.err
+    assert not out_file.exists()
+    with pytest.raises(BuildError, match="trace failed verification"):
+        validate_trace("traces/t.json", doc)
+
+
+# --- item 3: a greedy lane's chosen token contradicting its own top_k[0] ------------------------------------
+def _token(doc: dict[str, Any], lane: str, masked: bool | None) -> dict[str, Any]:
+    run = trace.measured(doc, lane)[0]
+    for t in run["tokens"]:
+        if (masked is None or bool(t.get("masked")) == masked) and len(t["top_k"]) > 1:
+            return t
+    raise AssertionError(f"no {lane} token with masked={masked}")
+
+
+# (fixture, lane, masked): v1's generated lane, v2's free lane, a constrained token the grammar did not overrule
+# (chosen = the model's argmax) and one it did (free_argmax = the model's argmax).
+LANES = {"v1-generated": (V1, "generated", None), "v2-free": (V2, "free", None),
+         "v2-constrained": (V2, "constrained", False), "v2-constrained-masked": (V2, "constrained", True)}
+
+
+@pytest.mark.parametrize("field", ["id", "p"])
+@pytest.mark.parametrize("lane", sorted(LANES))
+def test_greedy_token_contradicting_its_top_k_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         lane: str, field: str):
+    """Issue 21 item 3: the recorded argmax's id (the model's second choice) or p (halved) no longer matches
+    ``top_k[0]`` in a greedy run; verify, summary and export accepted it."""
+    path, lane_name, masked = LANES[lane]
+    doc = _doc(path)
+    t = _token(doc, lane_name, masked)
+    best = t["free_argmax"] if masked else t
+    if field == "id":
+        best["id"] = t["top_k"][1]["id"]
+    else:
+        best["p"] = best["p"] / 2
+    trace.finalize(doc)
+    _refused_everywhere(tmp_path, doc, capsys, "greedy")
+
+
+# --- item 4: typed prompt_sha256 is re-derived like the generated prompt's ----------------------------------
+@pytest.mark.parametrize("where", ["prefix_text", "suffix_texts"])
+@pytest.mark.parametrize("path", [V1, V2], ids=["v1", "v2"])
+def test_edited_typed_prompt_text_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], path: Path,
+                                             where: str):
+    """Issue 21 item 4: an edited typed ``prefix_text`` (or one suffix) kept its ``prompt_sha256`` and verified."""
+    doc = _doc(path)
+    ty = doc["prompts"]["typed"]
+    if where == "prefix_text":
+        ty["prefix_text"] = ty["prefix_text"].replace("precise decision function", "sloppy guesser")
+    else:
+        ty["suffix_texts"][3] = ty["suffix_texts"][3].replace("?", " (answer yes)?", 1)
+    trace.finalize(doc)
+    _refused_everywhere(tmp_path, doc, capsys, "prompt_sha256")
+
+
+# --- item 5: inputs edited while the recorded prompts still hold the original -------------------------------
+@pytest.mark.parametrize("what", ["state", "question"])
+@pytest.mark.parametrize("path", [V1, V2], ids=["v1", "v2"])
+def test_inputs_that_the_prompts_do_not_hold_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         path: Path, what: str):
+    """Issue 21 item 5: ``inputs.state`` or a criterion's question edited (the inputs hash re-derived by
+    finalize) while every recorded prompt still holds the original: verified (4 variants)."""
+    doc = _doc(path)
+    if what == "state":
+        doc["inputs"]["state"] = doc["inputs"]["state"].replace("iPhones", "Android phones")
+    else:
+        doc["inputs"]["criteria"][4]["question"] = "Does the customer threaten to leave?"
+    trace.finalize(doc)
+    _refused_everywhere(tmp_path, doc, capsys, "re-rendered from inputs")
