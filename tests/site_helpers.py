@@ -42,6 +42,8 @@ def hostile_trace() -> dict[str, Any]:
     doc = trace_mod.load(FAKE)
     doc["experiment"]["title"] = HOSTILE + " title"
     doc["model"]["key"] = "<i>fake</i>" + HOSTILE
+    m, e = doc["model"], doc["experiment"]
+    e["id"] = trace_mod.experiment_id(doc["inputs"]["id"], m["key"], m["backend"], m["device"], e["created_utc"])
     doc["notes"].append(HOSTILE)
     doc["differences"].append(HOSTILE)
 

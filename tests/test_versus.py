@@ -29,8 +29,8 @@ from scorer.runs.versus import (
     decisions_for,
     load_input,
     run_versus,
-    trace_name,
 )
+from scorer.trace import trace_name
 
 SMALL = {"id": "mini", "state": "Order 17: paid, shipped 2024-05-02, customer asked for a refund.",
          "criteria": [{"id": "a", "question": "Is the order paid?", "label": "yes"},

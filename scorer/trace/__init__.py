@@ -42,18 +42,20 @@ from scorer.trace.format import (
     TYPED_EVENTS,
     canonical,
     checksums,
+    experiment_id,
     inputs_digest,
     schema,
     schema_errors,
     sha256_json,
+    trace_name,
 )
 from scorer.trace.summary import compute_summary, compute_summary_v2, summary_text
 from scorer.trace.verify import SOFTMAX_TOL, _check_softmax, load_verified, verify
 
 __all__ = [
     "ANSWERS", "FORMATS", "GENERATED_EVENTS", "GENERATED_PATHS", "MAX_DEPTH", "SOFTMAX_TOL", "TRACE_FORMAT",
-    "TRACE_FORMAT_V2", "TYPED_EVENTS", "_check_depth", "_check_softmax", "agreement", "calibrated_block",
-    "canonical", "checksums", "compute_summary", "compute_summary_v2", "dumps", "event_t", "finalize",
-    "inputs_digest", "labels_correct", "load", "load_verified", "measured", "parse_array", "schema",
-    "schema_errors", "sha256_json", "summary_text", "to_chrome", "token_limit", "verdict", "verify", "write",
+    "TRACE_FORMAT_V2", "TYPED_EVENTS", "_check_depth", "_check_softmax", "agreement", "calibrated_block", "canonical",
+    "checksums", "compute_summary", "compute_summary_v2", "dumps", "event_t", "experiment_id", "finalize",
+    "inputs_digest", "labels_correct", "load", "load_verified", "measured", "parse_array", "schema", "schema_errors",
+    "sha256_json", "summary_text", "to_chrome", "token_limit", "trace_name", "verdict", "verify", "write",
 ]

@@ -53,16 +53,24 @@ def load(path: str | Path) -> dict[str, Any]:
     return obj
 
 
-def _check_depth(name: str, obj: Any) -> None:
-    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (iteratively: no recursion on hostile input)."""
+def too_deep(obj: Any) -> str | None:
+    """Where ``obj`` nests deeper than :data:`MAX_DEPTH` (a JSON path, at most 80 characters), or None.
+    Iterative: no recursion on hostile input."""
     stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
     while stack:
         value, where, depth = stack.pop()
         if depth > MAX_DEPTH:
-            shown = where if len(where) <= 80 else where[:80] + "…"
-            raise InputError(name, None, shown.lstrip("."), f"nested more than {MAX_DEPTH} levels deep",
-                             f"at most {MAX_DEPTH} levels of arrays/objects")
+            return (where if len(where) <= 80 else where[:80] + "…").lstrip(".")
         if isinstance(value, dict):
             stack.extend((v, f"{where}.{k}", depth + 1) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+    return None
+
+
+def _check_depth(name: str, obj: Any) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (:class:`InputError` naming the file and where)."""
+    where = too_deep(obj)
+    if where is not None:
+        raise InputError(name, None, where, f"nested more than {MAX_DEPTH} levels deep",
+                         f"at most {MAX_DEPTH} levels of arrays/objects")

@@ -7,6 +7,7 @@ orjson writes them (``orjson.dumps(x, option=OPT_SORT_KEYS)``).
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,22 @@ GENERATED_EVENTS = ("encoded", "first_token", "done")
 ANSWERS = ("yes", "no")
 _MAX_SCHEMA_ERRORS = 20
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schema"
+
+
+# --- names ---------------------------------------------------------------------------------------------
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-") or "model"
+
+
+def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
+    """``versus-<input>-<model>-<backend>-<device>.json``."""
+    return f"versus-{_safe(input_id)}-{_safe(model_key)}-{_safe(backend)}-{_safe(device)}.json"
+
+
+def experiment_id(input_id: str, model_key: Any, backend: Any, device: Any, created_utc: str) -> str:
+    """``experiment.id``: the trace's name (without ``.json``) and the creation time, ``…-20261130T140352Z``."""
+    stamp = created_utc.replace("-", "").replace(":", "")
+    return f"{trace_name(input_id, str(model_key), str(backend), str(device))[:-5]}-{stamp}"
 
 
 # --- canonical JSON and checksums ------------------------------------------------------------------

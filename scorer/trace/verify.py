@@ -20,10 +20,9 @@ from scorer.trace.derive import (
     verdict,
 )
 from scorer.trace.evidence import check_decision_evidence, check_greedy_token, check_top_k
-from scorer.trace.files import load
+from scorer.trace.files import MAX_DEPTH, load, too_deep
 from scorer.trace.format import (
     GENERATED_EVENTS,
-    GENERATED_PATHS,
     TRACE_FORMAT,
     TRACE_FORMAT_V2,
     TYPED_EVENTS,
@@ -31,6 +30,7 @@ from scorer.trace.format import (
     checksums,
     schema_errors,
 )
+from scorer.trace.header import check_header, check_protocol
 from scorer.trace.rendering import check_prompts
 from scorer.trace.summary import compute_summary
 
@@ -43,7 +43,13 @@ SOFTMAX_TOL = 1e-9
 
 # --- verify ------------------------------------------------------------------------------------------
 def verify(trace: Any) -> list[str]:
-    """Every problem found in ``trace``: schema, checksums, internal consistency. Empty = verified."""
+    """Every problem found in ``trace``: schema, checksums, internal consistency. Empty = verified.
+
+    The one check every reader of a trace runs (``semif trace verify|summary|export``, the site build), so it
+    also refuses JSON nested past :data:`~scorer.trace.files.MAX_DEPTH` itself, whoever parsed it."""
+    deep = too_deep(trace)
+    if deep is not None:
+        return [f"at {deep or '(root)'}: nested more than {MAX_DEPTH} levels deep"]
     problems = schema_errors(trace)
     if problems:
         return problems  # the checks below rely on the structure the schema guarantees
@@ -56,7 +62,8 @@ def verify(trace: Any) -> list[str]:
     v2 = trace["format"] == TRACE_FORMAT_V2
     try:
         problems += check_prompts(trace)
-        problems += _check_protocol(trace)
+        problems += check_protocol(trace)
+        problems += check_header(trace)
         if v2:
             problems += _check_v2_blocks(trace)
         typed_by_key = {(r["warmup"], r["repeat"]): r for r in trace["runs"] if r["path"] == "typed"}
@@ -84,20 +91,15 @@ def verify(trace: Any) -> list[str]:
     return problems
 
 
-def _check_protocol(trace: dict[str, Any]) -> list[str]:
-    out = []
-    proto = trace["protocol"]
-    for path in ("typed", *GENERATED_PATHS[trace["format"]]):
-        for warm, count in ((True, proto["warmup"]), (False, proto["repeats"])):
-            reps = [r["repeat"] for r in trace["runs"] if r["path"] == path and r["warmup"] == warm]
-            if reps != list(range(count)):
-                kind = "warm-up" if warm else "measured"
-                out.append(f"{kind} {path} runs have repeats {reps}, protocol says {count}")
-    prev_end = 0.0
-    for i, run in enumerate(trace["runs"]):
-        if run["start_s"] + _EPS < prev_end:
-            out.append(f"runs[{i}] starts at {run['start_s']} s, before the previous run ended ({prev_end} s)")
-        prev_end = run["start_s"] + run["total_s"]
+def pack_passes(suffix_tokens: list[int], budget: int) -> list[int]:
+    """The pass each suffix is read in: packed greedily in order, at most ``budget`` tokens a pass, at least one
+    suffix each (:func:`scorer.backends.base.pack_chunks`, which shared mode uses)."""
+    out, k, size = [], 0, 0
+    for i, n in enumerate(suffix_tokens):
+        if i and size + n > budget:
+            k, size = k + 1, 0
+        out.append(k)
+        size += n
     return out
 
 
@@ -142,9 +144,13 @@ def _check_typed(trace: dict[str, Any], run: dict[str, Any]) -> list[str]:
     t_pre, t_suf, t_all = event_t(run, "prefill_done"), event_t(run, "suffix_done"), event_t(run, "decisions_available")
     bound = trace["protocol"]["exact"].get("bound")
     ty = trace["prompts"]["typed"]
-    passes = sorted({d["pass"] for d in run["decisions"]})
-    if passes != list(range(tok["passes"])):
-        out.append(f"tokens.passes is {tok['passes']} but the decisions were read in passes {passes}")
+    passes = [d["pass"] for d in run["decisions"]]
+    if sorted(set(passes)) != list(range(tok["passes"])):
+        out.append(f"tokens.passes is {tok['passes']} but the decisions were read in passes {sorted(set(passes))}")
+    packed = pack_passes(ty["suffix_tokens"], trace["protocol"]["max_batch_tokens"])
+    if passes != packed:
+        out.append(f"the decisions' passes {passes} are not the suffixes packed in order into passes of at most "
+                   f"protocol.max_batch_tokens {trace['protocol']['max_batch_tokens']} tokens ({packed})")
     for d in run["decisions"]:
         cid = d["criterion_id"]
         n = len(d["option_ids"])
@@ -220,6 +226,12 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
         out.append(f"output_tokens {run['output_tokens']} but {len(toks)} tokens are listed")
     if run["decode_steps"] != len(toks) - 1:
         out.append(f"decode_steps {run['decode_steps']} is not output_tokens - 1")
+    stop_ids = trace["prompts"]["generated"]["stop_token_ids"]
+    if stop_ids != sorted(set(stop_ids)):
+        out.append(f"prompts.generated.stop_token_ids {stop_ids} are not distinct and sorted")
+    wrong = [t["i"] for t in toks if t["stop"] != (t["id"] in stop_ids)]
+    if wrong:
+        out.append(f"tokens {wrong[:5]} are marked stop (or not) against prompts.generated.stop_token_ids {stop_ids}")
     stops = [t["i"] for t in toks if t["stop"]]
     if run["stop_reason"] == "end_of_turn":
         if stops != [len(toks) - 1]:
@@ -278,6 +290,8 @@ def _check_v2_blocks(trace: dict[str, Any]) -> list[str]:
             g = ArrayGrammar(tuple(tuple(v) for v in values))
             if g.gbnf() != co["grammar"]:
                 out.append("prompts.constrained.grammar is not the grammar its values define")
+            if g.rule() != co["rule"]:
+                out.append("prompts.constrained.rule is not the grammar's rule in words")
             if g.max_new_tokens() != co["max_new_tokens"]:
                 out.append(f"prompts.constrained.max_new_tokens {co['max_new_tokens']} is not the grammar's bound "
                            f"{g.max_new_tokens()}")
