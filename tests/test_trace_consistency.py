@@ -141,3 +141,25 @@ def test_the_site_refuses_a_deeply_nested_trace_like_the_command_line(depth: int
     raw = trace.dumps(doc).replace(b'"PLACE"', b"[" * depth + b"]" * depth, 1)
     with pytest.raises(BuildError, match=r"traces/deep\.json: .*(nested more than 32 levels|nested too deep)"):
         validate_trace("traces/deep.json", load_json(raw, "traces/deep.json"))
+
+
+def test_the_logits_epsilons_verify_uses_are_readouts():
+    """header.LOGITS_EPSILON is written out so that verify imports no numpy; it must stay readout's."""
+    from scorer import readout
+    from scorer.trace.header import LOGITS_EPSILON
+
+    assert {dt: readout.resolution(1.0, dt) for dt in LOGITS_EPSILON} == LOGITS_EPSILON
+    assert set(LOGITS_EPSILON) == set(readout._MANTISSA_BITS)
+
+
+def test_verify_imports_no_model_library():
+    """A trace is plain data: checking one loads neither torch, transformers, llama.cpp nor numpy."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from scorer import trace; d = trace.load(sys.argv[1]); assert trace.verify(d) == []; "
+            "trace.summary_text(d); trace.to_chrome(d); "
+            "print([m for m in ('torch', 'transformers', 'llama_cpp', 'numpy') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code, str(V2)], capture_output=True, text=True, check=True,
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "[]", out.stderr

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scorer import readout
 from scorer.trace.format import GENERATED_PATHS, experiment_id
 
 _EPS = 1e-9  # slack for comparing rounded timestamps
-# Machine epsilons a bound may be taken over (the logits' dtype: float64, float32, float16, bfloat16).
-DTYPE_EPSILONS = (2.0 ** -52, 2.0 ** -23, 2.0 ** -10, 2.0 ** -7)
+# The machine epsilon of each logits dtype a bound may be taken over: scorer.readout.resolution(1.0, dtype),
+# written out so that verify needs no numpy (tests/test_trace_consistency.py holds the two equal).
+LOGITS_EPSILON = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+DTYPE_EPSILONS = tuple(LOGITS_EPSILON.values())
 EXACT_SOURCES = ("probe", "drift-report")
 
 
@@ -88,10 +89,8 @@ def _check_model(trace: dict[str, Any]) -> list[str]:
         out.append(f"the generated prompt and its token limit need {need} positions, more than model.n_ctx {n_ctx}")
     ex = trace["protocol"]["exact"]
     dtype = model.get("logits_dtype") or model.get("dtype")
-    try:
-        want = readout.resolution(1.0, dtype) if isinstance(dtype, str) else None
-    except ValueError:  # not a float dtype (a GGUF's quantization without logits_dtype): nothing to compare
-        want = None
+    # None: not a float dtype (a GGUF's quantization without logits_dtype), nothing to compare
+    want = LOGITS_EPSILON.get(dtype) if isinstance(dtype, str) else None
     if ex["enabled"] and want is not None and ex.get("dtype_epsilon") != want:
         out.append(f"protocol.exact.dtype_epsilon {ex.get('dtype_epsilon')} is not the machine epsilon {want} of "
                    f"the model's logits dtype {dtype}")
