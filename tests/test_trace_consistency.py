@@ -163,3 +163,15 @@ def test_verify_imports_no_model_library():
     out = subprocess.run([sys.executable, "-c", code, str(V2)], capture_output=True, text=True, check=True,
                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_an_exact_tie_at_the_top_of_a_typed_top_k_verifies():
+    """full_vocab_argmax and top_k sort a tie independently (argmax vs argpartition): a genuine tie at the top
+    must verify whichever of the tied tokens each names first."""
+    doc = _doc(V2)
+    d = trace.measured(doc, "typed")[0]["decisions"][0]
+    first, second = d["top_k"][0], d["top_k"][1]
+    second["p"] = first["p"]
+    d["top_k"][0], d["top_k"][1] = second, first  # top_k names the other tied token first
+    trace.finalize(doc)
+    assert trace.verify(doc) == []

@@ -6,8 +6,9 @@ Every probability a run records is a softmax of the same logits, so the ones rec
   float64 ones of the same logits. Decoding is greedy, so the model's own argmax — the chosen token, or
   ``free_argmax`` where the grammar overruled it — is ``top_k[0]``: same id, same ``p`` (within
   :data:`GREEDY_P_RTOL`), or a token tied with it;
-* a typed decision's ``top_k`` is over the full vocabulary: ``full_vocab_argmax`` is its first entry, and an
-  entry that is an answer slot has ``p = probabilities[slot] * allowed_token_mass``;
+* a typed decision's ``top_k`` is over the full vocabulary: ``full_vocab_argmax`` is its first entry (or
+  tied with it), and an entry that is an answer slot has ``p = probabilities[slot] * allowed_token_mass``
+  (also where a remote engine's log-probabilities know only some ids: the mass is then taken against 1);
 * a generated token's ``yes_no`` split: where the token (or a top-k entry) is the yes or the no token,
   its ``p`` is that share times ``mass``.
 """
@@ -96,7 +97,9 @@ def check_decision_evidence(d: dict[str, Any], slot_ids: list[int]) -> list[str]
     """A typed decision's full-vocabulary evidence against its slot probabilities (see the module's docstring)."""
     out = []
     top_k, arg, mass = d["top_k"], d["full_vocab_argmax"], d["allowed_token_mass"]
-    if top_k and (arg["token_id"] != top_k[0]["id"] or arg["text"] != top_k[0]["text"]):
+    entry = _entry(top_k, arg["token_id"])
+    if top_k and (entry is None or entry["text"] != arg["text"] or not _close(entry["p"], top_k[0]["p"], F64_RTOL)):
+        # the argmax is top_k[0], or a token exactly tied with it (the two sorts may order a tie differently)
         out.append(f"full_vocab_argmax is token {arg['token_id']} {arg['text']!r} but top_k[0] is token "
                    f"{top_k[0]['id']} {top_k[0]['text']!r}")
     if arg["is_slot"] != (arg["token_id"] in slot_ids):
