@@ -28,13 +28,13 @@ import numpy as np
 from scorer import readout, trace
 from scorer.backends.base import Backend, Constraint, Grammar
 from scorer.errors import ValidationError
-from scorer.prompt import Tokenizer, common_prefix, message_spans, sha256_text, state_text
-
-ARRAY_PROMPT_VERSION = "semif-array-v1"
-ARRAY_SYSTEM = (
-    "You are a precise decision function. Read the state, then answer every question with yes or no. "
-    'Reply with a JSON array of lowercase strings, "yes" or "no", one per question, in the order of the '
-    "questions, and nothing else."
+from scorer.prompt import (
+    ARRAY_SYSTEM,
+    Tokenizer,
+    array_user_content,
+    common_prefix,
+    message_spans,
+    sha256_text,
 )
 
 
@@ -81,10 +81,7 @@ class ArrayInput(Protocol):
 # --- the prompt ------------------------------------------------------------------------------------
 def array_messages(inp: ArrayInput) -> list[dict[str, str]]:
     """``semif-array-v1``: the state, then the numbered questions, then the exact answer shape."""
-    n = len(inp.criteria)
-    questions = "\n".join(f"{i}. {c.question.strip()}" for i, c in enumerate(inp.criteria, start=1))
-    user = (f"State:\n{state_text(inp.state)}\n\nQuestions:\n{questions}\n\n"
-            f'Answer with a JSON array of exactly {n} strings, each "yes" or "no", in the order of the questions.')
+    user = array_user_content(inp.state, [c.question for c in inp.criteria])
     return [{"role": "system", "content": ARRAY_SYSTEM}, {"role": "user", "content": user}]
 
 

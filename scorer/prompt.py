@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from scorer.errors import ValidationError
-from scorer.schema import Decision
+from scorer.schema import Decision, Option
 
 PROMPT_VERSION = "semif-direct-v1"
 LETTERS = "ABCDEFGHIJKLMNOP"
@@ -208,6 +208,26 @@ class Prompt:
 def messages_for(decision: Decision) -> tuple[list[dict[str, str]], int]:
     content, head_len = user_content(decision)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}], head_len
+
+
+# --- the versus prompts: kept here so that a trace's verifier can re-render them from its inputs ---------
+YES_NO = (Option("yes", "Yes"), Option("no", "No"))
+"""The options of every versus criterion (typed prompts: ``A. Yes`` / ``B. No``; generated: ``"yes"``/``"no"``)."""
+
+ARRAY_PROMPT_VERSION = "semif-array-v1"
+ARRAY_SYSTEM = (
+    "You are a precise decision function. Read the state, then answer every question with yes or no. "
+    'Reply with a JSON array of lowercase strings, "yes" or "no", one per question, in the order of the '
+    "questions, and nothing else."
+)
+
+
+def array_user_content(state: str | dict[str, Any] | list[Any], questions: Sequence[str]) -> str:
+    """``semif-array-v1``'s user message: the state, then the numbered questions, then the exact answer shape."""
+    n = len(questions)
+    numbered = "\n".join(f"{i}. {q.strip()}" for i, q in enumerate(questions, start=1))
+    return (f"State:\n{state_text(state)}\n\nQuestions:\n{numbered}\n\n"
+            f'Answer with a JSON array of exactly {n} strings, each "yes" or "no", in the order of the questions.')
 
 
 def letter_slots(tok: Tokenizer, n: int) -> list[int]:

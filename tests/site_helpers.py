@@ -9,7 +9,6 @@ marks itself with ``pytestmark = sh.BROWSER_MARKS``.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 import sys
@@ -26,6 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from trace_helpers import edit_inputs  # noqa: E402
+
 import build  # noqa: E402
 from scorer import trace as trace_mod  # noqa: E402
 
@@ -41,16 +42,17 @@ def hostile_trace() -> dict[str, Any]:
     doc = trace_mod.load(FAKE)
     doc["experiment"]["title"] = HOSTILE + " title"
     doc["model"]["key"] = "<i>fake</i>" + HOSTILE
-    doc["inputs"]["state"] = HOSTILE + "\n" + doc["inputs"]["state"]
-    doc["inputs"]["criteria"][0]["question"] = HOSTILE + " " + doc["inputs"]["criteria"][0]["question"]
-    doc["inputs"]["criteria"][1]["question"] = "</script><script>window.__pwned=2</script>"
+    m, e = doc["model"], doc["experiment"]
+    e["id"] = trace_mod.experiment_id(doc["inputs"]["id"], m["key"], m["backend"], m["device"], e["created_utc"])
     doc["notes"].append(HOSTILE)
     doc["differences"].append(HOSTILE)
-    ty = doc["prompts"]["typed"]
-    ty["suffix_texts"][0] = HOSTILE + ty["suffix_texts"][0]
-    ge = doc["prompts"]["generated"]
-    ge["text"] = HOSTILE + ge["text"]
-    ge["prompt_sha256"] = hashlib.sha256(ge["text"].encode()).hexdigest()
+
+    def hostile_inputs(inputs: dict[str, Any]) -> None:
+        inputs["state"] = HOSTILE + "\n" + inputs["state"]
+        inputs["criteria"][0]["question"] = HOSTILE + " " + inputs["criteria"][0]["question"]
+        inputs["criteria"][1]["question"] = "</script><script>window.__pwned=2</script>"
+
+    edit_inputs(doc, hostile_inputs)  # the prompts (typed and generated) hold the markup as a rerun would
     typed = {(r["warmup"], r["repeat"]): r for r in doc["runs"] if r["path"] == "typed"}
     n = len(doc["inputs"]["criteria"])
     for run in doc["runs"]:

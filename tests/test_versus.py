@@ -14,7 +14,6 @@ from fakes import MERGES, FakeBackend, FakeTokenizer, SlowFakeBackend, fake_voca
 from scorer import trace
 from scorer.errors import InputError, ValidationError
 from scorer.generate import (
-    ARRAY_PROMPT_VERSION,
     answer_candidates,
     array_messages,
     default_max_new_tokens,
@@ -22,6 +21,7 @@ from scorer.generate import (
     token_texts,
 )
 from scorer.grammar import ArrayGrammar
+from scorer.prompt import ARRAY_PROMPT_VERSION
 from scorer.runs.score import prepare, score_items
 from scorer.runs.versus import (
     DEFAULT_INPUT,
@@ -29,8 +29,8 @@ from scorer.runs.versus import (
     decisions_for,
     load_input,
     run_versus,
-    trace_name,
 )
+from scorer.trace import trace_name
 
 SMALL = {"id": "mini", "state": "Order 17: paid, shipped 2024-05-02, customer asked for a refund.",
          "criteria": [{"id": "a", "question": "Is the order paid?", "label": "yes"},

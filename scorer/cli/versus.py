@@ -55,7 +55,7 @@ def _cmd_versus(args: argparse.Namespace) -> int:
     from scorer.errors import ValidationError
     from scorer.io import FORCE_HINT, check_writable
     from scorer.runs.drift import load_report
-    from scorer.runs.versus import load_calibrator, load_input, run_versus, trace_name
+    from scorer.runs.versus import load_calibrator, load_input, run_versus
 
     inp = load_input(args.input)  # validated before any model loads
     calibration = load_calibrator(args.calibration) if args.calibration else None
@@ -63,7 +63,7 @@ def _cmd_versus(args: argparse.Namespace) -> int:
         load_report(Path(args.drift_report))  # a bad report path fails before the model loads
     device = args.device if args.backend == "torch" else ("cpu" if args.llama_gpu_layers == "0" else "gpu")
     key = store.resolve(args.model, args.revision).key
-    out = Path(args.output) if args.output else DEFAULT_TRACES / trace_name(inp.id, key, args.backend, device)
+    out = Path(args.output) if args.output else DEFAULT_TRACES / trace.trace_name(inp.id, key, args.backend, device)
     check_writable(out, args.force, FORCE_HINT)
     backend = load_backend(backend_config(args))
 

@@ -23,7 +23,6 @@ the run, so it does not inflate any lane's time.
 from __future__ import annotations
 
 import datetime as _dt
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +36,6 @@ from scorer import readout, trace
 from scorer.backends.base import Backend, Grammar, pack_chunks
 from scorer.errors import InputError, ValidationError
 from scorer.generate import (
-    ARRAY_PROMPT_VERSION,
     Criterion,
     VersusInput,
     default_max_new_tokens,
@@ -46,13 +44,12 @@ from scorer.generate import (
 )
 from scorer.grammar import ArrayGrammar
 from scorer.machine import load_average
-from scorer.prompt import sha256_text, sha256_tokens
+from scorer.prompt import ARRAY_PROMPT_VERSION, YES_NO, sha256_text, sha256_tokens
 from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, default_report_path
 from scorer.runs.exact import ExactPolicy
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, Item, make_record, memory_need, prepare, score_items
-from scorer.schema import Decision, Option, check_state, nonempty_str
+from scorer.schema import Decision, check_state, nonempty_str
 
-YES_NO = (Option("yes", "Yes"), Option("no", "No"))
 YES_NO_IDS = tuple(o.id for o in YES_NO)
 DEFAULT_INPUT = Path(__file__).resolve().parents[2] / "data" / "versus" / "ticket-21.json"
 DEFAULT_TRACES = Path("data") / "traces"
@@ -420,15 +417,6 @@ def _check_direct(backend: Backend, decisions: list[Decision], typed_run: dict[s
     return {"mode": "direct", "choices_equal": not mism, "max_abs_dp": max_dp, "mismatched": mism}
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-") or "model"
-
-
-def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
-    """``versus-<input>-<model>-<backend>-<device>.json``."""
-    return f"versus-{_safe(input_id)}-{_safe(model_key)}-{_safe(backend)}-{_safe(device)}.json"
-
-
 RunFn = Callable[[dict[str, Any]], None]
 
 
@@ -457,7 +445,7 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
                               f"model's context ({backend.n_ctx}); SemIf never truncates")
     policy, exact_block = _calibrate(backend, base_items, cfg)
     runs: list[dict[str, Any]] = []
-    created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    created_utc = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     load_before = load_average()
     clock0 = time.perf_counter()
     schedule = [(True, i) for i in range(cfg.warmup)] + [(False, i) for i in range(cfg.repeats)]
@@ -484,8 +472,6 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": load_average()}
     if info.get("device") == "cpu":
         mach["gpu"] = None  # a GPU in the box that the run did not use must not be credited with the numbers
-    exp_id = (f"{trace_name(inp.id, str(info.get('key')), str(info.get('backend')), str(info.get('device')))[:-5]}"
-              f"-{created.strftime('%Y%m%dT%H%M%SZ')}")
     n_esc = sum(r["escalated"] for r in runs if r["path"] == "typed" and not r["warmup"])
     if policy is not None:
         how = (f"a drift report ({exact_block['drift_report']})" if exact_block["source"] == "drift-report"
@@ -503,7 +489,9 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
                      if check else "No direct-mode check was run (--no-check-direct)."))
     doc: dict[str, Any] = {
         "format": trace.TRACE_FORMAT_V2,
-        "experiment": {"id": exp_id, "kind": "versus", "created_utc": created.isoformat().replace("+00:00", "Z"),
+        "experiment": {"id": trace.experiment_id(inp.id, info.get("key"), info.get("backend"), info.get("device"),
+                                                 created_utc),
+                       "kind": "versus", "created_utc": created_utc,
                        "title": f"Typed vs free vs constrained generation: {n} yes/no criteria about {inp.id} "
                                 f"on {info.get('key')}",
                        "command": cfg.command, "wall_s": _r(wall)},

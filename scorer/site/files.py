@@ -25,6 +25,9 @@ def load_json(raw: bytes, rel: str) -> Any:
         return json.loads(text, parse_constant=_reject)
     except json.JSONDecodeError as exc:
         raise BuildError(f"{rel}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise BuildError(f"{rel}: JSON nested too deep to read (arrays/objects inside each other thousands of "
+                         "levels deep)") from None
 
 
 def object_at(d: dict[str, Any], key: str) -> dict[str, Any]:

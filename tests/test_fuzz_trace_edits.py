@@ -1,0 +1,232 @@
+"""Property: any single-field edit of a verified trace, re-finalized, is refused — unless it is allow-listed.
+
+Issue 21: traces verified while contradicting themselves, because a forger who recomputes the checksums
+(``scorer.trace.finalize``) defeats every check that is not a re-derivation. Here one leaf of a verified trace
+is edited (a number moved, a string changed, a bool flipped, a value swapped for another value the same
+field holds elsewhere, a null replaced), the trace re-finalized, and :func:`scorer.trace.verify` must refuse it
+unless the leaf's path is in the allow-list that ``scorer/schema/trace-v2.md`` documents (read from that table,
+so the documented list is the tested list). The edits no single field can make and that verify accepts by
+design (a softmax-invariant logit shift, whitespace the prompts strip) are checked to verify.
+
+Bases: a small ``run_versus`` trace on the fake backend (v2, 3 criteria, a warm-up: many examples, fast) and
+two committed traces, the v2 ``data/traces/versus-shape-s01-qwen2.5-1.5b-torch-cpu.json`` and the v1
+``data/traces/versus-ticket-21-…json`` (fewer examples: each verify of a committed trace takes ~0.5 s).
+Paths are drawn by pattern first (``runs[].tokens[].p``), then a leaf of that pattern, so the thousands of
+top-k leaves do not crowd out the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import string
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fakes import FakeBackend, FakeTokenizer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scorer import trace
+from scorer.runs.versus import Criterion, VersusConfig, VersusInput, run_versus
+
+pytestmark = pytest.mark.fuzz  # generated edits: make test runs them, make test-fast does not
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "scorer" / "schema" / "trace-v2.md"
+V2_COMMITTED = ROOT / "data" / "traces" / "versus-shape-s01-qwen2.5-1.5b-torch-cpu.json"
+V1_COMMITTED = next((ROOT / "data" / "traces").glob("versus-ticket-21-*.json"))
+N_SMALL, N_COMMITTED = int(os.environ.get("N_SMALL", 250)), int(os.environ.get("N_COMMITTED", 20))
+
+Leaf = tuple[Any, ...]
+
+
+# --- the documented allow-list ----------------------------------------------------------------------------
+def allow_list() -> list[tuple[str, re.Pattern[str], frozenset[str]]]:
+    """``(pattern, regex, formats)`` for each path of the guide's allow-list table."""
+    text = GUIDE.read_text(encoding="utf-8").split("### Single-field edits that verify accepts", 1)[1]
+    rows = [ln for ln in text.split("\n## ", 1)[0].splitlines() if ln.startswith("| `")]
+    out = []
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        formats = frozenset(f"semif-trace-{f.strip()}" for f in cells[1].split(","))
+        for pat in re.findall(r"`([^`]+)`", cells[0]):
+            rx = re.escape(pat).replace(r"\*", r".+")
+            out.append((pat, re.compile(rx + r"\Z"), formats))
+    assert len(out) > 30, "the allow-list table was not found in the guide"
+    return out
+
+
+ALLOWED = allow_list()
+
+
+def pattern(path: Leaf) -> str:
+    """``("runs", 3, "tokens", 0, "p")`` → ``runs[].tokens[].p``."""
+    out = ""
+    for k in path:
+        out += "[]" if isinstance(k, int) else (f".{k}" if out else k)
+    return out
+
+
+def allowed(fmt: str, path: Leaf) -> str | None:
+    pat = pattern(path)
+    return next((p for p, rx, formats in ALLOWED if fmt in formats and rx.match(pat)), None)
+
+
+# --- bases ----------------------------------------------------------------------------------------------------
+def _small() -> dict[str, Any]:
+    inp = VersusInput("props", {"ticket": "printer on fire", "n": 3},
+                      (Criterion("c1", "Is it urgent?", "yes"), Criterion("c2", "Is it billing?", "no"),
+                       Criterion("c3", "Is it spam?")))
+    be = FakeBackend(FakeTokenizer(merges=['["', '","', '"]', "yes", "no"]), script='["yes","no","no"]')
+    doc = run_versus(be, inp, VersusConfig(repeats=1, warmup=1, command="semif versus (test)"), source="p.json")
+    return orjson.loads(trace.dumps(doc))  # exactly what a reader of the file sees
+
+
+@pytest.fixture(scope="module")
+def bases() -> dict[str, dict[str, Any]]:
+    out = {"small-v2": _small(), "committed-v2": trace.load(V2_COMMITTED), "committed-v1": trace.load(V1_COMMITTED)}
+    for name, doc in out.items():
+        assert trace.verify(doc) == [], name
+    return out
+
+
+def leaves(obj: Any, at: Leaf = ()) -> list[tuple[Leaf, Any]]:
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in leaves(v, (*at, k))]
+    if isinstance(obj, list):
+        return [x for i, v in enumerate(obj) for x in leaves(v, (*at, i))]
+    return [(at, obj)]
+
+
+def by_pattern(doc: dict[str, Any]) -> dict[str, list[tuple[Leaf, Any]]]:
+    """Every leaf but the checksums (what re-finalizing rewrites), grouped by pattern."""
+    out: dict[str, list[tuple[Leaf, Any]]] = {}
+    for path, value in leaves(doc):
+        if path[0] != "checksums":
+            out.setdefault(pattern(path), []).append((path, value))
+    return out
+
+
+# --- edits ----------------------------------------------------------------------------------------------------
+HEX = re.compile(r"[0-9a-f]{64}\Z")
+
+
+@st.composite
+def edited(draw: st.DrawFn, value: Any, peers: list[Any]) -> Any:
+    """A different value for a leaf: of its own type, or another value the same field holds elsewhere."""
+    others = [p for p in peers if p != value or type(p) is not type(value)]
+    if others and draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(others))
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + draw(st.sampled_from([1, -1, 2, 7, -100, 1000]))
+    if isinstance(value, float):
+        r = draw(st.floats(1e-3, 1.0)) * draw(st.sampled_from([1, -1]))
+        new = value * (1 + r) if value else r
+        return new if math.isfinite(new) and new != value else value + 1.0
+    if isinstance(value, str):
+        if HEX.match(value):
+            i = draw(st.integers(0, 63))
+            return value[:i] + draw(st.sampled_from([c for c in "0123456789abcdef" if c != value[i]])) + value[i + 1:]
+        op = draw(st.sampled_from(["append", "replace", "drop"] if value else ["append"]))
+        ch = draw(st.sampled_from(list(string.ascii_letters + string.digits + " -:.\n")))
+        if op == "append":
+            return value + ch
+        i = draw(st.integers(0, len(value) - 1))
+        if op == "drop":
+            return value[:i] + value[i + 1:]
+        return value[:i] + (ch if ch != value[i] else "~") + value[i + 1:]
+    return draw(st.sampled_from([0, 1.5, "x", True, []]))
+
+
+def refinalized(base: dict[str, Any], path: Leaf, value: Any) -> dict[str, Any] | None:
+    """The base with one leaf set and the derived fields and checksums recomputed, as a forger would; None
+    when re-finalizing undoes the edit (it was in a field finalize derives, e.g. the summary): then the
+    checksums alone are recomputed, so the edit stays."""
+    doc = orjson.loads(orjson.dumps(base))
+    parent = doc
+    for k in path[:-1]:
+        parent = parent[k]
+    parent[path[-1]] = value
+    raw = orjson.loads(orjson.dumps(doc))
+    try:
+        trace.finalize(doc)
+    except Exception:  # a forger who cannot recompute the summary still recomputes the checksums
+        doc = raw
+        doc["checksums"] = trace.checksums(doc)
+    if trace.canonical(doc) == trace.canonical(base):
+        doc = raw
+        doc["checksums"] = trace.checksums(doc)
+    return None if trace.canonical(doc) == trace.canonical(base) else doc
+
+
+_SETTINGS = dict(deadline=None, database=None, derandomize=False,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                        HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.parametrize(("name", "examples"), [("small-v2", N_SMALL), ("committed-v2", N_COMMITTED),
+                                                ("committed-v1", N_COMMITTED)])
+def test_single_field_edits_are_refused_unless_allow_listed(bases: dict[str, dict[str, Any]], name: str,
+                                                            examples: int):
+    base = bases[name]
+    fmt = base["format"]
+    groups = by_pattern(base)
+    patterns = sorted(groups)
+    seen: dict[str, int] = {}
+
+    @settings(max_examples=examples, **_SETTINGS)
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        pat = data.draw(st.sampled_from(patterns), label="pattern")
+        path, value = data.draw(st.sampled_from(groups[pat]), label="leaf")
+        new = data.draw(edited(value, [v for _, v in groups[pat]]), label="new value")
+        doc = refinalized(base, path, new)
+        if doc is None:
+            return
+        seen[pat] = seen.get(pat, 0) + 1
+        if not trace.verify(doc) and not allowed(fmt, path):
+            # collected, not raised: every hole shows at once, and hypothesis spends no minutes shrinking
+            accepted.setdefault(pat, f"{'.'.join(map(str, path))} edited from {value!r:.60} to {new!r:.60}")
+
+    accepted: dict[str, str] = {}
+    run()
+    assert not accepted, (f"{name}: single-field edits that verify after re-finalizing but are not in the "
+                          "allow-list:\n" + "\n".join(accepted.values()))
+    assert sum(seen.values()) >= examples * 0.8  # almost every draw is a real edit
+    assert len(seen) >= min(len(patterns), examples) * 0.5  # and they are spread over the fields
+
+
+def test_every_allow_listed_path_exists(bases: dict[str, dict[str, Any]]):
+    """No stale rows: each documented pattern names a field of a trace of its formats."""
+    files = [*(ROOT / "data" / "traces").glob("*.json"), *(ROOT / "tests" / "fixtures").glob("trace*.json")]
+    docs = [*bases.values(), *(trace.load(f) for f in files)]
+    for pat, rx, formats in ALLOWED:
+        assert any(rx.match(pattern(p)) for d in docs if d["format"] in formats for p, _ in leaves(d)), pat
+
+
+# --- edits verify accepts by design ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["small-v2", "committed-v2", "committed-v1"])
+@pytest.mark.parametrize("shift", [3.0, -17.25])
+def test_a_softmax_invariant_logit_shift_verifies(bases: dict[str, dict[str, Any]], name: str, shift: float):
+    doc = orjson.loads(orjson.dumps(bases[name]))
+    d = trace.measured(doc, "typed")[0]["decisions"][-1]
+    d["option_logits"] = [x + shift for x in d["option_logits"]]
+    trace.finalize(doc)
+    assert trace.verify(doc) == []
+
+
+@pytest.mark.parametrize("where", ["state", "question"])
+def test_whitespace_the_prompts_strip_verifies(bases: dict[str, dict[str, Any]], where: str):
+    doc = orjson.loads(orjson.dumps(bases["committed-v1"]))  # its state is a string
+    if where == "state":
+        doc["inputs"]["state"] = "\n  " + doc["inputs"]["state"] + " \n"
+    else:
+        doc["inputs"]["criteria"][2]["question"] += "  "
+    trace.finalize(doc)
+    assert trace.verify(doc) == []
