@@ -9,8 +9,9 @@ in-process backend on the same weights, probabilities within the tolerance measu
   allow :data:`VLLM_TOLERANCE`.
 * llama.cpp server vs in-process llama.cpp (direct): the same llama.cpp sources, flash attention off and f16 KV
   on both sides: max |dp| 2.9e-8, mass 1.0e-4 (the server's float32 softmax over the vocabulary): the tests
-  allow :data:`LLAMA_TOLERANCE` (shared mode: the server's slots lay out the branches differently from
-  in-process shared mode, which drifts up to 0.036 from direct on this Q4_1 file itself).
+  allow :data:`LLAMA_TOLERANCE`. Shared mode batches several slots' suffixes into one llama.cpp decode, which is
+  not bit-identical to a fresh pass (0.034 on shape-small, 0.063 on the example rows, measured; in-process shared
+  mode drifts as much, tests/test_llamacpp_real.py allows 0.08): :data:`LLAMA_SHARED_TOLERANCE`.
 
 Plus: an engine killed mid-run (exit 1, one clear line, the records so far kept; ``--resume`` against the
 restarted engine completes with the uninterrupted run's records), a served-model name it does not serve refused
@@ -37,7 +38,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.engines]
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "examples" / "decisions.jsonl"
 VLLM_TOLERANCE = 1e-4
-LLAMA_TOLERANCE = 0.05
+LLAMA_TOLERANCE = 1e-3
+LLAMA_SHARED_TOLERANCE = 0.08
 MASS_TOLERANCE = 5e-4
 MODEL = "smollm2-135m"
 
@@ -115,7 +117,7 @@ def test_llama_server_equals_in_process_llama_cpp(llama_server: Any, local_runs:
                "--base-url", llama_server["base_url"], "--mode", mode)
     assert p.returncode == 0, p.stderr
     recs = _records(out)
-    _compare(_records(local_runs["llamacpp"]), recs, LLAMA_TOLERANCE)
+    _compare(_records(local_runs["llamacpp"]), recs, LLAMA_TOLERANCE if mode == "direct" else LLAMA_SHARED_TOLERANCE)
     eng = recs[0]["model"]["engine"]
     assert eng["kind"] == "llamacpp"
     assert recs[0]["model"]["gguf_sha256"] == recs[0]["model"]["engine"]["weights"]["gguf_sha256"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from scorer.site.calibration_charts import draw_calibration
 from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
+from scorer.site.engine_charts import draw_engines
 from scorer.site.files import object_at, unique_slug
 from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
@@ -48,6 +49,8 @@ _KINDS: dict[str, _Kind] = {
     "peers": _Kind("peers", "peers report", draw_peers),
     "ray-scale": _Kind("serving", "Ray Data scale-out"),
     "serve-load": _Kind("serving", "HTTP decision service under load"),
+    "engines": _Kind("engines", "Engines side by side", draw_engines),
+    "route-threshold": _Kind("route", "Routing threshold chosen out of fold"),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -61,6 +64,7 @@ _SECTIONS = (
     ("order", "Order robustness"), ("route", "Two-path routing"),
     ("peers", "Compared with other tools (lm-eval, vLLM, SGLang)"),
     ("serving", "Serving and scaling out (HTTP service, Ray Data)"),
+    ("engines", "Engines side by side: throughput against decision quality (vLLM, llama.cpp, torch)"),
 )
 
 

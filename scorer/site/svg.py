@@ -100,3 +100,39 @@ def svg_reliability(series: list[tuple[str, list[dict[str, Any]]]], title: str) 
                      f'<text x="{size + 18}" y="{pad + 10 + 18 * i}" class="chart-label">{_esc(name)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def svg_scatter(points: list[tuple[str, float, float, int]], x_unit: str, y_unit: str, title: str) -> Markup:
+    """A scatter plot as inline SVG: one labelled point per (label, x, y, series); x from 0 to the largest x,
+    y (a share such as accuracy) from 0 to 1. ``series`` picks the marker's colour (0 or 1); labels are
+    escaped and each point's exact values are its tooltip."""
+    width, height, left, bottom, top = 480, 300, 46, 38, 14
+    plot_w, plot_h = width - left - 150, height - top - bottom
+    xmax = max([x for _, x, _, _ in points], default=0.0) or 1.0
+
+    def xy(x: float, y: float) -> tuple[float, float]:
+        return left + x / xmax * plot_w, top + (1 - y) * plot_h
+
+    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(title)}" '
+             f'xmlns="http://www.w3.org/2000/svg">', f'<title>{_esc(title)}</title>',
+             f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="chart-frame"/>',
+             f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle" class="chart-label">'
+             f'{_esc(x_unit)}</text>',
+             f'<text x="10" y="{top + plot_h / 2}" transform="rotate(-90 10 {top + plot_h / 2})" '
+             f'text-anchor="middle" class="chart-label">{_esc(y_unit)}</text>']
+    for tick in (0.0, 0.5, 1.0):
+        _, y = xy(0.0, tick)
+        parts.append(f'<text x="{left - 4}" y="{y + 3:.1f}" text-anchor="end" class="chart-note">{tick:g}</text>')
+        x, _ = xy(tick * xmax, 0.0)
+        parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 12}" text-anchor="middle" class="chart-note">'
+                     f'{_esc(fmt_value(tick * xmax))}</text>')
+    for i, (label, xv, yv, series) in enumerate(points):
+        x, y = xy(xv, min(max(yv, 0.0), 1.0))
+        cls = f"chart-series-{series % 2}"
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" class="chart-dot {cls}"><title>{_esc(label)}: '
+                     f'{_esc(fmt_value(xv))} {_esc(x_unit)}, {_esc(fmt_value(yv))} {_esc(y_unit)}</title></circle>')
+        parts.append(f'<text x="{x + 7:.1f}" y="{y + 4:.1f}" class="chart-note">{i + 1}</text>')
+        parts.append(f'<text x="{left + plot_w + 10}" y="{top + 10 + 15 * i}" class="chart-note">{i + 1}. '
+                     f'{_esc(label)}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
