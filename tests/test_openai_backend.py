@@ -450,3 +450,23 @@ def test_the_context_is_the_smaller_of_the_engines_and_the_references() -> None:
     assert ob.OpenAIBackend(cfg, transport=t, reference=fake_reference(n_ctx=1000)).n_ctx == 1000
     backend = engine_backend(engine)
     assert backend.n_ctx == 4096 and backend.n_vocab == VOCAB
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", MODES)
+def test_direct_mode_reuses_no_cached_prefix_and_the_fast_modes_do(kind: str, mode: str) -> None:
+    """A fresh (direct) request must not depend on what the engine ran before (llama.cpp's cache_prompt reuses a
+    slot's last prefix and moved p by 0.06 between two runs of the same rows): it opts out of the prefix cache
+    (vLLM: a unique cache_salt; llama.cpp: cache_prompt false); serial and shared mode reuse it."""
+    engine = FakeEngine(kind)
+    _records(engine_backend(engine), mode)
+    bodies = [b for _, p, b in engine.log if p == "/v1/completions"]
+    assert bodies
+    if kind == "vllm":
+        salts = [b.get("cache_salt") for b in bodies]
+        if mode == "direct":
+            assert all(salts) and len(set(salts)) == len(salts)
+        else:
+            assert not any(salts)
+    else:
+        assert {b["cache_prompt"] for b in bodies} == ({False} if mode == "direct" else {True})

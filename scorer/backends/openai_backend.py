@@ -47,6 +47,7 @@ import platform
 import random
 import threading
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -188,9 +189,10 @@ class Dialect(ABC):
             self.fallbacks += 1
 
     @abstractmethod
-    def logprobs(self, ids: list[int], want: Sequence[int], top: int) -> dict[int, float]:
+    def logprobs(self, ids: list[int], want: Sequence[int], top: int, fresh: bool = False) -> dict[int, float]:
         """Full-vocabulary log-probabilities at the position after ``ids``: every id of ``want`` and the top
-        ``top`` tokens (at least the argmax)."""
+        ``top`` tokens (at least the argmax). ``fresh``: computed from an empty state, reusing no cached prefix
+        (direct mode and the exact policy's re-scores: a result that does not depend on what ran before)."""
 
     @abstractmethod
     def tokenize(self, text: str) -> list[int]:
@@ -213,10 +215,12 @@ class VLLMDialect(Dialect):
     kind = "vllm"
     shape = "/v1/completions with logprob_token_ids = the slots, logprobs 1, raw_logprobs"
 
-    def logprobs(self, ids: list[int], want: Sequence[int], top: int) -> dict[int, float]:
+    def logprobs(self, ids: list[int], want: Sequence[int], top: int, fresh: bool = False) -> dict[int, float]:
         out: dict[int, float] = {}
-        base = {"model": self.facts.served_model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
-                "return_tokens_as_token_ids": True}
+        base: dict[str, Any] = {"model": self.facts.served_model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
+                                "return_tokens_as_token_ids": True}
+        if fresh:  # a salt no other request carries: vLLM's prefix cache cannot serve any block of this one
+            base["cache_salt"] = uuid.uuid4().hex
         if want:
             lp = _first_logprobs(self.t.call("POST", "/v1/completions", {
                 **base, "logprobs": 1, "logprob_token_ids": list(want)}), self.t.base)
@@ -258,13 +262,13 @@ class LlamaServerDialect(Dialect):
     def cache_fields(self) -> dict[str, Any]:
         return {"cache_prompt": True}
 
-    def _ask(self, ids: list[int], post_sampling_probs: bool, **fields: Any) -> dict[int, float]:
+    def _ask(self, ids: list[int], post_sampling_probs: bool, fresh: bool = False, **fields: Any) -> dict[int, float]:
         """The log-probabilities of the top tokens one request returns, by id. llama-server sends them as
         ``top_logprobs`` with ``logprob`` (over the raw logits), but after the sampler chain
         (``post_sampling_probs``) as ``top_probs`` with ``prob``, a probability (server-task.cpp,
         ``probs_vector_to_json``), zero probabilities left out."""
         body = {"model": self.facts.served_model, "prompt": ids, "max_tokens": 1, "temperature": 0.0,
-                "cache_prompt": True, "post_sampling_probs": post_sampling_probs, **fields}
+                "cache_prompt": not fresh, "post_sampling_probs": post_sampling_probs, **fields}
         lp = _first_logprobs(self.t.call("POST", "/v1/completions", body), self.t.base)
         content = lp.get("content")
         if not isinstance(content, list) or not content:
@@ -275,12 +279,14 @@ class LlamaServerDialect(Dialect):
                     if float(e["prob"]) > 0.0}
         return {int(e["id"]): float(e["logprob"]) for e in first.get("top_logprobs") or []}
 
-    def logprobs(self, ids: list[int], want: Sequence[int], top: int) -> dict[int, float]:
+    def logprobs(self, ids: list[int], want: Sequence[int], top: int, fresh: bool = False) -> dict[int, float]:
+        # With cache_prompt a slot reuses whatever prefix it last held, so a "direct" request would depend on the
+        # requests before it (measured: p moved by 0.06 between two runs of the same rows): fresh ones opt out.
         # The top tokens first (the common case: the declared slots are among them); a request for more of the
         # vocabulary only while no slot is among them (a model far off the format), up to all of it.
         out: dict[int, float] = {}
         for k in self._ladder(max(top, TOP_K)):
-            out = self._ask(ids, False, n_probs=k)
+            out = self._ask(ids, False, fresh, n_probs=k)
             if not want or any(w in out for w in want):
                 break
         missing = [w for w in want if w not in out]
@@ -288,7 +294,7 @@ class LlamaServerDialect(Dialect):
             return out
         self.count_fallback()
         slots = list(dict.fromkeys(want))
-        rel = self._ask(ids, True, n_probs=len(slots), samplers=["top_k"], top_k=len(slots),
+        rel = self._ask(ids, True, fresh, n_probs=len(slots), samplers=["top_k"], top_k=len(slots),
                         logit_bias=[[s, _LIFT] for s in slots])
         if set(rel) != set(slots):
             raise EngineError(f"llama.cpp at {self.t.base}: the slot-restricted request returned ids {sorted(rel)} "
@@ -514,12 +520,12 @@ class OpenAIBackend(Backend):
                 out[i] = v
         return out
 
-    def _read(self, ids: list[int], want: Sequence[int] | None, top: int = 1) -> np.ndarray:
+    def _read(self, ids: list[int], want: Sequence[int] | None, fresh: bool = False) -> np.ndarray:
         assert want is not None  # the base class refuses a missing want for this backend
-        return self._vector(self._d.logprobs(ids, want, top))
+        return self._vector(self._d.logprobs(ids, want, 1, fresh))
 
     def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
-        return self._read(ids, want)
+        return self._read(ids, want, fresh=True)
 
     def _prefill(self, ids: list[int]) -> Prefix:
         t0 = time.perf_counter()
