@@ -10,9 +10,10 @@ For each model and decision set, every configuration scores the same rows in sha
   checkpoint, through ``--backend openai``.
 
 Each run is a fresh ``semif score`` process (the user's command): ``wall_s`` is the whole process (imports, model
-load or engine handshake, scoring); ``scoring_s`` is the span from the first to the last record written (polled),
-so ``decisions_per_s_scoring`` excludes the load. Engines are started before the first repeat and kept up
-(their own start-up time is reported apart); configurations run round-robin, ``--repeats`` times each, and the
+load or engine handshake, scoring); ``scoring_s`` runs from the moment its progress bar appears (model loaded,
+prompts rendered and validated) to the last record written (polled), so ``decisions_per_s_scoring`` excludes the
+load; ``records_total_s`` is the sum of the records' own ``timing.total_s``. Engines are started before the first
+repeat and kept up (their own start-up time is reported apart); configurations run round-robin, ``--repeats`` times each, and the
 medians are reported. Quality from the records, against the rows' labels: balanced accuracy raw and calibrated
 (the label-free in-batch prior, mean estimator, every signature: what ``--batch-calibrate`` applies), decisions
 changed and max |Δp| against ``torch-fp32``, and whether the prompt/token hashes are identical (they must be).
@@ -81,12 +82,29 @@ def _start_engines(model: str, configs: list[str], threads: int) -> dict[str, di
 
 
 def _run(config: str, flags: list[str], rows: Path, out: Path) -> dict[str, Any]:
+    """One ``semif score`` process. Its scoring starts when its progress bar first appears on stderr (the model is
+    loaded, or the engine identified and checked, and every prompt rendered and validated) and ends with the last
+    record; the first record alone would miss the first group of a shared-mode run."""
+    import threading
+
     cmd = [str(ROOT / ".venv/bin/semif"), "score", "--input", str(rows), "--output", str(out), "--mode", "shared",
            *flags]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    first = last = None
+    started: list[float] = []
+    err_parts: list[bytes] = []
+
+    def read_err() -> None:
+        assert proc.stderr is not None
+        while chunk := proc.stderr.read1(4096):
+            if not started and b"score shared" in chunk:
+                started.append(time.perf_counter() - t0)
+            err_parts.append(chunk)
+
+    reader = threading.Thread(target=read_err, daemon=True)
+    reader.start()
+    last = None
     seen = 0
     while proc.poll() is None:
         time.sleep(0.05)
@@ -94,21 +112,19 @@ def _run(config: str, flags: list[str], rows: Path, out: Path) -> dict[str, Any]
             n = out.read_bytes().count(b"\n")
         except FileNotFoundError:
             continue
-        now = time.perf_counter() - t0
-        if n and first is None:
-            first = now
         if n != seen:
-            seen, last = n, now
+            seen, last = n, time.perf_counter() - t0
     wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    reader.join(timeout=10)
+    err = b"".join(err_parts).decode(errors="replace")
     if proc.returncode != 0:
         raise SystemExit(f"{config}: semif score exited {proc.returncode}:\n{err[-4000:]}")
     recs = [orjson.loads(line) for line in out.read_bytes().splitlines()]
-    first = first if first is not None else wall
     last = last if last is not None and seen == len(recs) else wall
+    start = started[0] if started else 0.0
     return {"config": config, "command": " ".join(cmd[1:]), "wall_s": round(wall, 3),
-            "first_record_s": round(first, 3), "last_record_s": round(last, 3), "records": len(recs),
-            "_records": recs}
+            "scoring_start_s": round(start, 3), "last_record_s": round(last, 3), "records": len(recs),
+            "records_total_s": round(sum(float(r["timing"]["total_s"]) for r in recs), 3), "_records": recs}
 
 
 def _calibrated(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -199,7 +215,7 @@ def main() -> int:
                                   file=sys.stderr, flush=True)
                             r = _run(c, _flags(c, model, engines, args.threads), rows,
                                      Path(tmp) / f"{model}-{set_name}-{c}-{rep}.jsonl")
-                            span = r["last_record_s"] - r["first_record_s"]
+                            span = r["last_record_s"] - r["scoring_start_s"]
                             print(f"[engines]   wall {r['wall_s']:.1f} s, scoring {span:.1f} s", file=sys.stderr,
                                   flush=True)
                             runs[c].append(r)
@@ -208,11 +224,12 @@ def main() -> int:
                     for c in configs:
                         mine = runs[c]
                         recs = mine[0]["_records"]
-                        scoring = statistics.median(r["last_record_s"] - r["first_record_s"] for r in mine)
+                        scoring = statistics.median(r["last_record_s"] - r["scoring_start_s"] for r in mine)
                         wall = statistics.median(r["wall_s"] for r in mine)
                         n = len(recs)
                         row = {"model": model, "set": set_name, "config": c, "rows": n, "repeats": len(mine),
                                "wall_s": wall, "scoring_s": scoring,
+                               "records_total_s": statistics.median(r["records_total_s"] for r in mine),
                                "decisions_per_s_whole_process": n / wall,
                                "decisions_per_s_scoring": n / scoring if scoring > 0 else None,
                                "engine": recs[0]["model"].get("engine", {}).get("kind") or recs[0]["model"]["backend"],
@@ -233,8 +250,9 @@ def main() -> int:
               "models": args.models.split(","), "sets": sets, "configs": configs, "repeats": args.repeats,
               "threads": args.threads, "reference": REFERENCE, "load_average": load_span(load_before),
               "engines_started": engines_started, "table": table, "routes": routes,
-              "notes": ["decisions/s (scoring) = rows / (last record - first record), the model loaded; whole "
-                        "process = rows / the semif score process's wall time",
+              "notes": ["decisions/s (scoring) = rows / (last record - the run's start of scoring: its progress bar "
+                        "appears once the model is loaded and the prompts validated); whole process = rows / the "
+                        "semif score process's wall time",
                         "calibrated = the label-free in-batch prior (mean, every signature), in-sample as "
                         "--batch-calibrate applies it; raw = the model's own readout",
                         "vs_reference: against torch-fp32 on the same rows (changed choices, max |dp| over options, "

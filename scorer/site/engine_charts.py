@@ -62,7 +62,7 @@ def draw_engines(rel: str, rep: ReportFile) -> None:
                                       "decisions/s whole process", "balanced acc. raw", "balanced acc. calibrated",
                                       "changed vs torch fp32", "max |Δp| vs torch fp32", "identical tokens"],
                           "rows": rows,
-                          "note": "scoring: rows ÷ (last record − first record), the model already loaded; whole "
+                          "note": "scoring: rows ÷ (last record − start of scoring), the model already loaded; whole "
                                   "process: rows ÷ the semif score command's wall time (imports, load or engine "
                                   "handshake included)"})
     if routes:
