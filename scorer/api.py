@@ -43,7 +43,8 @@ DECIDE_SOURCE = "decision"
 """The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
 ROWS_SOURCE = "rows"
 """The ``path`` that :meth:`Scorer.decide_many` errors name; the ``line`` is the 1-based row number."""
-_BACKEND_OPTIONS = ("revision", "device", "dtype", "threads", "gguf", "llama_gpu_layers")
+_BACKEND_OPTIONS = ("revision", "device", "dtype", "threads", "gguf", "llama_gpu_layers", "base_url", "api_key_env",
+                    "served_model", "concurrency", "retries", "request_timeout_s")
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,9 @@ class Decoded:
     """Seconds from t0 when the loop finished (the session freed)."""
     grammar_s: float | None
     """Seconds spent inside the grammar (picking under the mask and advancing); None without a grammar."""
+    normalized: bool = False
+    """The logits are a remote engine's full-vocabulary log-probabilities, only some known (``-inf`` elsewhere):
+    the vocabulary's logsumexp is 0, not computed from them (:attr:`scorer.backends.base.Backend.logits_normalized`)."""
 
 
 def greedy(backend: Backend, ids: list[int], max_new_tokens: int, t0: float,
@@ -158,7 +161,7 @@ def greedy(backend: Backend, ids: list[int], max_new_tokens: int, t0: float,
         if constraint is not None:
             constraint.close()
     return Decoded(out, ts, kept, masked, reason, time.perf_counter() - t0,
-                   None if constraint is None else in_grammar)
+                   None if constraint is None else in_grammar, backend.logits_normalized)
 
 
 # --- token evidence --------------------------------------------------------------------------------
@@ -272,12 +275,13 @@ def token_records(tok: Tokenizer, dec: Decoded, top_k: int) -> tuple[list[dict[s
     ev = _locate_answers(texts, stop_last)
     tokens = []
     for i, (tid, t, logit, over) in enumerate(zip(out, dec.times, dec.logits, dec.masked, strict=True)):
-        lse = readout.logsumexp(logit)
+        lse = 0.0 if dec.normalized else readout.logsumexp(logit)
         yes_no = None
         k = ev.answer_at.get(i)
         if k is not None:
             cand = answer_candidates(tok, ev.leads[i])
-            if cand is not None:
+            if cand is not None and np.isfinite(logit[cand[0]]) and np.isfinite(logit[cand[1]]):
+                # (a remote engine returns only its top tokens: a yes/no pair outside them has no share here)
                 ly, ln = float(logit[cand[0]]), float(logit[cand[1]])
                 two = readout.softmax(np.array([ly, ln]))
                 mass = float(np.exp(ly - lse) + np.exp(ln - lse))
@@ -288,7 +292,7 @@ def token_records(tok: Tokenizer, dec: Decoded, top_k: int) -> tuple[list[dict[s
             best = int(np.argmax(logit))
             free = {"id": best, "text": tok.decode([best]), "p": _prob(logit, lse, best)}
         tokens.append({"i": i, "t": round(t, 6), "id": tid, "text": texts[i], "p": _prob(logit, lse, tid),
-                       "top_k": readout.top_k(logit, top_k, tok.decode) if top_k else [],
+                       "top_k": readout.top_k(logit, top_k, tok.decode, dec.normalized) if top_k else [],
                        "stop": stop_last and i == len(out) - 1, "answer_index": k, "yes_no": yes_no,
                        "masked": over, "free_argmax": free})
     return tokens, "".join(texts[:-1] if stop_last else texts)

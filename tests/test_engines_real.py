@@ -184,3 +184,32 @@ def test_live_routing_escalates_below_the_threshold_only(llama_server: Any, loca
     for r in kept:
         assert r["route"]["decided_by"] == "fast" and r["model"]["backend"] == "openai"
         assert r["route"]["fast_margin"] >= threshold
+
+
+@pytest.mark.parametrize("engine", ["vllm", "llama-server"])
+def test_versus_over_an_engine_gives_a_trace_that_verifies(engine: str, request: Any, smol_torch: Any) -> None:
+    """All three lanes over --backend openai: the constrained lane's grammar runs locally (llguidance over the
+    reference tokenizer) and the engine picks among the allowed ids; on vLLM (the torch backend's fp32 weights)
+    every lane's tokens equal the torch backend's own run."""
+    from scorer import trace
+    from scorer.backends import BackendConfig, load_backend
+    from scorer.runs.versus import VersusConfig, VersusInput, load_input, run_versus
+
+    server = request.getfixturevalue("vllm_server" if engine == "vllm" else "llama_server")
+    full = load_input(ROOT / "data" / "versus" / "shape-s01.json")
+    small = VersusInput(full.id, full.state, full.criteria[:4])
+    cfg = VersusConfig(repeats=1, warmup=0, max_new_tokens=12, top_k=3)
+    with load_backend(BackendConfig(model=MODEL, backend="openai", base_url=server["base_url"])) as remote:
+        doc = run_versus(remote, small, cfg)
+    assert trace.verify(doc) == []
+    assert doc["model"]["backend"] == "openai"
+    con = trace.measured(doc, "constrained")[0]
+    assert con["complete"] and len(con["parsed"]) == len(small.criteria)
+    assert doc["prompts"]["constrained"]["engine"].startswith("llguidance")
+    if engine == "vllm":
+        ref = run_versus(smol_torch, small, cfg)
+        for lane in ("free", "constrained"):
+            assert [t["id"] for t in trace.measured(doc, lane)[0]["tokens"]] == \
+                [t["id"] for t in trace.measured(ref, lane)[0]["tokens"]], lane
+        assert [d["choice"] for d in trace.measured(doc, "typed")[0]["decisions"]] == \
+            [d["choice"] for d in trace.measured(ref, "typed")[0]["decisions"]]

@@ -470,3 +470,14 @@ def test_direct_mode_reuses_no_cached_prefix_and_the_fast_modes_do(kind: str, mo
             assert not any(salts)
     else:
         assert {b["cache_prompt"] for b in bodies} == ({False} if mode == "direct" else {True})
+
+
+def test_the_api_takes_the_engine_options_by_name() -> None:
+    """``Scorer(backend="openai", base_url=…)`` builds the same BackendConfig the CLI does (checked when made)."""
+    from scorer import Scorer
+    from scorer.options import OptionError
+
+    s = Scorer(model="smollm2-135m", backend="openai", base_url=ENGINE_URL, served_model=SERVED, concurrency=2)
+    assert s._config is not None and s._config.base_url == ENGINE_URL and s._config.concurrency == 2
+    with pytest.raises(OptionError, match="concurrency"):
+        Scorer(model="smollm2-135m", backend="openai", base_url=ENGINE_URL, concurrency=0)

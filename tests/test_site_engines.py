@@ -42,5 +42,5 @@ def test_the_scatter_has_every_engine_and_route_and_the_tables_every_row() -> No
 
 @pytest.mark.parametrize("bad", [{"table": "x"}, {"table": []}, {"routes": [1]}])
 def test_a_malformed_engines_report_stops_the_build(bad: dict[str, Any]) -> None:
-    with pytest.raises(BuildError, match="r.json: an engines report needs"):
+    with pytest.raises(BuildError, match=r"r\.json: an engines report needs"):
         load_report("r.json", json.dumps(_report(**bad)).encode(), _report(**bad), set())

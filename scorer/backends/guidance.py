@@ -94,6 +94,10 @@ class LlgConstraint:
         self._bits = np.full((1, (n_vocab + 31) // 32), -1, dtype=np.int32)
         self._allowed = np.zeros(0, dtype=bool)
 
+    def mask(self, n_logits: int) -> np.ndarray:
+        """The tokens the grammar allows next, as a boolean array over ``n_logits`` ids."""
+        return self._mask(n_logits)
+
     def _mask(self, n_logits: int) -> np.ndarray:
         from llguidance.numpy import fill_next_token_bitmask
 
