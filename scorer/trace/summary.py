@@ -250,12 +250,7 @@ def _summary_text_v2(trace: dict[str, Any]) -> str:
                      f"{lab['free_correct']}/{lab['labelled']}, constrained {lab['constrained_correct']}/"
                      f"{lab['labelled']}")
     lines.append(f"token account: {s['token_account']['line']}")
-    chk = trace["checks"].get("typed_vs_direct")
-    if chk:
-        lines.append(f"typed vs direct mode: choices {'equal' if chk['choices_equal'] else 'DIFFER'}, "
-                     f"max |Δp| {chk['max_abs_dp']:.2e}")
-    lines += [f"note: {x}" for x in trace["notes"]]
-    return "\n".join(lines)
+    return "\n".join(lines + _closing_lines(trace))
 
 
 def summary_text(trace: dict[str, Any]) -> str:
@@ -290,9 +285,14 @@ def summary_text(trace: dict[str, Any]) -> str:
     gen = measured(trace, "generated")
     if gen and not gen[0]["complete"]:
         lines.append(f"generated repeat 0 failed: {gen[0]['error']}")
+    return "\n".join(lines + _closing_lines(trace))
+
+
+def _closing_lines(trace: dict[str, Any]) -> list[str]:
+    """The last lines of both formats' summaries: the typed-vs-direct check, then the trace's notes."""
+    lines = []
     chk = trace["checks"].get("typed_vs_direct")
     if chk:
         lines.append(f"typed vs direct mode: choices {'equal' if chk['choices_equal'] else 'DIFFER'}, "
                      f"max |Δp| {chk['max_abs_dp']:.2e}")
-    lines += [f"note: {x}" for x in trace["notes"]]
-    return "\n".join(lines)
+    return lines + [f"note: {x}" for x in trace["notes"]]
