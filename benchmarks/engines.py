@@ -13,8 +13,8 @@ Each run is a fresh ``semif score`` process (the user's command): ``wall_s`` is 
 load or engine handshake, scoring); ``scoring_s`` runs from the moment its progress bar appears (model loaded,
 prompts rendered and validated) to the last record written (polled), so ``decisions_per_s_scoring`` excludes the
 load; ``records_total_s`` is the sum of the records' own ``timing.total_s``. Engines are started before the first
-repeat and kept up (their own start-up time is reported apart); configurations run round-robin, ``--repeats`` times each, and the
-medians are reported. Quality from the records, against the rows' labels: balanced accuracy raw and calibrated
+repeat and kept up (their own start-up time is reported apart); configurations run round-robin, ``--repeats``
+times each, and the medians are reported. Quality from the records, against the rows' labels: balanced accuracy raw and calibrated
 (the label-free in-batch prior, mean estimator, every signature: what ``--batch-calibrate`` applies), decisions
 changed and max |Δp| against ``torch-fp32``, and whether the prompt/token hashes are identical (they must be).
 
@@ -45,6 +45,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.record_clock import poll  # noqa: E402
 from scorer import metrics  # noqa: E402
 from scorer.envelope import envelope, file_input, write_report  # noqa: E402
 from scorer.io import refuse_overwrite  # noqa: E402
@@ -104,16 +105,7 @@ def _run(config: str, flags: list[str], rows: Path, out: Path) -> dict[str, Any]
 
     reader = threading.Thread(target=read_err, daemon=True)
     reader.start()
-    last = None
-    seen = 0
-    while proc.poll() is None:
-        time.sleep(0.05)
-        try:
-            n = out.read_bytes().count(b"\n")
-        except FileNotFoundError:
-            continue
-        if n != seen:
-            seen, last = n, time.perf_counter() - t0
+    _first, last, seen = poll(proc, out, t0)
     wall = time.perf_counter() - t0
     reader.join(timeout=10)
     err = b"".join(err_parts).decode(errors="replace")

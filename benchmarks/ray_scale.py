@@ -32,6 +32,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.record_clock import poll  # noqa: E402
 from scorer.envelope import envelope, write_report  # noqa: E402
 from scorer.io import refuse_overwrite  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
@@ -54,19 +55,7 @@ def _run(name: str, flags: list[str], args: argparse.Namespace, out: Path) -> di
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
-    first = last = None
-    seen = 0
-    while proc.poll() is None:
-        time.sleep(0.05)
-        try:
-            n = out.read_bytes().count(b"\n")
-        except FileNotFoundError:
-            continue
-        now = time.perf_counter() - t0
-        if n and first is None:
-            first = now
-        if n != seen:
-            seen, last = n, now
+    first, last, seen = poll(proc, out, t0)
     wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode != 0:
