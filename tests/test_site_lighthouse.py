@@ -79,6 +79,9 @@ def summary(report: dict[str, Any]) -> dict[str, Any]:
         "script_bytes_before_paint": sum(r.get("transferSize", 0) for r in requests
                                          if r.get("resourceType") == "Script"
                                          and r["networkRequestTime"] < observed_fcp),
+        "scripts_before_paint": [r["url"].rsplit("/", 1)[-1] for r in requests
+                                 if r.get("resourceType") == "Script" and r["networkRequestTime"] < observed_fcp],
+        "observed_fcp_ms": round(observed_fcp),
         "load_average": list(os.getloadavg()),
     }
 
