@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from scorer import calibrate, metrics
+from scorer import metrics
+from scorer.calibration import temperature as calibrate
 from scorer.metrics import Label
 
 

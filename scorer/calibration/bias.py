@@ -13,7 +13,7 @@ Levels (fitted independently, applied most specific first, see :mod:`scorer.cali
 per model and readout. ``balanced=True`` weighs each row by ``1 / (rows with its label)`` within
 the fit, so the offsets target balanced accuracy rather than the label mix of the training rows.
 
-Out-of-fold evaluation reuses the group-disjoint folds of :func:`scorer.calibrate.group_folds`: every
+Out-of-fold evaluation reuses the group-disjoint folds of :func:`scorer.calibration.temperature.group_folds`: every
 row is calibrated by a fit that never saw its group.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from scorer.calibrate import T_MAX, T_MIN
+from scorer.calibration.temperature import T_MAX, T_MIN
 from scorer.calibration.core import Calibration, Entry, Skipped
 from scorer.calibration.signature import identity_sha256, model_identity, readout_of
 

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from scorer import metrics
-from scorer.calibrate import group_folds
+from scorer.calibration.temperature import group_folds
 from scorer.calibration.batch import MIX_MIN_ROWS, mix_warnings
 from scorer.calibration.bias import fit_bias
 from scorer.calibration.core import Calibration

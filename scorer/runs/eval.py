@@ -191,20 +191,20 @@ def print_eval(rep: dict[str, Any]) -> None:
 # --- semif calibrate ----------------------------------------------------------------------------------------------
 def calibrate_report(run: str, labels: str | None, folds: int, reps: int = metrics.BOOTSTRAP_REPS,
                      seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
-    from scorer import calibrate
+    from scorer.calibration import temperature
 
     recs, _, table, _ = _load(run, labels)
     if any(r.get("temperature") not in (None, 1.0) for r in recs):
         raise InputError(run, None, "temperature", "the records are already temperature-scaled",
                          "raw records (fit on what the model produced)")
-    fit = calibrate.fit_table(table)
-    oof = calibrate.out_of_fold(table, folds, reps, seed)
+    fit = temperature.fit_table(table)
+    oof = temperature.out_of_fold(table, folds, reps, seed)
     info = run_info(run, recs)
     return enveloped("calibrate", {
         "title": _title("Calibration", info, table.n), "run": info, "labels": _labels_info(labels),
         "counts": table.counts(),
         "method": "temperature scaling, softmax(option_logits / T); T minimises mean NLL (golden-section "
-                  f"search over log T in [{calibrate.T_MIN}, {calibrate.T_MAX}])",
+                  f"search over log T in [{temperature.T_MIN}, {temperature.T_MAX}])",
         "fit_all_rows": {"temperature": fit.temperature, "nll_before": fit.nll_before, "nll_after": fit.nll_after,
                          "rows": fit.rows, "at_bound": fit.at_bound, "iterations": fit.iterations,
                          "note": "in-sample: this is the T to apply; judge it by the out-of-fold numbers"},
@@ -226,7 +226,7 @@ def print_calibrate(rep: dict[str, Any]) -> None:
 
 def apply_file(run: str, out: Path, temperature: float) -> int:
     """Write ``run``'s records with ``temperature`` applied (choices unchanged). Returns the count."""
-    from scorer.calibrate import apply_temperature
+    from scorer.calibration.temperature import apply_temperature
     from scorer.schema import dumps_record, read_records
 
     check_writable(out)

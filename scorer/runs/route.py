@@ -198,7 +198,7 @@ def choose_threshold(fast: list[dict[str, Any]], ref: list[dict[str, Any]], labe
     """The margin threshold that maximises balanced accuracy (ties: the smallest share escalated), chosen on
     group-disjoint training folds and judged on each held-out fold, then chosen on all rows for deployment."""
     from scorer import metrics
-    from scorer.calibrate import group_folds
+    from scorer.calibration.temperature import group_folds
 
     fmap, rmap = {r["id"]: r for r in fast}, {r["id"]: r for r in ref}
 

@@ -371,7 +371,7 @@ class ScoreConfig:
     permute: int = 1
     """K > 1: read each decision out over K cyclic option orderings (:func:`score_permuted`)."""
     temperature: float | None = None
-    """Rescale the option logits by 1/T (:func:`scorer.calibrate.apply_temperature`)."""
+    """Rescale the option logits by 1/T (:func:`scorer.calibration.temperature.apply_temperature`)."""
     exact: RecordPolicy | None = None
     """Re-score fresh the fast-path decisions under a drift bound (:class:`scorer.runs.exact.ExactPolicy`)."""
     route: RecordPolicy | None = None
@@ -468,7 +468,7 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         if cfg.route is not None:
             records = cfg.route.apply(backend, items, mode, records)
     if cfg.temperature is not None:
-        from scorer.calibrate import apply_temperature
+        from scorer.calibration.temperature import apply_temperature
 
         temperature = cfg.temperature
         records = (apply_temperature(r, temperature) for r in records)

@@ -1,4 +1,5 @@
-"""Temperature scaling: one temperature per workload, fitted by minimising NLL, checked out of fold.
+"""Temperature scaling (``semif calibrate temperature``): one temperature per workload, fitted by minimising NLL,
+checked out of fold; and the group-disjoint folds every out-of-fold check of the calibration package uses.
 
 The calibrated probabilities are ``softmax(option_logits / T)``. ``T > 0`` only rescales the logits,
 so the argmax (and a tie) can never change; the tests hold every path to that.
