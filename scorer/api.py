@@ -65,7 +65,7 @@ class CalibratedReadout:
     method: str
     """``prior`` (label-free) or ``bias`` (fitted on labels)."""
     level: str | None
-    """Where the entry came from: ``signature``, ``family`` or ``global`` (None when not applied)."""
+    """Where the entry came from: ``signature``, ``family``, ``options`` or ``global`` (None when not applied)."""
 
     @classmethod
     def from_block(cls, ids: Sequence[str], block: Mapping[str, Any]) -> CalibratedReadout:

@@ -577,6 +577,14 @@ def _check_calibrated(rec: dict[str, Any], ids: list[str], name: str, line: int 
     if blk["signature"] != rec["signature"]:
         raise InputError(name, line, "calibrated.signature", f"{brief(blk['signature'])} differs from the record's "
                          f"signature {rec['signature']!r}", "the signature of the record it calibrates")
+    applied, level = blk["applied"], blk["level"]
+    if blk["method"] != "none" and applied != (level is not None):
+        raise InputError(name, line, "calibrated.level", f"{brief(level)} with applied {str(applied).lower()}",
+                         "the level of the entry that applied (signature, family, options or global); null exactly "
+                         "when applied is false")
+    if not applied and (blk["temperature"] != 1.0 or any(v != 0 for v in offsets)):
+        raise InputError(name, line, "calibrated.offsets", f"{brief(offsets)} (temperature {blk['temperature']!r}) "
+                         "with applied false", "offsets 0 and temperature 1 when applied is false (the raw readout)")
     _check_readout(blk, ids, "calibrated.", 1.0, name, line)
     t, z, c = blk["temperature"], rec["option_logits"], blk["option_logits"]
     for i in range(n):
@@ -629,7 +637,8 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
     probabilities and logits one per option, probabilities = softmax(option_logits / temperature),
     ``choice`` one of the option ids (the one with the largest logit) or null exactly on a tie, the tied ids among the
     options, the margin = top minus second probability; the same for a ``calibrated`` block, whose
-    logits are the raw ones / temperature - offsets and whose signature is the record's (v2 only: a v1
+    logits are the raw ones / temperature - offsets, whose signature is the record's and whose ``level`` is
+    null exactly when it was not applied (then with offsets 0 and temperature 1) (v2 only: a v1
     record carries neither a signature nor a calibrated block); and a ``permute`` block whose
     per-ordering probabilities average to the record's. Returns ``rec``.
     """

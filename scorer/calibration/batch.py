@@ -101,6 +101,17 @@ def mix_warnings(records: Sequence[dict[str, Any]], share: float = MIX_WARN_SHAR
     return out
 
 
+def uncovered_warnings(records: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per signature whose calibrated blocks were not applied (too few rows and no fallback pool that
+    covers it), in order of first appearance."""
+    out: dict[str, str] = {}
+    for r in records:
+        block = r.get("calibrated")
+        if isinstance(block, dict) and not block.get("applied") and block["signature"] not in out:
+            out[block["signature"]] = f"signature {block['signature'][:12]}… left uncalibrated: {block.get('reason')}"
+    return list(out.values())
+
+
 def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tuple[list[bytes], Calibration,
                                                                                    list[str], float]:
     """Phase 2 on the raw file: the calibrated record lines, the calibration, the warnings, and the scoring
@@ -110,9 +121,7 @@ def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tu
     source = {"kind": "in-run", "estimator": estimator, "min_rows": min_rows, "fallback": fallback}
     cal = fit_prior(records, sigs, estimator, min_rows, fallback, source)
     out = list(cal.apply_all(records))
-    warnings = mix_warnings(out)
-    warnings += [f"signature {s.signature[:12]}… left uncalibrated: {s.reason}" for s in cal.uncalibrated
-                 if not any(e.level == "family" for e in cal.entries)]
+    warnings = mix_warnings(out) + uncovered_warnings(out)
     scoring_s = sum(float(r["timing"]["total_s"]) for r in records)
     return [dumps_record(r) for r in out], cal, warnings, scoring_s
 

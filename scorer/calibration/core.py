@@ -10,7 +10,10 @@ Entries are looked up, most specific first:
 1. ``signature``: fitted on rows of exactly this decision signature (:mod:`scorer.calibration.signature`);
 2. ``family``: fitted on the rows of one ``extra.family`` (priors: only rows with the same ordered
    option ids; bias: offsets per option id shared across the family's questions);
-3. ``global``: offsets per option id over all rows of the model (bias files only).
+3. ``options``: fitted on every row with the same ordered option ids, whatever its family (priors with
+   ``--fallback pooled`` only);
+4. ``global``: offsets per option id over all rows of the model and readout (bias files, and priors with
+   ``--fallback pooled``: :func:`scorer.calibration.prior.estimate_pooled`).
 
 Offsets of fallback entries are per option id; an option id the fit never saw gets offset 0 (the
 regularisation's centre) and the block counts it in ``unseen_option_ids``. A record whose model
@@ -47,7 +50,7 @@ CALIBRATION_FORMAT = "semif-calibration-v2"
 (``"schema": "semif-calibration-v1"``, no envelope) still load: they are inputs, and records cite their sha256."""
 _CALIBRATION_V1 = "semif-calibration-v1"
 METHODS = ("prior", "bias")
-LEVELS = ("signature", "family", "global")
+LEVELS = ("signature", "family", "options", "global")
 # Logit dtypes whose resolution decides a calibrated tie; anything else (e.g. a GGUF quant name) is float32.
 _DTYPES = ("float32", "bfloat16", "float16", "float64")
 
@@ -57,7 +60,7 @@ class Entry:
     """One fitted calibration: offsets per option id (and a temperature) for one lookup key."""
 
     level: str
-    """``signature``, ``family`` or ``global`` (module docstring)."""
+    """``signature``, ``family``, ``options`` or ``global`` (module docstring)."""
     model: str
     """sha256 of the model identity the entry was fitted on (:func:`identity_sha256`)."""
     readout: str
@@ -132,6 +135,7 @@ class Calibration:
         for e in self.entries:
             if e.level == "family":
                 self._by_fam.setdefault((e.model, e.readout, str(e.family)), []).append(e)
+        self._by_options = {(e.model, e.readout, e.option_ids): e for e in self.entries if e.level == "options"}
         self._global = {(e.model, e.readout): e for e in self.entries if e.level == "global"}
         self._skipped = {s.signature: s for s in self.uncalibrated}
 
@@ -162,8 +166,13 @@ class Calibration:
             for f in self._by_fam.get((model_sha, readout, family), []):
                 if f.option_ids is None or list(f.option_ids) == option_ids:
                     return f
+        o = self._by_options.get((model_sha, readout, tuple(option_ids)))
+        if o is not None:
+            return o
         g = self._global.get((model_sha, readout))
-        if g is not None:
+        # A prior's global offsets are relative to a uniform guess (0: no bias): one that knows none of these
+        # options would apply nothing, so it does not cover them. A bias entry still brings its temperature.
+        if g is not None and (self.method != "prior" or any(o in g.offsets for o in option_ids)):
             return g
         s = self._skipped.get(signature)
         if s is not None:
@@ -317,6 +326,8 @@ def _entry(raw: Any, path: str, i: int, models: dict[str, Any]) -> Entry:
     fam = raw.get("family")
     if level == "family":
         fam = _str(fam, path, f"{w}.family")
+    if level == "options" and ids is None:
+        raise InputError(path, None, f"{w}.option_ids", "missing", "the ordered option ids the entry's rows had")
     prior = raw.get("prior")
     if prior is not None:
         prior = tuple(_num(v, path, f"{w}.prior") for v in prior)

@@ -6,7 +6,7 @@ One report per scored set (``--run`` records, ``--labels`` rows), written create
 
 * **label-free priors** (:mod:`scorer.calibration.prior`): each estimator, per signature with the
   default ``--min-rows`` (small signatures stay raw), per signature whatever its size, with the
-  family fallback, and *stored* (fitted on the other folds' rows only — what a prior from a reference
+  family fallback, with the pooled fallback (family, then the same options, then per option id), and *stored* (fitted on the other folds' rows only — what a prior from a reference
   batch gives a new batch). No label is read.
 * **orderings**: with ``--permuted`` (``semif score --permute 2``) and ``--permuted-reversed`` runs, each
   ordering's pass is a decision of its own signature (the options are lettered differently); methods
@@ -312,9 +312,10 @@ def methods(labels: list[metrics.Label], views: dict[str, View], fold: dict[str,
                 combine([applied_probs(fit_prior(v.records, v.signatures, est, DEFAULT_MIN_ROWS), v, lab) for v in vs]))
             add(f"prior {est} · per signature, every size · {vname}", "none", vset,
                 combine([applied_probs(fit_prior(v.records, v.signatures, est, 1), v, lab) for v in vs]))
-            add(f"prior {est} · family fallback · {vname}", "none", vset,
-                combine([applied_probs(fit_prior(v.records, v.signatures, est, DEFAULT_MIN_ROWS, "family"), v, lab)
-                         for v in vs]))
+            for fb, what in (("family", "family fallback"), ("pooled", "pooled fallback (family, options, global)")):
+                add(f"prior {est} · {what} · {vname}", "none", vset,
+                    combine([applied_probs(fit_prior(v.records, v.signatures, est, DEFAULT_MIN_ROWS, fb), v, lab)
+                             for v in vs]))
         add(f"prior mean · stored (fitted on the other folds) · {vname}", "none (folds only)", vset,
             combine([out_of_fold_probs(v, lab, fold, _prior_fit("mean", 1, "none")) for v in vs]),
             "a prior from a reference batch applied to a new batch: no row contributes to its own prior")

@@ -103,10 +103,13 @@ def _cmd_prior(args: argparse.Namespace) -> int:
     n_sig = len(set(sigs))
     print(f"{len(recs)} records, {n_sig} signatures: {sum(e.level == 'signature' for e in cal.entries)} calibrated "
           f"from their own rows ({args.estimator})")
+    applied = list(cal.apply_all(recs, sigs)) if cal.entries or cal.uncalibrated else []
+    level = {r["calibrated"]["signature"]: r["calibrated"]["level"] for r in applied}
     for s in cal.uncalibrated:
-        fb = " (family fallback)" if any(e.level == "family" for e in cal.entries) else ""
-        print(f"  uncalibrated{fb}: signature {s.signature[:12]}… {s.reason}")
-    for w in mix_warnings(list(cal.apply_all(recs, sigs)) if cal.entries else []):
+        lv = level.get(s.signature)
+        cover = f" (covered by the {lv} level)" if lv else ""
+        print(f"  no entry of its own{cover}: signature {s.signature[:12]}… {s.reason}")
+    for w in mix_warnings(applied):
         print(f"  warning: {w}")
     _print_file(cal, out, sha)
     return 0
@@ -169,7 +172,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 # --- semif score options ------------------------------------------------------------------------------------------
 def add_score_args(p: argparse.ArgumentParser) -> None:
     """``--calibration FILE`` and ``--batch-calibrate [ESTIMATOR]`` for ``semif score``."""
-    from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_MIN_ROWS
+    from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_FALLBACK, DEFAULT_MIN_ROWS, FALLBACKS
 
     g = p.add_argument_group("calibration (records keep their raw numbers and gain a `calibrated` block)")
     x = g.add_mutually_exclusive_group()
@@ -180,20 +183,28 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
                         f"(estimator {', '.join(BATCH_ESTIMATORS)}; default mean). Raw records go to OUT.raw.jsonl "
                         "first, the calibrated ones to OUT when every row is scored")
     g.add_argument("--calibration-min-rows", type=int, metavar="N",
-                   help=f"--batch-calibrate: signatures with fewer rows stay uncalibrated (default {DEFAULT_MIN_ROWS})")
+                   help=f"--batch-calibrate: signatures with fewer rows get no prior of their own (default "
+                        f"{DEFAULT_MIN_ROWS})")
+    g.add_argument("--calibration-fallback", choices=FALLBACKS, metavar="|".join(FALLBACKS),
+                   help="--batch-calibrate: what covers those signatures: none (they stay raw; default "
+                        f"{DEFAULT_FALLBACK}), family, pooled (family, else the same options, else per option id)")
 
 
 def check_score_args(args: argparse.Namespace) -> Calibration | None:
     """Validate the calibration options before any model loads (and settle ``calibration_min_rows``);
     the loaded calibration file, if any."""
     from scorer.calibration.batch import raw_path, refuse_raw
-    from scorer.calibration.prior import DEFAULT_MIN_ROWS
+    from scorer.calibration.prior import DEFAULT_FALLBACK, DEFAULT_MIN_ROWS, FALLBACKS
 
-    if args.calibration_min_rows is not None and not args.batch_calibrate:
-        raise InputError("--calibration-min-rows", None, None, "given without --batch-calibrate",
-                         "--batch-calibrate [ESTIMATOR] --calibration-min-rows N")
+    for flag, value, form in (("--calibration-min-rows", args.calibration_min_rows, "N"),
+                              ("--calibration-fallback", args.calibration_fallback, "|".join(FALLBACKS))):
+        if value is not None and not args.batch_calibrate:
+            raise InputError(flag, None, None, "given without --batch-calibrate",
+                             f"--batch-calibrate [ESTIMATOR] {flag} {form}")
     if args.calibration_min_rows is None:
         args.calibration_min_rows = DEFAULT_MIN_ROWS
+    if args.calibration_fallback is None:
+        args.calibration_fallback = DEFAULT_FALLBACK
     if args.calibration_min_rows < 1:
         raise InputError("--calibration-min-rows", None, None, f"{args.calibration_min_rows}", "an integer >= 1")
     if args.batch_calibrate and raw_path(Path(args.output)).exists() and not args.resume:
@@ -216,7 +227,7 @@ def register(sub: Any) -> None:
     """Add ``semif calibrate`` and its subcommands."""
     from scorer.calibration.bias import DEFAULT_L2, LEVELS
     from scorer.calibration.bias import DEFAULT_MIN_ROWS as BIAS_MIN_ROWS
-    from scorer.calibration.prior import DEFAULT_MIN_ROWS, ESTIMATORS
+    from scorer.calibration.prior import DEFAULT_FALLBACK, DEFAULT_MIN_ROWS, ESTIMATORS, FALLBACKS
 
     p = sub.add_parser("calibrate", help="calibration: temperature (also the bare form `calibrate RUN`), prior, bias, "
                                          "apply, report")
@@ -240,8 +251,10 @@ def register(sub: Any) -> None:
                         "mass), content-free (scores each question with content-free states: needs the model)")
     q.add_argument("--min-rows", type=int, default=DEFAULT_MIN_ROWS,
                    help=f"signatures with fewer scored rows stay uncalibrated (default {DEFAULT_MIN_ROWS})")
-    q.add_argument("--fallback", choices=("none", "family"), default="none",
-                   help="family: a small signature uses the prior of its family's rows with the same options")
+    q.add_argument("--fallback", choices=FALLBACKS, default=DEFAULT_FALLBACK,
+                   help="what covers a signature under --min-rows: none (it stays raw; default), family (the prior "
+                        "of its family's rows with the same options), pooled (family, else every row with the same "
+                        "options, else the model's prior per option id); the level is in each calibrated block")
     q.add_argument("--force", action="store_true")
     add_model_args(q)
     q.set_defaults(func=_cmd_prior)

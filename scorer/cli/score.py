@@ -225,7 +225,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
                         from scorer.runs.score import run_batch_calibrated
 
                         report_batch(run_batch_calibrated(decisions, backend, out, cfg, args.batch_calibrate,
-                                                          args.calibration_min_rows, raw_sink=sink,
+                                                          args.calibration_min_rows, args.calibration_fallback,
+                                                          raw_sink=sink,
                                                           on_record=lambda _r: bar.update(1), on_start=start))
                     else:
                         run_score(decisions, backend, sink, cfg, on_record=lambda _r: bar.update(1), on_start=start)
