@@ -30,7 +30,7 @@ import orjson
 from scorer import __version__, store
 from scorer.backends.base import Backend
 from scorer.errors import InputError, SemifError, brief
-from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, check_run_options
+from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, check_run_options, check_slots
 from scorer.schema import Decision, parse_decision
 
 if TYPE_CHECKING:
@@ -188,18 +188,22 @@ class Scorer:
     ``semif score --calibration FILE`` writes it; a row whose signature (question, options, model) the file
     does not cover is refused before anything is scored, naming the file and the signature. The file is read
     and checked at construction (bad JSON, wrong version or NaN raise :class:`~scorer.errors.InputError`).
+    ``slots`` is what is read out: ``"letters"`` (the options lettered A, B, …; the default) or ``"ids"`` (the
+    options listed under their ids, each id's own token read: every id must be one token, else the row is
+    refused naming ``options[i].id``), as ``semif score --slots``.
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
 
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
                  calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
-                 **options: Any) -> None:
+                 slots: str = "letters", **options: Any) -> None:
         from scorer.backends import BackendConfig
 
         # One validation for the API and the command line (scorer.options): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(
             mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
+        self.slots = check_slots(slots)
         unknown = sorted(set(options) - set(_BACKEND_OPTIONS), key=str)
         if unknown:
             raise SemifError(f"unknown backend options {', '.join(map(str, unknown))} "
@@ -223,9 +227,9 @@ class Scorer:
 
     @classmethod
     def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
-                    calibration: str | Path | Calibration | None = None) -> Scorer:
+                    calibration: str | Path | Calibration | None = None, slots: str = "letters") -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
-        return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
+        return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens, slots=slots,
                    **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
@@ -305,10 +309,10 @@ class Scorer:
             backend = self._load_locked()
             cal = self.calibration
             parts = checked_config_parts(backend.model_info(), decisions, run_parts, self.mode, self.max_batch_tokens,
-                                         calibration=cal)
+                                         calibration=cal, slots=self.slots)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
-            items = prepare(backend, list(decisions), with_prefix=self.mode != "direct")
+            items = prepare(backend, list(decisions), with_prefix=self.mode != "direct", slots=self.slots)
             records = list(score_items(backend, items, self.mode, run, 0, self.max_batch_tokens))
             if cal is not None:
                 records = list(cal.apply_all(records))

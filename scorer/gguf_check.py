@@ -101,9 +101,10 @@ def check_row(prompt: Prompt, gguf: GGUFTokenizer) -> None:
 
 
 def check_slots(prompt: Prompt, gguf: GGUFTokenizer, letters_ok: set[str] | None = None) -> None:
-    """Validation 2: each letter is one GGUF token, the reference's slot id, rendering as the letter, and
-    appending it to the prompt adds exactly that token. ``letters_ok`` caches letters already proven."""
-    for letter, slot in zip(prompt.letters, prompt.slot_ids, strict=True):
+    """Validation 2: each answer slot's text (a letter, or an option id under ``--slots ids``) is one GGUF token,
+    the reference's slot id, rendering as that text, and appending it to the prompt adds exactly that token.
+    ``letters_ok`` caches slot texts already proven."""
+    for letter, slot in zip(prompt.slot_texts, prompt.slot_ids, strict=True):
         if letters_ok is None or letter not in letters_ok:
             ids = gguf.encode(letter, with_bos=False)
             if len(ids) != 1:

@@ -29,6 +29,8 @@ DTYPES = ("float32", "bfloat16", "float16")
 """torch dtypes (default: fp32 on cpu, bf16 on cuda, fp16 on mps)."""
 DEFAULT_MAX_BATCH_TOKENS = 4096
 """Shared mode: suffix tokens per packed pass."""
+SLOTS = ("letters", "ids")
+"""Answer slots a decision is read out through (:mod:`scorer.prompt`): the letters A–P, or the option ids."""
 
 
 class OptionError(SemifError):
@@ -105,6 +107,12 @@ def check_run_options(mode: Any, max_batch_tokens: Any) -> tuple[str, int]:
     """The scoring options a :class:`~scorer.api.Scorer` (and ``semif score``/``serve``) take, checked; the
     messages name them as the API does."""
     return one_of(mode, MODES, "mode"), positive_int(max_batch_tokens, "max_batch_tokens")
+
+
+def check_slots(slots: Any) -> str:
+    """The answer slots of a run (``--slots``; ``Scorer(slots=…)``), checked; the message names them as the API
+    does."""
+    return one_of(slots, SLOTS, "slots")
 
 
 def cli_int(text: str) -> Any:

@@ -4,6 +4,12 @@ Layout (``semif-direct-v1``): what all criteria about one state share comes firs
 instructions, then the state — and only then the criterion and its lettered options, so the state's
 tokens form a reusable prefix (serial/shared modes). The model never sees option ids, only letters.
 
+Answer slots (:data:`scorer.options.SLOTS`): ``letters`` (the default, above) or ``ids``: the options are listed under
+their own ids (``yes: …``), the model is asked for the id, and each id's token is its answer slot
+(``semif-direct-ids-v1``: the same layout with those two differences). An id must then be exactly one
+token, decode back to itself, differ from the other ids' tokens and stay that token when appended to
+the prompt — the letters' rules; an id that breaks one is refused naming its field (``options[1].id``).
+
 Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
 option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
 content (``<|im_end|>``, ``<start_of_turn>``, BOS/EOS…) stay characters and cannot forge a turn. The
@@ -18,15 +24,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from scorer.errors import ValidationError
+from scorer.errors import InputError, ValidationError
+from scorer.options import SLOTS
 from scorer.schema import Decision, Option
 
 PROMPT_VERSION = "semif-direct-v1"
+IDS_PROMPT_VERSION = "semif-direct-ids-v1"
+"""The prompt version of ``--slots ids`` (module docstring)."""
 LETTERS = "ABCDEFGHIJKLMNOP"
 
 SYSTEM = (
     "You are a precise decision function. Read the state, then answer the question by choosing exactly "
     "one of the lettered options. Reply with the option's letter only."
+)
+IDS_SYSTEM = (
+    "You are a precise decision function. Read the state, then answer the question by choosing exactly "
+    "one of the options. Reply with the option's id only."
 )
 _STATE_HEAD = "State:\n"
 _STATE_TAIL = "\n\n"
@@ -76,11 +89,14 @@ def state_text(state: str | dict[str, Any] | list[Any]) -> str:
     return json.dumps(state, ensure_ascii=False)
 
 
-def user_content(decision: Decision) -> tuple[str, int]:
+def user_content(decision: Decision, slots: str = "letters") -> tuple[str, int]:
     """The user message, and the length of its shared head (instructions + state)."""
     head = f"{_STATE_HEAD}{state_text(decision.state)}{_STATE_TAIL}"
     lines = [f"Question: {decision.question.strip()}", "Options:"]
-    lines += [f"{LETTERS[i]}. {opt.description.strip()}" for i, opt in enumerate(decision.options)]
+    if slots == "ids":
+        lines += [f"{opt.id}: {opt.description.strip()}" for opt in decision.options]
+    else:
+        lines += [f"{LETTERS[i]}. {opt.description.strip()}" for i, opt in enumerate(decision.options)]
     return head + "\n".join(lines), len(head)
 
 
@@ -187,14 +203,18 @@ class Prompt:
     prefix_text: str
     """The leading part shared by every criterion about the same state (system + state)."""
     letters: str
-    """The answer letters in use, one per option."""
+    """The letters of the options' positions, one per option (the answer slots with ``slots="letters"``)."""
     slot_ids: list[int]
-    """Token id of each letter (the answer slots)."""
+    """Token id of each option's answer slot."""
     template: str
     """Chat template used: ``chat`` (the model's own) or ``semif-plain``."""
     plain_spans: tuple[Span, ...] = field(default=())
     """Character spans of ``text`` holding message contents (state, question, options, instructions):
     tokenized as text, special-token strings in them never become control tokens."""
+    slots: str = "letters"
+    """What the answer slots are (:data:`scorer.options.SLOTS`)."""
+    slot_texts: tuple[str, ...] = ()
+    """The text of each option's answer slot: its letter, or its id (``slots="ids"``)."""
 
     @property
     def sha256(self) -> str:
@@ -205,9 +225,17 @@ class Prompt:
         return sha256_tokens(self.ids)
 
 
-def messages_for(decision: Decision) -> tuple[list[dict[str, str]], int]:
-    content, head_len = user_content(decision)
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}], head_len
+def messages_for(decision: Decision, slots: str = "letters") -> tuple[list[dict[str, str]], int]:
+    content, head_len = user_content(decision, slots)
+    system = IDS_SYSTEM if slots == "ids" else SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": content}], head_len
+
+
+def prompt_version(slots: str = "letters") -> str:
+    """The prompt version of a decision read out through ``slots``."""
+    if slots not in SLOTS:
+        raise ValidationError(f"unknown answer slots {slots!r} (expected one of {', '.join(SLOTS)})")
+    return IDS_PROMPT_VERSION if slots == "ids" else PROMPT_VERSION
 
 
 # --- the versus prompts: kept here so that a trace's verifier can re-render them from its inputs ---------
@@ -258,28 +286,63 @@ def _strip_bos(tok: Tokenizer, ids: list[int]) -> list[int]:
     return ids[1:] if bos is not None and ids and ids[0] == bos else ids
 
 
-def render(tok: Tokenizer, decision: Decision) -> Prompt:
-    """Render, encode and validate the prompt of one decision.
+def id_slots(tok: Tokenizer, decision: Decision) -> list[int]:
+    """Validate the option ids of ``decision`` as its answer slots (``--slots ids``) and return their token ids.
 
-    Raises :class:`ValidationError` when an answer slot is not stable at the prompt's boundary
-    (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are).
+    The letters' rules (:func:`letter_slots`), each refusal an :class:`InputError` naming the row and the
+    option's field: an id must be exactly one token, decode back to itself, and not share a token with another.
     """
-    msgs, head_len = messages_for(decision)
+    ids: list[int] = []
+    for i, opt in enumerate(decision.options):
+        where = f"options[{i}].id"
+        enc = _strip_bos(tok, tok.encode(opt.id))
+        if len(enc) != 1:
+            raise InputError(decision.source or decision.id, None, where,
+                             f"{opt.id!r} is {len(enc)} tokens {enc} in this tokenizer",
+                             "an id that is exactly one token, for --slots ids (or --slots letters)")
+        if enc[0] in ids:
+            other = decision.options[ids.index(enc[0])].id
+            raise InputError(decision.source or decision.id, None, where,
+                             f"{opt.id!r} is the same token {enc[0]} as option {other!r}",
+                             "ids with distinct tokens, for --slots ids (or --slots letters)")
+        back = tok.decode(enc)
+        if back != opt.id:
+            raise InputError(decision.source or decision.id, None, where,
+                             f"{opt.id!r} (token {enc[0]}) decodes to {back!r}",
+                             "an id that its token decodes back to, for --slots ids (or --slots letters)")
+        ids.append(enc[0])
+    return ids
+
+
+def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt:
+    """Render, encode and validate the prompt of one decision, read out through ``slots``
+    (:data:`scorer.options.SLOTS`).
+
+    Raises :class:`ValidationError` when an answer letter is not stable at the prompt's boundary
+    (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are);
+    with ``slots="ids"`` an option id that breaks a slot rule is an :class:`InputError` naming its field.
+    """
+    version = prompt_version(slots)
+    msgs, head_len = messages_for(decision, slots)
     text = tok.render_chat(msgs, add_generation_prompt=True)
     spans = message_spans(text, msgs)
     at = spans[-1][0]  # the user message
     prefix_text = text[: at + head_len]
     ids = tok.encode(text, spans)
     n = len(decision.options)
-    slots = letter_slots(tok, n)
-    for letter, slot in zip(LETTERS[:n], slots, strict=True):
-        ext = tok.encode(text + letter, spans)
+    texts = tuple(decision.option_ids) if slots == "ids" else tuple(LETTERS[:n])
+    slot_ids = id_slots(tok, decision) if slots == "ids" else letter_slots(tok, n)
+    for k, (label, slot) in enumerate(zip(texts, slot_ids, strict=True)):
+        ext = tok.encode(text + label, spans)
         if ext[: len(ids)] != ids or ext[len(ids):] != [slot]:
-            raise ValidationError(
-                f"answer slot {letter!r} is not stable at the prompt boundary of row {decision.id!r}: "
-                f"prompt ends {ids[-3:]}, prompt+{letter!r} ends {ext[-4:]} (expected the prompt's tokens "
-                f"followed by [{slot}])")
-    return Prompt(PROMPT_VERSION, text, ids, prefix_text, LETTERS[:n], slots, tok.template_name, spans)
+            what = (f"answer slot {label!r} is not stable at the prompt boundary of row {decision.id!r}: "
+                    f"prompt ends {ids[-3:]}, prompt+{label!r} ends {ext[-4:]}")
+            if slots == "ids":
+                raise InputError(decision.source or decision.id, None, f"options[{k}].id", what,
+                                 f"an id whose token follows the prompt unchanged, [{slot}], for --slots ids "
+                                 "(or --slots letters)")
+            raise ValidationError(f"{what} (expected the prompt's tokens followed by [{slot}])")
+    return Prompt(version, text, ids, prefix_text, LETTERS[:n], slot_ids, tok.template_name, spans, slots, texts)
 
 
 def common_prefix(seqs: Sequence[Sequence[_T]]) -> list[_T]:

@@ -596,6 +596,24 @@ def _check_calibrated(rec: dict[str, Any], ids: list[str], name: str, line: int 
                              f"{READOUT_TOL:g} (relative)")
 
 
+def _check_slots(rec: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:
+    """A ``slots`` block: one distinct slot token per option, whose texts are the letters or the option ids (as
+    its ``readout`` says), and the full vocabulary's argmax is a slot exactly when it is one of them."""
+    slots = rec["slots"]
+    texts, tokens = slots["texts"], slots["token_ids"]
+    want = rec["letters"] if slots["readout"] == "letters" else ids
+    if texts != want:
+        raise InputError(name, line, "slots.texts", f"{brief(texts)} for readout {slots['readout']!r}",
+                         f"{brief(want)}: the {'letters' if slots['readout'] == 'letters' else 'option ids'}")
+    if len(tokens) != len(ids) or len(set(tokens)) != len(tokens):
+        raise InputError(name, line, "slots.token_ids", f"{brief(tokens)} for {len(ids)} options",
+                         "one distinct token id per option, in the order of option_ids")
+    arg = rec["full_vocab_argmax"]
+    if arg["is_slot"] != (arg["token_id"] in tokens):
+        raise InputError(name, line, "full_vocab_argmax.is_slot", f"{str(arg['is_slot']).lower()} for token "
+                         f"{arg['token_id']} (slots {brief(tokens)})", "true exactly when the token is a slot")
+
+
 def _check_permute(rec: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:
     """A ``permute`` block: one row of probabilities per ordering, aligned with option_ids, averaging to the
     record's probabilities (unless a temperature rescaled them since)."""
@@ -638,7 +656,8 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
     ``choice`` one of the option ids (the one with the largest logit) or null exactly on a tie, the tied ids among the
     options, the margin = top minus second probability; the same for a ``calibrated`` block, whose
     logits are the raw ones / temperature - offsets, whose signature is the record's and whose ``level`` is
-    null exactly when it was not applied (then with offsets 0 and temperature 1) (v2 only: a v1
+    null exactly when it was not applied (then with offsets 0 and temperature 1); a ``slots`` block whose
+    texts are the letters or the option ids as its readout says, one distinct token per option (v2 only: a v1
     record carries neither a signature nor a calibrated block); and a ``permute`` block whose
     per-ordering probabilities average to the record's. Returns ``rec``.
     """
@@ -668,6 +687,8 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
     _check_readout(rec, ids, "", float(rec.get("temperature") or 1.0), name, line)
     if "calibrated" in rec:
         _check_calibrated(rec, ids, name, line)
+    if "slots" in rec:
+        _check_slots(rec, ids, name, line)
     if "permute" in rec:
         _check_permute(rec, ids, name, line)
     return rec

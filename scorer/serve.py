@@ -314,7 +314,7 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
         cal = scorer.calibration
-        return _json({"models": [info], "mode": scorer.mode,
+        return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots,
                       "calibration": None if cal is None else {"method": cal.method, **cal.source},
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size,
@@ -347,9 +347,9 @@ class _ServeReplica:
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
-                 token: str | None, calibration: Calibration | None = None) -> None:
+                 token: str | None, calibration: Calibration | None = None, slots: str = "letters") -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
-        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration)
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration, slots)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token)
 
@@ -375,6 +375,8 @@ class ServeConfig:
     """What one request may ask."""
     calibration: str | None = None
     """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
+    slots: str = "letters"
+    """What every request is read out through: the letters, or the option ids (``semif score --slots``)."""
 
 
 @dataclass(frozen=True)
@@ -518,7 +520,7 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     uvicorn = _uvicorn()
     check_bind(cfg.host, cfg.token)  # before the model loads
     calibration = _calibration(cfg)
-    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration) as scorer:
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.slots) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token)
         print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()
@@ -547,7 +549,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
                                        max_ongoing_requests=cfg.limits.queue_size + 1)
         app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
 {**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
-                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration)
+                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration, cfg.slots)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)

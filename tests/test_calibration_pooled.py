@@ -71,7 +71,8 @@ def test_pooled_fallback_covers_each_small_signature_at_the_nearest_level(tmp_pa
     # with fallback none nothing but the signature is fitted; family covers r10 only (as before this change)
     none = prior_mod.fit_prior(recs, sigs(recs), "mean", min_rows=8)
     fam = prior_mod.fit_prior(recs, sigs(recs), "mean", min_rows=8, fallback="family")
-    assert [e.level for e in none.entries] == ["signature"] and [e.level for e in fam.entries] == ["signature", "family"]
+    assert [e.level for e in none.entries] == ["signature"]
+    assert [e.level for e in fam.entries] == ["signature", "family"]
     fam_out = {r["id"]: r["calibrated"] for r in fam.apply_all(recs)}
     assert fam_out["r10"]["level"] == "family" and fam_out["r13"]["applied"] is False
     # the pooled file's family entry is the very one of --fallback family

@@ -2,9 +2,9 @@
 
 All numbers come from :mod:`scorer.metrics` (the same definitions as ``semif eval``): the calibrated
 side is the records seen through :func:`scorer.calibration.apply.calibrated_view`. A labelled bias fit
-is judged out of fold only: rows are dealt into group-disjoint folds (:func:`scorer.calibration.temperature.group_folds`),
-each fold is calibrated by a fit on the other folds, and the before/after tables compare the raw
-records with those held-out calibrated records. A label-free prior needs no folds (it never sees a
+is judged out of fold only: rows are dealt into group-disjoint folds
+(:func:`scorer.calibration.temperature.group_folds`), each fold is calibrated by a fit on the other folds,
+and the before/after tables compare the raw records with those held-out calibrated records. A label-free prior needs no folds (it never sees a
 label), so its before/after tables are computed on all rows.
 """
 

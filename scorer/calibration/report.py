@@ -6,7 +6,8 @@ One report per scored set (``--run`` records, ``--labels`` rows), written create
 
 * **label-free priors** (:mod:`scorer.calibration.prior`): each estimator, per signature with the
   default ``--min-rows`` (small signatures stay raw), per signature whatever its size, with the
-  family fallback, with the pooled fallback (family, then the same options, then per option id), and *stored* (fitted on the other folds' rows only — what a prior from a reference
+  family fallback, with the pooled fallback (family, then the same options, then per option id), and
+  *stored* (fitted on the other folds' rows only — what a prior from a reference
   batch gives a new batch). No label is read.
 * **orderings**: with ``--permuted`` (``semif score --permute 2``) and ``--permuted-reversed`` runs, each
   ordering's pass is a decision of its own signature (the options are lettered differently); methods

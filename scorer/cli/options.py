@@ -81,6 +81,14 @@ def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = 
     p.add_argument(flag, type=choice(MODES), choices=MODES, default=default, help=help)
 
 
+def add_slots_arg(p: Any) -> None:
+    """``--slots letters|ids``: what the decision is read out through, by the API's rule."""
+    p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters",
+                   help="letters: the options lettered A, B, ... and each letter's token read (default); ids: the "
+                        "options listed under their ids and each id's own token read (every id one token, e.g. "
+                        "yes/no; a row whose id is not is refused naming options[i].id)")
+
+
 def add_max_batch_tokens_arg(p: Any) -> None:
     """``--max-batch-tokens``: shared mode's suffix tokens per pass, by the API's rule."""
     p.add_argument("--max-batch-tokens", type=positive_int, default=rules.DEFAULT_MAX_BATCH_TOKENS,

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from scorer.cli.options import add_model_args, load_model
+from scorer.cli.options import add_model_args, add_slots_arg, load_model
 
 
 def register(sub: Any) -> None:
@@ -18,6 +18,7 @@ def register(sub: Any) -> None:
     p.add_argument("--input", required=True)
     p.add_argument("--id", required=True)
     p.add_argument("--json", action="store_true")
+    add_slots_arg(p)
     add_model_args(p)
     p.set_defaults(func=_cmd_prompt)
 
@@ -31,9 +32,10 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     if args.id not in decisions:
         raise InputError(args.input, None, "id", f"no row with id {args.id!r}", "an id present in the file")
     backend = load_model(args)
-    p = render(backend.tokenizer, decisions[args.id])
+    p = render(backend.tokenizer, decisions[args.id], args.slots)
     doc = {"id": args.id, "prompt_version": p.version, "prompt_template": p.template, "prompt": p.text,
-           "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slot_token_ids": p.slot_ids,
+           "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slots": p.slots,
+           "slot_texts": list(p.slot_texts), "slot_token_ids": p.slot_ids,
            "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256, "plain_spans": p.plain_spans,
            "hash_rules": {"prompt_sha256": "sha256 of the prompt string, UTF-8",
                           "tokens_sha256": "sha256 of the token ids as little-endian int32 bytes",
@@ -45,6 +47,6 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     else:
         print(p.text)
         print(f"\n--- {len(p.ids)} tokens: {p.ids}", file=sys.stdout)
-        slots = dict(zip(p.letters, p.slot_ids, strict=True))
+        slots = dict(zip(p.slot_texts, p.slot_ids, strict=True))
         print(f"prompt_sha256 {p.sha256}\ntokens_sha256 {p.tokens_sha256}\nslots {slots}")
     return 0

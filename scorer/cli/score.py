@@ -16,6 +16,7 @@ from scorer.cli.options import (
     add_max_batch_tokens_arg,
     add_mode_arg,
     add_model_args,
+    add_slots_arg,
     backend_config,
     exact_policy,
     load_model,
@@ -36,6 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument("--output", required=True, help="records (JSONL); never overwritten")
     add_mode_arg(p, "direct")
     add_max_batch_tokens_arg(p)
+    add_slots_arg(p)
     p.add_argument("--resume", action="store_true",
                    help="continue a killed run into the same --output (refused, file unchanged, unless every record "
                         "in it is from this same configuration; an empty file is accepted)")
@@ -95,10 +97,11 @@ def _route_policy(args: argparse.Namespace) -> tuple[Any, Any, str | None] | Non
                          "together")
     for flag, on in (("--engine ray", args.engine == "ray"), ("--batch-calibrate", bool(args.batch_calibrate)),
                      ("--calibration", args.calibration is not None), ("--permute", args.permute > 1),
-                     ("--temperature", args.temperature is not None)):
+                     ("--temperature", args.temperature is not None), ("--slots", args.slots != "letters")):
         if on:
             raise InputError(flag, None, None, "given with live routing",
-                             "per-engine calibration in the SPECs (calibration=FILE); no --permute/--temperature")
+                             "per-engine calibration in the SPECs (calibration=FILE); no --permute/--temperature; "
+                             "the letters' readout")
     threshold, source = _threshold(args.escalate_below)
     fast_cfg, fast_mode, fast_cal = parse_spec(args.fast, "--fast")
     acc_cfg, acc_mode, acc_cal = parse_spec(args.accurate, "--accurate")
@@ -140,7 +143,7 @@ def _threshold(text: str) -> tuple[float, str]:
 def _ray_options(args: argparse.Namespace) -> RayOptions:
     """The :class:`RayOptions` of ``semif score``'s arguments; refuses what the Ray engine does not do."""
     for flag, on in (("--permute", args.permute > 1), ("--temperature", args.temperature is not None),
-                     ("--exact", bool(getattr(args, "exact", False)))):
+                     ("--exact", bool(getattr(args, "exact", False))), ("--slots ids", args.slots != "letters")):
         if on:
             raise ValidationError(f"{flag} is not supported with --engine ray (use the local engine)")
     if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
@@ -196,7 +199,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     sink = RecordsOutput.resume(records_path) if args.resume else RecordsOutput.create(records_path)
     mode = (routing[2] or args.mode) if routing else args.mode
     cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
-                      permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration)
+                      permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration,
+                      slots=args.slots)
     try:
         with sink:
             try:

@@ -28,8 +28,15 @@ from scorer.backends.base import Backend, Prefix, pack_chunks
 from scorer.calibration.signature import signature_of
 from scorer.errors import InputError, ValidationError, brief
 from scorer.io import RecordsOutput, ResumePoint, read_resume
-from scorer.options import DEFAULT_MAX_BATCH_TOKENS, MODES, check_run_options, positive_float, positive_int
-from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
+from scorer.options import (
+    DEFAULT_MAX_BATCH_TOKENS,
+    MODES,
+    check_run_options,
+    check_slots,
+    positive_float,
+    positive_int,
+)
+from scorer.prompt import Prompt, common_prefix, prefix_ids, prompt_version, render, sha256_tokens
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, check_record, dumps_record
 
 if TYPE_CHECKING:
@@ -53,8 +60,10 @@ class Item:
     """Shared token prefix of this row's group (empty in direct mode)."""
 
 
-def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = True) -> list[Item]:
-    """Render, encode and validate every prompt before any is scored.
+def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = True,
+            slots: str = "letters") -> list[Item]:
+    """Render, encode and validate every prompt (answer ``slots``: :data:`scorer.options.SLOTS`) before any is
+    scored.
 
     Rows are grouped by their state head's token prefix; each group's prefix is the longest common
     token prefix of its full prompts (so BPE merges across the state boundary are handled), and
@@ -66,7 +75,7 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
     for i, d in enumerate(decisions):
         t0 = time.perf_counter()
         try:
-            p = render(tok, d)
+            p = render(tok, d, slots)
         except ValidationError as exc:
             raise ValidationError(f"{d.source}: {exc}") from None
         head = prefix_ids(tok, p) if with_prefix else []
@@ -114,6 +123,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "signature": signature_of(d, p.version, model_info),
         "option_ids": ids,
         "letters": list(p.letters),
+        "slots": {"readout": p.slots, "texts": list(p.slot_texts), "token_ids": list(p.slot_ids)},
         "probabilities": r.probabilities,
         "option_logits": r.option_logits,
         "choice": None if r.choice_index is None else ids[r.choice_index],
@@ -378,10 +388,13 @@ class ScoreConfig:
     """Re-score low-margin decisions on an accurate engine (:class:`scorer.runs.route.RoutePolicy`)."""
     calibration: Calibration | None = None
     """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
+    slots: str = "letters"
+    """The answer slots read out: the letters A–P, or the option ids (:data:`scorer.options.SLOTS`)."""
 
     def __post_init__(self) -> None:
         """The options checked by the rules the command line and the API use (:mod:`scorer.options`)."""
         check_run_options(self.mode, self.max_batch_tokens)
+        check_slots(self.slots)
         positive_int(self.permute, "permute")
         if self.temperature is not None:
             positive_float(self.temperature, "temperature")
@@ -389,13 +402,15 @@ class ScoreConfig:
 
 def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], run_parts: Mapping[str, Any], mode: str,
                          max_batch_tokens: int, *, permute: int = 1, temperature: float | None = None,
-                         calibration: Calibration | None = None,
-                         exact: RecordPolicy | None = None, route: RecordPolicy | None = None) -> dict[str, Any]:
+                         calibration: Calibration | None = None, exact: RecordPolicy | None = None,
+                         route: RecordPolicy | None = None, slots: str = "letters") -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
     API and the Ray engine all name their runs through this one function."""
     parts = config_parts(info, run_parts, mode, max_batch_tokens)
+    if check_slots(slots) != "letters":  # the letters' run hash stays what it always was
+        parts["slots"] = slots
     if permute > 1:
         parts["permute"] = permute
     if temperature is not None:
@@ -403,13 +418,15 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if calibration is not None:
         from scorer.calibration.apply import check_decisions
 
-        check_decisions(calibration, decisions, info, permute)
+        check_decisions(calibration, decisions, info, permute, prompt_version(slots))
         parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
     if exact is not None:
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
         parts["exact"] = exact.config()
     if route is not None:
+        if slots != "letters":
+            raise ValidationError("live routing (--fast/--accurate) reads the letters; it does not take --slots ids")
         if permute > 1 or calibration is not None or temperature is not None:
             raise ValidationError("live routing (--fast/--accurate) takes its calibrations in the SPECs "
                                   "(calibration=FILE) and does not combine with --permute, --temperature or "
@@ -434,7 +451,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     """
     parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
                                  permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
-                                 exact=cfg.exact, route=cfg.route)
+                                 exact=cfg.exact, route=cfg.route, slots=cfg.slots)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
         return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
@@ -451,11 +468,11 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
     mode, exact = cfg.mode, cfg.exact
     records: Iterator[dict[str, Any]]
     if cfg.permute > 1:
-        records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens)
+        records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens, cfg.slots)
         if on_start:
             on_start(len(decisions), skip)
     else:
-        items = prepare(backend, decisions, with_prefix=mode != "direct")
+        items = prepare(backend, decisions, with_prefix=mode != "direct", slots=cfg.slots)
         if exact is not None:  # the bound is set (probe or drift report) before any record is written
             exact.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if cfg.route is not None:  # the accurate engine's prompts validated before any record is written
@@ -504,7 +521,8 @@ def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Pa
 
 # --- the order-averaged readout (semif score --permute K) ----------------------------------------------------
 def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: str, run: dict[str, Any],
-                   skip: int = 0, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> Iterator[dict[str, Any]]:
+                   skip: int = 0, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                   slots: str = "letters") -> Iterator[dict[str, Any]]:
     """Records of ``decisions[skip:]`` read out over ``k`` cyclic orderings each (pass j scores every row
     that has a j-th shift; rows with fewer options than ``k`` use all n of their rotations).
 
@@ -519,7 +537,7 @@ def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: st
     passes = []
     for j in range(max(len(s) for s in shifts) if rows else 0):
         sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
-        passes.append(prepare(backend, sel, with_prefix=mode != "direct"))
+        passes.append(prepare(backend, sel, with_prefix=mode != "direct", slots=slots))
     return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens)
 
 
