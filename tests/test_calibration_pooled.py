@@ -80,14 +80,24 @@ def test_pooled_fallback_covers_each_small_signature_at_the_nearest_level(tmp_pa
     assert pooled_fam == next(e for e in fam.entries if e.level == "family")
 
 
-def test_global_pool_leaves_rarely_seen_options_out_and_does_not_cover_a_stranger(tmp_path):
+def test_global_pool_leaves_rarely_seen_options_out_and_covers_no_stranger(tmp_path):
     recs = score(tmp_path, rows(10, "Big?") + rows(3, "Three options?", ABC, family=None, start=10))
     cal = prior_mod.fit_prior(recs, sigs(recs), "mean", min_rows=8, fallback="pooled")
-    (g,) = [e for e in cal.entries if e.level == "global"]
-    assert sorted(g.offsets) == ["no", "yes"]  # a, b, c: 3 rows each < 8
+    # a, b, c have 3 rows each (< 8): the global pool knows only yes/no, which covers none of the small rows,
+    # so it is not kept and the three-option row stays raw
+    assert [e.level for e in cal.entries] == ["signature"]
     abc = next(r for r in cal.apply_all(recs) if r["id"] == "r10")["calibrated"]
-    # a prior's global entry that knows none of a row's options applies nothing, so the row stays raw
     assert abc["applied"] is False and abc["level"] is None and abc["reason"] == "3 rows < --min-rows 8"
+    # a file whose global entry knows none of a new row's options refuses the row, naming its signature
+    big = score(tmp_path, _workload(), "w")
+    pooled = prior_mod.fit_prior(big, sigs(big), "mean", min_rows=8, fallback="pooled")
+    stranger = score(tmp_path, rows(2, "Colour?", (Option("red", "Red"), Option("blue", "Blue")), family=None), "s")
+    with pytest.raises(InputError, match=f"no calibration for signature {stranger[0]['signature']}"):
+        pooled.apply(stranger[0])
+    # one known option is enough: the other gets offset 0 and is listed as unseen
+    mixed = score(tmp_path, rows(2, "Mixed?", (Option("yes", "Yes"), Option("blue", "Blue")), family=None), "m")
+    blk = pooled.apply(mixed[0])["calibrated"]
+    assert blk["level"] == "global" and blk["unseen_option_ids"] == ["blue"] and blk["offsets"][1] == 0.0
 
 
 def test_pooled_estimators_by_hand():

@@ -237,12 +237,13 @@ def fit_prior(records: Sequence[dict[str, Any]], signatures: Sequence[str], esti
             opt_ok = {k for k in need_opt if k in opts and len(opts[k].logits) >= min_rows}
             entries += [_entry("options", opts[k], estimate(np.stack(opts[k].logits), estimator)) for k in opts
                         if k in opt_ok]
-            need_glob = {(g.model, g.readout) for g in rest if (g.model, g.readout, g.option_ids) not in opt_ok}
-            for k in glob:
-                if k in need_glob and len(glob[k].logits) >= min_rows:
-                    e = _global_entry(glob[k], estimator, min_rows)
-                    if e is not None:
-                        entries.append(e)
+            need_glob = [g for g in rest if (g.model, g.readout, g.option_ids) not in opt_ok]
+            for k, pool in glob.items():
+                wanting = [g for g in need_glob if (g.model, g.readout) == k]
+                e = _global_entry(pool, estimator, min_rows) if wanting and len(pool.logits) >= min_rows else None
+                # kept only when it covers one of them: it knows at least one of its options (Calibration.lookup)
+                if e is not None and any(o in e.offsets for g in wanting for o in g.option_ids):
+                    entries.append(e)
     return Calibration("prior", estimator, models, entries, skipped, source or {"kind": "in-run"},
                        {"min_rows": min_rows, "fallback": fallback, **(meta or {})})
 

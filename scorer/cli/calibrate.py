@@ -107,8 +107,8 @@ def _cmd_prior(args: argparse.Namespace) -> int:
     level = {r["calibrated"]["signature"]: r["calibrated"]["level"] for r in applied}
     for s in cal.uncalibrated:
         lv = level.get(s.signature)
-        cover = f" (covered by the {lv} level)" if lv else ""
-        print(f"  no entry of its own{cover}: signature {s.signature[:12]}… {s.reason}")
+        what = f"no entry of its own, covered by the {lv} level" if lv else "uncalibrated"
+        print(f"  {what}: signature {s.signature[:12]}… {s.reason}")
     for w in mix_warnings(applied):
         print(f"  warning: {w}")
     _print_file(cal, out, sha)
