@@ -189,7 +189,7 @@ def fake(monkeypatch):
 def _rows_file(tmp_path: Path) -> Path:
     path = tmp_path / "rows.jsonl"
     lines = [orjson.dumps({"id": d.id, "state": d.state, "question": d.question,
-                           "options": [{"id": o.id, "description": o.description} for o in d.options}, **d.extra})
+                           "options": [{"id": o.id, "description": o.description} for o in d.options], **d.extra})
              for d in _workload()]
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path

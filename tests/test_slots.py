@@ -4,7 +4,6 @@ records say which readout ran; a real SmolLM2-135M run with yes/no ids."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,7 +31,7 @@ def _decisions(n: int = 6, options: tuple[Option, ...] = YN) -> list[Decision]:
 
 def _row(d: Decision) -> dict[str, Any]:
     return {"id": d.id, "state": d.state, "question": d.question,
-            "options": [{"id": o.id, "description": o.description} for o in d.options}, **d.extra}
+            "options": [{"id": o.id, "description": o.description} for o in d.options], **d.extra}
 
 
 def _records(decisions: list[Decision], mode: str = "direct", slots: str = "ids") -> list[dict[str, Any]]:
@@ -84,7 +83,9 @@ def test_cli_refuses_a_multi_token_id_with_exit_2(tmp_path, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert f"{inp}:3: field 'options[0].id': 'yes' is 3 tokens" in err and "Traceback" not in err
     assert not out.exists() or out.read_bytes() == b""  # refused before the first record
-    assert cli.main(["score", "--input", str(inp), "--output", str(tmp_path / "o2.jsonl"), "--slots", "words"]) == 2
+    with pytest.raises(SystemExit) as usage:  # a usage error, in the API's words
+        cli.main(["score", "--input", str(inp), "--output", str(tmp_path / "o2.jsonl"), "--slots", "words"])
+    assert usage.value.code == 2
     assert "argument --slots: 'words' is not one of letters, ids" in capsys.readouterr().err
 
 
@@ -142,7 +143,7 @@ def test_exact_rescores_through_the_ids(tmp_path):
     from scorer.runs.exact import ExactPolicy
 
     out = tmp_path / "e.jsonl"
-    policy = ExactPolicy(probe_rows=4)
+    policy = ExactPolicy(safety=2.0, probe_rows=8)  # every row probed: the bound covers every row's drift
     run_score(_decisions(8), FakeBackend(drift=0.05), out,
               ScoreConfig(mode="shared", run_parts={"input": "x"}, slots="ids", exact=policy))
     recs = read_records(out)

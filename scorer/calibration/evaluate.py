@@ -4,8 +4,8 @@ All numbers come from :mod:`scorer.metrics` (the same definitions as ``semif eva
 side is the records seen through :func:`scorer.calibration.apply.calibrated_view`. A labelled bias fit
 is judged out of fold only: rows are dealt into group-disjoint folds
 (:func:`scorer.calibration.temperature.group_folds`), each fold is calibrated by a fit on the other folds,
-and the before/after tables compare the raw records with those held-out calibrated records. A label-free prior needs no folds (it never sees a
-label), so its before/after tables are computed on all rows.
+and the before/after tables compare the raw records with those held-out calibrated records. A label-free
+prior needs no folds (it never sees a label), so its before/after tables are computed on all rows.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scorer import metrics
-from scorer.calibration.temperature import DEFAULT_FOLDS, group_folds
 from scorer.calibration.apply import calibrated_view
 from scorer.calibration.core import Calibration, Skipped
+from scorer.calibration.temperature import DEFAULT_FOLDS, group_folds
 from scorer.errors import InputError
 
 SUMMARY_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "nll", "brier", "ece")

@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from scorer import metrics
-from scorer.calibration.temperature import group_folds
 from scorer.calibration.batch import MIX_MIN_ROWS, mix_warnings
 from scorer.calibration.bias import fit_bias
 from scorer.calibration.core import Calibration
 from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_MIN_ROWS, fit_prior, log_softmax
 from scorer.calibration.signature import decision_signature
+from scorer.calibration.temperature import group_folds
 from scorer.errors import InputError
 from scorer.schema import Decision
 
