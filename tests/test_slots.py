@@ -236,3 +236,16 @@ def test_smollm2_reads_yes_no_ids(smol_torch):
     long = Decision("t3", "x", "Refund?", (Option("yes", "Yes"), Option("definitely-not", "No")), {}, "mem:3")
     with pytest.raises(InputError, match=r"mem:3: field 'options\[1\]\.id': 'definitely-not' is \d+ tokens"):
         prepare(smol_torch, [long], slots="ids")
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_llamacpp_checks_the_ids_slots_on_its_own_tokenizer(smol_llamacpp):
+    yes_no = (Option("yes", "Yes"), Option("no", "No"))
+    rows = [Decision("t1", "I was charged twice, please refund me.", "Is this a refund request?", yes_no, {}, "mem:1")]
+    items = prepare(smol_llamacpp, rows, slots="ids")  # validate_prompt: the GGUF's tokenizer agrees on each id
+    rec = next(score_items(smol_llamacpp, items, "direct", {"config_sha256": "test"}))
+    validate_records([rec])
+    tok = smol_llamacpp.tokenizer
+    assert rec["slots"]["token_ids"] == [tok.encode("yes")[0], tok.encode("no")[0]]
+    assert rec["prompt_version"] == IDS_PROMPT_VERSION and 0.0 < rec["allowed_token_mass"] <= 1.0
