@@ -178,9 +178,11 @@
   }
 
   // one row's typed decision: the bar of raw probabilities, the choice, the calibrated one, right or wrong
-  function rightWrong(correct) {
+  function rightWrong(correct, judged) {  // judged: "calibrated" or "raw", the choice the mark is about
     if (correct === null || correct === undefined) return null;
-    return el("span", "mark " + (correct ? "right" : "wrong"), correct ? "✓ right" : "✗ wrong");
+    var mark = el("span", "mark " + (correct ? "right" : "wrong"), (correct ? "✓ right" : "✗ wrong") + " (" + judged + ")");
+    mark.title = "the " + judged + " choice against the label";
+    return mark;
   }
   function decisionNodes(d, c) {
     var frag = document.createDocumentFragment();
@@ -206,7 +208,7 @@
       cal.title = "calibrated: " + d.option_ids.map(function (id, i) { return id + " " + d.calibrated.probabilities[i].toFixed(3); }).join(" · ");
       frag.appendChild(cal);
     }
-    var mark = rightWrong(typedCorrect(d, c));
+    var mark = rightWrong(typedCorrect(d, c), d.calibrated ? "calibrated" : "raw");
     if (mark) frag.appendChild(mark);
     return frag;
   }
