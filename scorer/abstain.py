@@ -84,7 +84,8 @@ class Policy:
         if self.thresholds is not None:
             if not isinstance(self.thresholds, Mapping):
                 raise OptionError("thresholds", f"{brief(self.thresholds)} is not a mapping signature -> margin")
-            checked = {str(k): None if v is None else unit_interval(v, f"thresholds.{k}") for k, v in self.thresholds.items()}
+            checked = {str(k): None if v is None else unit_interval(v, f"thresholds.{k}")
+                       for k, v in self.thresholds.items()}
             object.__setattr__(self, "_frozen", checked)
 
     def verdict(self, record: Mapping[str, Any]) -> Verdict:

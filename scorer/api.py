@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from scorer import __version__, store
-from scorer.abstain import ANY_MARGIN, Policy, Verdict
+from scorer.abstain import Policy, Verdict
 from scorer.backends.base import Backend
 from scorer.errors import InputError, SemifError, brief
 from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, check_run_options
@@ -127,16 +127,16 @@ class DecisionRecord:
 
     def verdict(self, policy: Policy) -> Verdict:
         """Whether ``policy`` lets this decision be acted on, and why (:class:`scorer.abstain.Policy`)."""
-        return policy.verdict(self.record)
+        return self.answer.verdict(policy)
 
     def confident(self, policy: Policy) -> bool:
         """True when ``policy`` lets this decision be acted on (never on a tie)."""
-        return policy.verdict(self.record).confident
+        return self.answer.confident(policy)
 
     def final_choice_or(self, default: Any = None, policy: Policy | None = None) -> Any:
         """:attr:`final_choice` when ``policy`` is confident about it, else ``default`` (no policy: only a tie
         abstains)."""
-        return self.final_choice if (policy or ANY_MARGIN).verdict(self.record).confident else default
+        return self.answer.final_choice_or(default, policy)
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> DecisionRecord:

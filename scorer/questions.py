@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from scorer.abstain import Policy, Verdict, acting
+from scorer.abstain import ANY_MARGIN, Policy, Verdict, acting
 from scorer.errors import InputError, SemifError, brief
+from scorer.options import OptionError
 
 QUESTION_TYPES = ("choice", "yesno", "score")
 """The values of a row's ``type`` (absent: a plain decision, read like ``choice``)."""
@@ -199,18 +200,19 @@ class Answer:
 
     def verdict(self, policy: Policy) -> Verdict:
         """Whether ``policy`` lets this answer be acted on, and why (:meth:`scorer.abstain.Policy.verdict`)."""
+        if not isinstance(policy, Policy):
+            raise OptionError("policy", f"{brief(policy)} is not a scorer.abstain.Policy (Policy(margin=0.1), "
+                                        "or load_policy('T.json'))")
         return policy.verdict(self.record)
 
     def confident(self, policy: Policy) -> bool:
         """True when ``policy`` lets this answer be acted on (never on a tie)."""
-        return policy.verdict(self.record).confident
+        return self.verdict(policy).confident
 
     def final_choice_or(self, default: Any = None, policy: Policy | None = None) -> Any:
         """:attr:`final_choice` when ``policy`` is confident about it, else ``default``. Without a policy only a
         tie abstains (:data:`scorer.abstain.ANY_MARGIN`)."""
-        from scorer.abstain import ANY_MARGIN
-
-        return self.final_choice if (policy or ANY_MARGIN).verdict(self.record).confident else default
+        return self.final_choice if self.verdict(ANY_MARGIN if policy is None else policy).confident else default
 
     def to_json(self) -> dict[str, Any]:
         """The answer as JSON (what ``semif ask`` prints and the service's ``/v1/ask`` answers)."""
@@ -298,9 +300,9 @@ class Answers(Mapping[str, Answer]):
         return f"Answers({', '.join(f'{k}={a.final_choice!r}' for k, a in self._answers.items())})"
 
     @property
-    def records(self) -> list[Mapping[str, Any]]:
-        """Every question's record, in question order."""
-        return [a.record for a in self._answers.values()]
+    def records(self) -> list[dict[str, Any]]:
+        """Every question's record (a copy, as :func:`scorer.schema.dumps_record` writes it), in question order."""
+        return [dict(a.record) for a in self._answers.values()]
 
     def to_json(self) -> dict[str, Any]:
         return {k: a.to_json() for k, a in self._answers.items()}

@@ -52,6 +52,8 @@ def test_the_policy_reads_the_calibrated_margin_when_there_is_one():
     assert d.confident(lax) and not d.confident(strict) and d.final_choice_or() == d.final_choice
     a = d.answer
     assert a.final_choice_or(None, strict) is None and a.confident(lax) == d.confident(lax)
+    with pytest.raises(SemifError, match=r"^policy: 0.2 is not a scorer.abstain.Policy"):
+        a.confident(0.2)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
@@ -88,7 +90,7 @@ def test_choose_takes_the_smallest_margin_that_reaches_the_precision():
     assert choose(rows, 0.0, 1) == 0.3
     tied = _rows([(0.5, True), (0.5, False), (0.4, True)])
     assert choose(tied, 0.9, 1) is None  # both 0.5 rows come together: 1 of 2
-    ineligible = [Row("s", 0.99, False, False, "g")] + _rows([(0.5, True)])
+    ineligible = [Row("s", 0.99, False, False, "g"), *_rows([(0.5, True)])]
     assert choose(ineligible, 1.0, 1) == 0.5  # a tie or a low-mass row is never accepted, whatever its margin
     th, fb = fit(_rows([(0.9, True), (0.2, False)], "a") + _rows([(0.8, False), (0.7, True)], "b"), 1.0, 1)
     assert th == {"a": 0.9, "b": None} and fb == 0.9

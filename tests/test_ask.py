@@ -4,6 +4,7 @@ run of `ask` on smollm2-135m against `semif score --mode shared`."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from contextlib import redirect_stdout
@@ -138,7 +139,7 @@ def test_bad_state_id_and_extra_fields_name_their_field():
             assert exc.value.field == field, str(exc.value)
 
 
-def test_rows_with_a_type_validate_and_type_their_records(tmp_path, monkeypatch):
+def test_rows_with_a_type_validate_and_type_their_records(tmp_path, monkeypatch, capsys):
     rows = [{"id": "a", "state": STATE, "question": "Refund?", "type": "yesno", "family": "f"},
             {"id": "b", "state": STATE, "question": "How bad?", "type": "score", "options": ["low", "mid", "high"]},
             {"id": "c", "state": STATE, "question": "Team?", "type": "choice", "options": {"x": "X", "y": "Y"}},
@@ -152,6 +153,7 @@ def test_rows_with_a_type_validate_and_type_their_records(tmp_path, monkeypatch)
                        ({**rows[1], "options": None}, "options"), ({**rows[3], "type": ["choice"]}, "type")):
         bad.write_bytes(orjson.dumps(row) + b"\n")
         assert cli.main(["score", "--input", str(bad), "--output", str(tmp_path / "never.jsonl")]) == 2
+        assert f"{bad}:1: field '{field}': " in capsys.readouterr().err
         assert not (tmp_path / "never.jsonl").exists()
     with pytest.raises(InputError) as exc:  # a record claiming yesno over other options is refused when read
         validate_records([{**recs[1], "type": "yesno"}])
@@ -172,7 +174,7 @@ def test_echo_stores_question_options_and_the_state_digest_or_the_state(tmp_path
                                        {"id": "tech", "description": "Technical: crashes, bugs"},
                                        {"id": "sales", "description": "Sales"}],
                            "state_sha256": state_sha256(state)}
-    assert state_sha256(state) == __import__("hashlib").sha256(orjson.dumps(state)).hexdigest()
+    assert state_sha256(state) == hashlib.sha256(orjson.dumps(state)).hexdigest()
     assert dict(full["team"].record)["echo"]["state"] == state and "echo" not in plain["team"].record
     assert len({a["team"].record["run"]["config_sha256"] for a in (digest, full, plain)}) == 3
     validate_records([dict(r) for a in (digest, full) for r in a.records])
@@ -281,7 +283,7 @@ def test_semif_ask_prints_the_api_answers(tmp_path, monkeypatch):
     (["--state", "s", "--choice", "team=Which?:a|a"], "twice"),
     (["--state", "s", "--choice", "t=Which?:a|b", "--yesno", "t=Refund?"], "used twice"),
     (["--state", "s", "--choice", "t=Which?:a"], "field 'questions.t.options': 1 options"),
-    (["--state", "s", "--choice", "t=Which?:a|"], "field 'questions.t.options[1]'"),
+    (["--state", "s", "--choice", "t=Which?:a|"], "field 'questions.t.options[1].id'"),
     (["--state", "@/nonexistent/state.txt", "--yesno", "r=Refund?"], "file not found"),
     (["--state", "{", "--json-state", "--yesno", "r=Refund?"], "invalid JSON"),
     (["--state", "s", "--yesno", "r=Refund?", "--policy", "1.5"], "from 0 to 1"),
@@ -341,12 +343,14 @@ def test_the_service_ask_endpoint_equals_the_api(monkeypatch):
                      "options": ["cosmetic", "minor", "major", "critical"]}}}
     with Scorer(backend=FakeBackend(), mode="direct") as s:
         want = s.ask(STATE, QUESTIONS, id="t41", ticket=41)
+        same = s.ask(STATE, body["questions"], id="t41", ticket=41)  # the same rows, byte for byte
         with _live(build_app(s)) as url:
             r = httpx.post(f"{url}/v1/ask", json=body)
             assert r.status_code == 200, r.text
             doc = r.json()
             assert doc["answers"] == want.to_json()
-            assert [_stable(g) for g in doc["records"]] == [_stable(dict(w)) for w in want.records]
+            assert [_stable(g) for g in doc["records"]] == [_stable(w) for w in same.records]
+            assert [g["signature"] for g in doc["records"]] == [w["signature"] for w in want.records]
             for bad, status, field in (
                     ({**body, "questions": {"t": {"type": "choice", "question": "q", "options": ["a"]}}}, 422,
                      "questions.t.options"),

@@ -72,7 +72,7 @@ def _judge(rows: Sequence[Row], thresholds: Mapping[str, float | None], fallback
     """(acted on, of which correct) of ``rows`` under these thresholds."""
     acted = correct = 0
     for r in rows:
-        t = thresholds[r.signature] if r.signature in thresholds else fallback
+        t = thresholds.get(r.signature, fallback)
         if r.eligible and t is not None and r.margin >= t:
             acted += 1
             correct += r.correct

@@ -5,9 +5,9 @@
               --score "severity=How severe is it?:cosmetic|minor|major" --policy 0.2
 
 A spec is ``NAME=QUESTION:OPTIONS`` (``--choice``, ``--score``: the question ends at its first ``:``, then
-options separated by ``|``; an option is an id, or ``id=description``) or ``NAME=QUESTION`` (``--yesno``: options ``yes``/``no`` in
-their default wording). The answers go to stdout as one JSON object; ``--records OUT.jsonl`` also keeps the
-records (create-only).
+options separated by ``|``; an option is an id, or ``id=description``) or ``NAME=QUESTION`` (``--yesno``:
+options ``yes``/``no`` in their default wording). The answers go to stdout as one JSON object;
+``--records OUT.jsonl`` also keeps the records (create-only).
 """
 
 from __future__ import annotations
