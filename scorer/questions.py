@@ -120,18 +120,16 @@ class YesNo:
 
 
 @dataclass(frozen=True)
-class Score:
-    """A rating over ordered labels, lowest first, answered by its distribution, expected value and argmax."""
-
-    question: str
-    """The question (shown to the model)."""
-    labels: Any
-    """The ordered labels, lowest first: a list of ids, ``{id: description}`` or the row list form."""
+class Score(Choice):
+    """A rating over ordered labels, lowest first (``options``: a list of ids, ``{id: description}`` or the row
+    list form), answered by its distribution, expected value and argmax: ``Score(question, labels)``."""
 
     type = "score"
 
-    def row_fields(self) -> dict[str, Any]:
-        return {"question": self.question, "options": self.labels, "type": self.type}
+    @property
+    def labels(self) -> Any:
+        """The ordered labels, lowest first (the ``options`` given)."""
+        return self.options
 
 
 Question = Choice | YesNo | Score
