@@ -378,3 +378,23 @@ def test_ask_on_smollm2_equals_semif_score_shared(tmp_path, monkeypatch, smol_to
         assert a.to_json()["final_choice"] == answer_of(w).final_choice
     assert answers["refund"].p_yes == pytest.approx(answer_of(want[1]).p_yes, abs=1e-6)
     assert answers["severity"].expected == pytest.approx(answer_of(want[2]).expected, abs=1e-5)
+
+
+def test_the_service_scores_an_uncovered_row_raw_when_asked(monkeypatch, capsys):
+    import httpx
+    from test_serve import _live
+
+    from scorer.serve import build_app
+
+    cal = _prior_for(FakeBackend(), "Refund?")
+    row = {"id": "r", "state": STATE, "question": "Is it a refund?", "type": "yesno"}
+    with Scorer(backend=FakeBackend(), mode="shared", calibration=cal) as strict, _live(build_app(strict)) as url:
+        r = httpx.post(f"{url}/v1/decide", json=row)
+        assert r.status_code == 422 and "no calibration for signature" in r.json()["error"]
+    with Scorer(backend=FakeBackend(), mode="shared", calibration=cal, on_uncovered="raw") as lax, \
+            _live(build_app(lax)) as url:
+        r = httpx.post(f"{url}/v1/decide", json=row)
+        assert r.status_code == 200 and r.json()["calibrated"]["uncovered"] is True
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("the model was loaded"))
+    assert cli.main(["serve", "--uncovered", "raw"]) == 2
+    assert "--uncovered" in capsys.readouterr().err
