@@ -3,6 +3,8 @@
 Layout (``semif-direct-v1``): what all criteria about one state share comes first — the system
 instructions, then the state — and only then the criterion and its lettered options, so the state's
 tokens form a reusable prefix (serial/shared modes). The model never sees option ids, only letters.
+The other layouts and the demonstrations are arranged by :mod:`scorer.layouts` and rendered here
+(:func:`render_messages`).
 
 Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
 option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
@@ -76,12 +78,22 @@ def state_text(state: str | dict[str, Any] | list[Any]) -> str:
     return json.dumps(state, ensure_ascii=False)
 
 
-def user_content(decision: Decision) -> tuple[str, int]:
-    """The user message, and the length of its shared head (instructions + state)."""
-    head = f"{_STATE_HEAD}{state_text(decision.state)}{_STATE_TAIL}"
+def state_block(decision: Decision) -> str:
+    """``State:`` and the state's text (what :func:`user_content` puts before the question)."""
+    return f"{_STATE_HEAD}{state_text(decision.state)}"
+
+
+def question_block(decision: Decision) -> str:
+    """The question and its lettered options, one per line (the model sees letters, never option ids)."""
     lines = [f"Question: {decision.question.strip()}", "Options:"]
     lines += [f"{LETTERS[i]}. {opt.description.strip()}" for i, opt in enumerate(decision.options)]
-    return head + "\n".join(lines), len(head)
+    return "\n".join(lines)
+
+
+def user_content(decision: Decision) -> tuple[str, int]:
+    """The user message of ``semif-direct-v1``, and the length of its shared head (instructions + state)."""
+    head = f"{state_block(decision)}{_STATE_TAIL}"
+    return head + question_block(decision), len(head)
 
 
 class SpecialSplitter:
@@ -195,6 +207,14 @@ class Prompt:
     plain_spans: tuple[Span, ...] = field(default=())
     """Character spans of ``text`` holding message contents (state, question, options, instructions):
     tokenized as text, special-token strings in them never become control tokens."""
+    layout: str = "state-major"
+    """The layout that placed the parts (:mod:`scorer.layouts`): ``state-major`` or ``question-major``."""
+    demo_ids: tuple[str, ...] = ()
+    """Ids of the demonstrations shown before the decision, in the order shown (:mod:`scorer.demos`)."""
+    demo_level: str | None = None
+    """Where the demonstrations came from: ``signature``, ``family`` or ``generic`` (None without them)."""
+    demos_k: int = 0
+    """Demonstrations the run asked for (``--demos-k``; 0 without ``--demos``): part of the signature."""
 
     @property
     def sha256(self) -> str:
@@ -203,6 +223,12 @@ class Prompt:
     @property
     def tokens_sha256(self) -> str:
         return sha256_tokens(self.ids)
+
+    @property
+    def signature_version(self) -> str:
+        """The prompt version a decision signature names: the layout's version, ``+demos-K`` when the run
+        showed K demonstrations (a calibration fitted without them never applies to a run with them)."""
+        return f"{self.version}+demos-{self.demos_k}" if self.demos_k else self.version
 
 
 def messages_for(decision: Decision) -> tuple[list[dict[str, str]], int]:
@@ -259,16 +285,38 @@ def _strip_bos(tok: Tokenizer, ids: list[int]) -> list[int]:
 
 
 def render(tok: Tokenizer, decision: Decision) -> Prompt:
-    """Render, encode and validate the prompt of one decision.
+    """Render, encode and validate the ``semif-direct-v1`` prompt of one decision (the state-major layout
+    without demonstrations; :func:`scorer.layouts.render` renders every layout).
 
     Raises :class:`ValidationError` when an answer slot is not stable at the prompt's boundary
     (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are).
     """
     msgs, head_len = messages_for(decision)
+    return render_messages(tok, msgs, Head(-1, head_len), decision, PROMPT_VERSION)
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where a prompt's shared head ends: ``length`` characters into the content of message ``message``
+    (an index from the end of the message list, so a system message the template drops does not shift it)."""
+
+    message: int
+    length: int
+
+
+def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, decision: Decision, version: str,
+                    **meta: Any) -> Prompt:
+    """Render ``msgs`` with the model's chat template, encode and validate the answer slots of ``decision``.
+
+    ``head`` marks the end of the part shared with other rows (the reusable prefix); ``meta`` fills the
+    :class:`Prompt`'s layout and demonstration fields. Raises :class:`ValidationError` as :func:`render`.
+    """
+    if head.message >= 0:
+        raise ValueError(f"head.message is an index from the end of the messages, got {head.message}")
     text = tok.render_chat(msgs, add_generation_prompt=True)
     spans = message_spans(text, msgs)
-    at = spans[-1][0]  # the user message
-    prefix_text = text[: at + head_len]
+    at = spans[head.message][0]
+    prefix_text = text[: at + head.length]
     ids = tok.encode(text, spans)
     n = len(decision.options)
     slots = letter_slots(tok, n)
@@ -279,7 +327,7 @@ def render(tok: Tokenizer, decision: Decision) -> Prompt:
                 f"answer slot {letter!r} is not stable at the prompt boundary of row {decision.id!r}: "
                 f"prompt ends {ids[-3:]}, prompt+{letter!r} ends {ext[-4:]} (expected the prompt's tokens "
                 f"followed by [{slot}])")
-    return Prompt(PROMPT_VERSION, text, ids, prefix_text, LETTERS[:n], slots, tok.template_name, spans)
+    return Prompt(version, text, ids, prefix_text, LETTERS[:n], slots, tok.template_name, spans, **meta)
 
 
 def common_prefix(seqs: Sequence[Sequence[_T]]) -> list[_T]:

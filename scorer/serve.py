@@ -375,6 +375,10 @@ class ServeConfig:
     """What one request may ask."""
     calibration: str | None = None
     """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
+    layout: str = "state-major"
+    """The prompt layout of every request (:mod:`scorer.layouts`; ``auto`` chooses per request)."""
+    demos: Any = None
+    """Demonstrations (a loaded :class:`scorer.demos.Demos`) shown before every decision, or None."""
 
 
 @dataclass(frozen=True)
@@ -518,7 +522,7 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     uvicorn = _uvicorn()
     check_bind(cfg.host, cfg.token)  # before the model loads
     calibration = _calibration(cfg)
-    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration) as scorer:
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.layout, cfg.demos) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token)
         print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()

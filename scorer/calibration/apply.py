@@ -18,16 +18,20 @@ from scorer.schema import Decision
 READOUT_FIELDS = ("probabilities", "option_logits", "choice", "margin", "tie", "tied_option_ids")
 
 
-def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict[str, Any], permute: int = 1) -> None:
-    """Raise the lookup error of the first decision the calibration does not cover (model first)."""
+def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict[str, Any], permute: int = 1,
+                    prompt_version: str | None = None) -> None:
+    """Raise the lookup error of the first decision the calibration does not cover (model first).
+    ``prompt_version``: what the run's signatures name (its layout and demonstrations:
+    :func:`scorer.layouts.signature_version`; default ``semif-direct-v1``)."""
     from scorer.prompt import PROMPT_VERSION
 
+    version = PROMPT_VERSION if prompt_version is None else prompt_version
     cal.check_model(model)
     msha = identity_sha256(model_identity(model))
     readout = f"permute-{permute}" if permute > 1 else "plain"
     for d in decisions:
         fam = d.extra.get("family")
-        cal.lookup(signature_of(d, PROMPT_VERSION, model, readout), msha, readout,
+        cal.lookup(signature_of(d, version, model, readout), msha, readout,
                    None if fam is None else str(fam), d.option_ids)
 
 

@@ -26,10 +26,12 @@ import orjson
 from scorer import readout
 from scorer.backends.base import Backend, Prefix, pack_chunks
 from scorer.calibration.signature import signature_of
+from scorer.demos import Demos, prompt_for
 from scorer.errors import InputError, ValidationError, brief
 from scorer.io import RecordsOutput, ResumePoint, read_resume
+from scorer.layouts import AUTO, LAYOUTS, STATE_MAJOR, LayoutChoice, check_layout, choose, signature_version
 from scorer.options import DEFAULT_MAX_BATCH_TOKENS, MODES, check_run_options, positive_float, positive_int
-from scorer.prompt import Prompt, common_prefix, prefix_ids, render, sha256_tokens
+from scorer.prompt import Prompt, common_prefix, prefix_ids, sha256_tokens
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, check_record, dumps_record
 
 if TYPE_CHECKING:
@@ -53,8 +55,10 @@ class Item:
     """Shared token prefix of this row's group (empty in direct mode)."""
 
 
-def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = True) -> list[Item]:
-    """Render, encode and validate every prompt before any is scored.
+def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = True, layout: str = STATE_MAJOR,
+            demos: Demos | None = None) -> list[Item]:
+    """Render, encode and validate every prompt before any is scored, in ``layout`` (a resolved one:
+    :func:`resolve_layout` turns ``auto`` into one) with ``demos``' demonstrations when given.
 
     Rows are grouped by their state head's token prefix; each group's prefix is the longest common
     token prefix of its full prompts (so BPE merges across the state boundary are handled), and
@@ -66,7 +70,7 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
     for i, d in enumerate(decisions):
         t0 = time.perf_counter()
         try:
-            p = render(tok, d)
+            p = prompt_for(tok, d, layout, demos)
         except ValidationError as exc:
             raise ValidationError(f"{d.source}: {exc}") from None
         head = prefix_ids(tok, p) if with_prefix else []
@@ -111,7 +115,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
     return {
         "schema": RECORD_SCHEMA,
         "id": d.id,
-        "signature": signature_of(d, p.version, model_info),
+        "signature": signature_of(d, p.signature_version, model_info),
         "option_ids": ids,
         "letters": list(p.letters),
         "probabilities": r.probabilities,
@@ -126,6 +130,8 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "score_kind": model_info.get("score_kind", SCORE_KIND),
         "input_tokens": len(p.ids),
         "prompt_version": p.version,
+        "layout": p.layout,
+        **({"demos": {"k": p.demos_k, "ids": list(p.demo_ids), "level": p.demo_level}} if p.demos_k else {}),
         "prompt_template": p.template,
         "prompt_sha256": p.sha256,
         "tokens_sha256": p.tokens_sha256,
@@ -378,10 +384,15 @@ class ScoreConfig:
     """Re-score low-margin decisions on an accurate engine (:class:`scorer.runs.route.RoutePolicy`)."""
     calibration: Calibration | None = None
     """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
+    layout: str = STATE_MAJOR
+    """The prompt layout (:mod:`scorer.layouts`): ``state-major``, ``question-major`` or ``auto``."""
+    demos: Demos | None = None
+    """Demonstrations shown before each decision (:mod:`scorer.demos`)."""
 
     def __post_init__(self) -> None:
         """The options checked by the rules the command line and the API use (:mod:`scorer.options`)."""
         check_run_options(self.mode, self.max_batch_tokens)
+        check_layout(self.layout)
         positive_int(self.permute, "permute")
         if self.temperature is not None:
             positive_float(self.temperature, "temperature")
@@ -390,12 +401,22 @@ class ScoreConfig:
 def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], run_parts: Mapping[str, Any], mode: str,
                          max_batch_tokens: int, *, permute: int = 1, temperature: float | None = None,
                          calibration: Calibration | None = None,
-                         exact: RecordPolicy | None = None, route: RecordPolicy | None = None) -> dict[str, Any]:
+                         exact: RecordPolicy | None = None, route: RecordPolicy | None = None,
+                         layout: str = STATE_MAJOR, demos: Demos | None = None) -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
-    API and the Ray engine all name their runs through this one function."""
+    API and the Ray engine all name their runs through this one function. ``layout`` is a resolved one."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r} must be resolved before the run is named (resolve_layout)")
     parts = config_parts(info, run_parts, mode, max_batch_tokens)
+    if layout != STATE_MAJOR:
+        parts["layout"] = layout
+    if demos is not None:
+        if permute > 1:
+            raise ValidationError("--demos and --permute cannot be combined yet (the demonstrations of a rotated "
+                                  "decision would be picked for another option order)")
+        parts["demos"] = demos.config()
     if permute > 1:
         parts["permute"] = permute
     if temperature is not None:
@@ -403,13 +424,17 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if calibration is not None:
         from scorer.calibration.apply import check_decisions
 
-        check_decisions(calibration, decisions, info, permute)
+        check_decisions(calibration, decisions, info, permute,
+                        prompt_version=signature_version(layout, demos.k if demos is not None else 0))
         parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
     if exact is not None:
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
         parts["exact"] = exact.config()
     if route is not None:
+        if layout != STATE_MAJOR or demos is not None:
+            raise ValidationError("live routing (--fast/--accurate) renders the state-major layout without "
+                                  "demonstrations (no --layout question-major, no --demos)")
         if permute > 1 or calibration is not None or temperature is not None:
             raise ValidationError("live routing (--fast/--accurate) takes its calibrations in the SPECs "
                                   "(calibration=FILE) and does not combine with --permute, --temperature or "
@@ -418,8 +443,26 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     return parts
 
 
+def resolve_layout(backend: Backend, decisions: Sequence[Decision], layout: str,
+                   demos: Demos | None = None) -> tuple[str, LayoutChoice | None]:
+    """``layout`` itself, or for ``auto`` the layout whose prompts share more prefix tokens over
+    ``decisions`` (both rendered and counted on ``backend``'s tokenizer: :func:`scorer.layouts.choose`)."""
+    if check_layout(layout) != AUTO:
+        return layout, None
+    tok = backend.tokenizer
+    prompts: dict[str, list[Prompt]] = {}
+    for name in LAYOUTS:
+        try:
+            prompts[name] = [prompt_for(tok, d, name, demos) for d in decisions]
+        except ValidationError as exc:
+            raise ValidationError(f"--layout auto: rendering {name}: {exc}") from None
+    choice = choose(prompts)
+    return choice.layout, choice
+
+
 def run_score(decisions: list[Decision], backend: Backend, output: Path | RecordsOutput, cfg: ScoreConfig,
-              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None) -> int:
+              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None,
+              on_layout: Callable[[LayoutChoice], None] | None = None) -> int:
     """Score ``decisions`` into ``output`` (JSONL, one record handed to the kernel at a time). Returns the
     records written.
 
@@ -430,11 +473,18 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     (input hash, options); the model block is added here, so a resumed run is refused unless it loads
     the very same weights the same way. With ``cfg.calibration`` every row's signature is checked against
     it before anything is scored. ``on_start(total, skip)`` runs once the rows are ready to score,
-    ``on_record(record)`` after each record is written.
+    ``on_record(record)`` after each record is written, ``on_layout(choice)`` once ``--layout auto`` has chosen.
     """
+    from dataclasses import replace
+
+    layout, choice = resolve_layout(backend, decisions, cfg.layout, cfg.demos)
+    if choice is not None:
+        cfg = replace(cfg, layout=layout)
+        if on_layout is not None:
+            on_layout(choice)
     parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
                                  permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
-                                 exact=cfg.exact, route=cfg.route)
+                                 exact=cfg.exact, route=cfg.route, layout=cfg.layout, demos=cfg.demos)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
         return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
@@ -451,11 +501,11 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
     mode, exact = cfg.mode, cfg.exact
     records: Iterator[dict[str, Any]]
     if cfg.permute > 1:
-        records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens)
+        records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens, cfg.layout)
         if on_start:
             on_start(len(decisions), skip)
     else:
-        items = prepare(backend, decisions, with_prefix=mode != "direct")
+        items = prepare(backend, decisions, with_prefix=mode != "direct", layout=cfg.layout, demos=cfg.demos)
         if exact is not None:  # the bound is set (probe or drift report) before any record is written
             exact.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if cfg.route is not None:  # the accurate engine's prompts validated before any record is written
@@ -486,7 +536,8 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
 def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Path, cfg: ScoreConfig,
                          estimator: str = "mean", min_rows: int = 8, fallback: str = "none",
                          raw_sink: RecordsOutput | None = None, on_record: ProgressFn | None = None,
-                         on_start: Callable[[int, int], None] | None = None) -> BatchResult:
+                         on_start: Callable[[int, int], None] | None = None,
+                         on_layout: Callable[[LayoutChoice], None] | None = None) -> BatchResult:
     """``semif score --batch-calibrate``: the raw phase is :func:`run_score` under ``cfg`` into
     ``OUT.raw.jsonl``, then the in-run prior is fitted and applied into ``output``
     (:mod:`scorer.calibration.batch`). ``raw_sink``: the raw phase's records file, already opened and locked
@@ -498,13 +549,14 @@ def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Pa
     raw = batch.check_outputs(output, cfg.resume, raw_sink is not None)
     raw_cfg = replace(cfg, run_parts=batch.run_parts(cfg.run_parts, estimator, min_rows, fallback))
     written = run_score(decisions, backend, raw_sink if raw_sink is not None else raw, raw_cfg,
-                        on_record=on_record, on_start=on_start)
+                        on_record=on_record, on_start=on_start, on_layout=on_layout)
     return batch.finish(raw, output, written, estimator, min_rows, fallback)
 
 
 # --- the order-averaged readout (semif score --permute K) ----------------------------------------------------
 def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: str, run: dict[str, Any],
-                   skip: int = 0, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> Iterator[dict[str, Any]]:
+                   skip: int = 0, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                   layout: str = STATE_MAJOR) -> Iterator[dict[str, Any]]:
     """Records of ``decisions[skip:]`` read out over ``k`` cyclic orderings each (pass j scores every row
     that has a j-th shift; rows with fewer options than ``k`` use all n of their rotations).
 
@@ -519,7 +571,7 @@ def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: st
     passes = []
     for j in range(max(len(s) for s in shifts) if rows else 0):
         sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
-        passes.append(prepare(backend, sel, with_prefix=mode != "direct"))
+        passes.append(prepare(backend, sel, with_prefix=mode != "direct", layout=layout))
     return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens)
 
 
