@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["DecisionRecord", "Scorer", "__version__"]
+__all__ = ["Choice", "DecisionRecord", "Policy", "Score", "Scorer", "YesNo", "__version__"]
 
 if TYPE_CHECKING:
+    from scorer.abstain import Policy
     from scorer.api import DecisionRecord, Scorer
+    from scorer.questions import Choice, Score, YesNo
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +22,12 @@ def __getattr__(name: str) -> Any:
         from scorer import api
 
         return getattr(api, name)
+    if name in ("Choice", "YesNo", "Score"):  # question types and the abstention policy: no model library either
+        from scorer import questions
+
+        return getattr(questions, name)
+    if name == "Policy":
+        from scorer import abstain
+
+        return abstain.Policy
     raise AttributeError(f"module 'scorer' has no attribute {name!r}")

@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from scorer import __version__, store
+from scorer.abstain import Policy, Verdict
 from scorer.backends.base import Backend
 from scorer.errors import InputError, SemifError, brief
 from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, check_run_options
-from scorer.schema import Decision, parse_decision
+from scorer.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
+from scorer.schema import Decision, nonempty_str, parse_decision
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,6 +46,9 @@ DECIDE_SOURCE = "decision"
 """The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
 ROWS_SOURCE = "rows"
 """The ``path`` that :meth:`Scorer.decide_many` errors name; the ``line`` is the 1-based row number."""
+ASK_SOURCE = "ask"
+"""The ``path`` that :meth:`Scorer.ask` errors name; a question's field is ``questions.NAME.FIELD``."""
+_QUESTION_FIELDS = ("question", "options", "type")
 _BACKEND_OPTIONS = ("revision", "device", "dtype", "threads", "gguf", "llama_gpu_layers", "base_url", "api_key_env",
                     "served_model", "concurrency", "retries", "request_timeout_s")
 
@@ -115,6 +120,25 @@ class DecisionRecord:
         same rule as ``record.get("calibrated", record)["choice"]`` for records on disk)."""
         return self.calibrated.choice if self.calibrated is not None else self.choice
 
+    @property
+    def answer(self) -> Answer:
+        """The typed answer of this record (:func:`scorer.questions.answer_of`; a row without a ``type`` is a
+        ``choice``)."""
+        return answer_of(self.record)
+
+    def verdict(self, policy: Policy) -> Verdict:
+        """Whether ``policy`` lets this decision be acted on, and why (:class:`scorer.abstain.Policy`)."""
+        return self.answer.verdict(policy)
+
+    def confident(self, policy: Policy) -> bool:
+        """True when ``policy`` lets this decision be acted on (never on a tie)."""
+        return self.answer.confident(policy)
+
+    def final_choice_or(self, default: Any = None, policy: Policy | None = None) -> Any:
+        """:attr:`final_choice` when ``policy`` is confident about it, else ``default`` (no policy: only a tie
+        abstains)."""
+        return self.answer.final_choice_or(default, policy)
+
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> DecisionRecord:
         """The typed view of one record dict (which it keeps, read-only, as :attr:`record`)."""
@@ -167,12 +191,72 @@ def _parse_row(obj: Any, source: str, n: int | None) -> tuple[Decision, bytes]:
     return d, line
 
 
-def _options_list(options: Any) -> Any:
-    """``{id: description}`` as the row form ``[{"id", "description"}, …]``; anything else is left for the
-    row validation to judge."""
-    if isinstance(options, Mapping):
-        return [{"id": k, "description": v} for k, v in options.items()]
-    return options
+def ask_rows(state: Any, questions: Any, id: str | None = None, **extra: Any) -> list[dict[str, Any]]:
+    """The rows :meth:`Scorer.ask` scores, one per question, in question order: ``{"id": NAME (or ID/NAME),
+    "state", "question", "options", "type", **extra}``. A file of these rows (one ``orjson.dumps(row)`` per
+    line) scored by ``semif score --mode shared`` gives :meth:`Scorer.ask`'s records."""
+    if not isinstance(questions, Mapping) or not questions:
+        raise InputError(ASK_SOURCE, None, "questions", f"{brief(questions)}",
+                         "a non-empty mapping name -> Choice/YesNo/Score (or {type, question, options})")
+    if id is not None and not nonempty_str(id):
+        raise InputError(ASK_SOURCE, None, "id", f"{brief(id)} is not a non-empty string", "a non-empty string")
+    clash = sorted(k for k in extra if k in ("id", "state", *_QUESTION_FIELDS))
+    if clash:
+        raise InputError(ASK_SOURCE, None, clash[0], "given as an extra field",
+                         "extra fields other than id, state, question, options, type")
+    rows = []
+    for name, spec in questions.items():
+        if not nonempty_str(name):
+            raise InputError(ASK_SOURCE, None, "questions", f"the name {brief(name)} is not a non-empty string",
+                             "question names that are non-empty strings")
+        rows.append({"id": name if id is None else f"{id}/{name}", "state": state,
+                     **question_fields(name, spec, ASK_SOURCE), **extra})
+    return rows
+
+
+def ask_decisions(state: Any, questions: Any, id: str | None = None,
+                  **extra: Any) -> tuple[list[str], list[Decision], list[bytes]]:
+    """The names, validated decisions and JSON lines of :func:`ask_rows` (nothing is scored): a bad question
+    raises :class:`InputError` naming ``questions.NAME.FIELD``, a bad state or extra field names that field."""
+    rows = ask_rows(state, questions, id, **extra)
+    names = list(questions)
+    decisions: list[Decision] = []
+    plain: list[bytes] = []
+    for name, row in zip(names, rows, strict=True):
+        try:
+            d, line = _parse_row(row, ASK_SOURCE, None)
+        except InputError as exc:
+            head = (exc.field or "").split("[")[0].split(".")[0]
+            if head not in _QUESTION_FIELDS:
+                raise
+            raise InputError(ASK_SOURCE, None, f"questions.{name}.{exc.field}", exc.problem, exc.expected) from None
+        decisions.append(d)
+        plain.append(line)
+    return names, decisions, plain
+
+
+def ask_call(doc: Any, source: str = "body") -> tuple[Any, Any, str | None, dict[str, Any]]:
+    """``(state, questions, id, extra)`` of an ask request in JSON (``{"state", "questions", "id"?, "extra"?}``:
+    the service's ``/v1/ask`` body), every question validated (:func:`ask_decisions`); errors name ``source``
+    and the field."""
+    if not isinstance(doc, dict):
+        raise InputError(source, None, None, f"a JSON {type(doc).__name__}",
+                         'an object {"state", "questions", "id"?, "extra"?}')
+    unknown = sorted(set(doc) - {"state", "questions", "id", "extra"})
+    if unknown:
+        raise InputError(source, None, unknown[0], "unknown key", "state, questions, id, extra")
+    for key in ("state", "questions"):
+        if key not in doc:
+            raise InputError(source, None, key, "missing", 'an object {"state", "questions", "id"?, "extra"?}')
+    extra = doc.get("extra", {})
+    if not isinstance(extra, dict):
+        raise InputError(source, None, "extra", f"a {type(extra).__name__}", "an object of extra fields")
+    clash = sorted(k for k in extra if k in ("state", "questions", "id", *_QUESTION_FIELDS))
+    if clash:
+        raise InputError(source, None, f"extra.{clash[0]}", "a field of the row itself",
+                         "extra fields other than state, questions, id, question, options, type")
+    ask_decisions(doc["state"], doc["questions"], doc.get("id"), **extra)
+    return doc["state"], doc["questions"], doc.get("id"), extra
 
 
 class Scorer:
@@ -187,8 +271,12 @@ class Scorer:
     :class:`~scorer.calibration.core.Calibration`: every record then carries a ``calibrated`` block
     (:attr:`DecisionRecord.calibrated`, :attr:`DecisionRecord.final_choice`), exactly as
     ``semif score --calibration FILE`` writes it; a row whose signature (question, options, model) the file
-    does not cover is refused before anything is scored, naming the file and the signature. The file is read
-    and checked at construction (bad JSON, wrong version or NaN raise :class:`~scorer.errors.InputError`).
+    does not cover is refused before anything is scored, naming the file and the signature — or, with
+    ``on_uncovered="raw"``, scored with its raw numbers and a ``calibrated`` block flagged ``uncovered``. The
+    file is read and checked at construction (bad JSON, wrong version or NaN raise
+    :class:`~scorer.errors.InputError`), and so is its model: a file that holds nothing for the model this
+    scorer would load is refused before the model loads. ``echo`` (True/``"digest"`` or ``"full"``) stores the
+    question, options and a state digest (or the state) in every record (:mod:`scorer.echo`).
     ``layout`` is ``state-major`` (the default, ``semif-direct-v1``), ``question-major`` or ``auto`` (per call of
     :meth:`decide_many`, whichever shares more prefix tokens over its rows; one row is always state-major).
     ``demos`` is a demonstrations file (``semif score --demos``) or loaded :class:`~scorer.demos.Demos`, with
@@ -199,9 +287,12 @@ class Scorer:
 
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
                  calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
-                 layout: str = "state-major", demos: str | Path | Demos | None = None, demos_k: int | None = None,
-                 seed: int | None = None, **options: Any) -> None:
+                 on_uncovered: str = "error", echo: bool | str | None = None, layout: str = "state-major",
+                 demos: str | Path | Demos | None = None, demos_k: int | None = None, seed: int | None = None,
+                 **options: Any) -> None:
         from scorer.backends import BackendConfig
+        from scorer.calibration.apply import check_on_uncovered
+        from scorer.echo import check_echo
         from scorer.layouts import check_layout
 
         # One validation for the API and the command line (scorer.options): the same rules, the same words.
@@ -221,7 +312,13 @@ class Scorer:
         else:
             raise OptionError("backend", f"{brief(backend)} is not one of {', '.join(BACKENDS)} "
                               "(or a built scorer.backends.base.Backend)")
+        self.on_uncovered = check_on_uncovered(on_uncovered)
+        self.echo = check_echo(echo)
         self.calibration = _load_calibration(calibration)
+        if self.calibration is not None and self._config is not None:
+            from scorer.calibration.apply import check_config
+
+            check_config(self.calibration, self._config)  # a file for another model: refused before it loads
         self.layout = check_layout(layout)
         self.demos = _load_demos(demos, demos_k, seed)
         self.model = model
@@ -232,11 +329,13 @@ class Scorer:
 
     @classmethod
     def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
-                    calibration: str | Path | Calibration | None = None, layout: str = "state-major",
+                    calibration: str | Path | Calibration | None = None, on_uncovered: str = "error",
+                    echo: bool | str | None = None, layout: str = "state-major",
                     demos: Demos | None = None) -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
-        return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens, layout=layout,
-                   demos=demos, **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
+        return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
+                   on_uncovered=on_uncovered, echo=echo, layout=layout, demos=demos,
+                   **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Scorer:
@@ -275,10 +374,13 @@ class Scorer:
     # --- scoring ------------------------------------------------------------------------------------
     def decide(self, state: str | dict[str, Any] | list[Any], question: str, options: Any,
                id: str = "decision", **extra: Any) -> DecisionRecord:
-        """Score one decision. ``options``: ``{id: description}`` or ``[{"id", "description"}, …]`` (2–16,
-        lettered A, B, … in this order). ``extra`` fields are carried into the record, never into the prompt.
-        Raises :class:`InputError` with the field-level message a JSONL row would get."""
-        row = {"id": id, "state": state, "question": question, "options": _options_list(options), **extra}
+        """Score one decision. ``options``: a list of ids, ``{id: description}`` or ``[{"id", "description"}, …]``
+        (2–16, lettered A, B, … in this order; :func:`scorer.questions.normalize_options`). ``extra`` fields are
+        carried into the record, never into the prompt (``type="yesno"``/``"score"`` types the readout:
+        :attr:`DecisionRecord.answer`). Raises :class:`InputError` with the field-level message a JSONL row
+        would get."""
+        row = {"id": id, "state": state, "question": question,
+               "options": normalize_options(options, DECIDE_SOURCE, None), **extra}
         return self.decide_row(row, DECIDE_SOURCE)
 
     def decide_row(self, row: Any, source: str = "row") -> DecisionRecord:
@@ -293,12 +395,30 @@ class Scorer:
         decisions, plain = parse_rows(rows)
         return self._score(decisions, plain)
 
+    def ask_rows(self, state: str | dict[str, Any] | list[Any], questions: Mapping[str, Question | Mapping[str, Any]],
+                 id: str | None = None, **extra: Any) -> list[dict[str, Any]]:
+        """The rows :meth:`ask` scores (:func:`ask_rows`)."""
+        return ask_rows(state, questions, id, **extra)
+
+    def ask(self, state: str | dict[str, Any] | list[Any], questions: Mapping[str, Question | Mapping[str, Any]],
+            id: str | None = None, **extra: Any) -> Answers:
+        """Ask several named questions about one state: ``{"team": Choice(q, options), "refund": YesNo(q),
+        "severity": Score(q, labels)}`` -> :class:`~scorer.questions.Answers`, name -> typed answer
+        (:class:`~scorer.questions.ChoiceAnswer`, :class:`~scorer.questions.YesNoAnswer`,
+        :class:`~scorer.questions.ScoreAnswer`). The state is prefilled once and the questions scored in packed
+        passes (shared mode, whatever this scorer's ``mode``). Every question is validated before any is scored
+        (:func:`ask_decisions`); a bad one raises :class:`InputError` naming ``questions.NAME.FIELD``."""
+        names, decisions, plain = ask_decisions(state, questions, id, **extra)
+        records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__},
+                                       mode="shared")
+        return Answers({name: answer_of(rec, name) for name, rec in zip(names, records, strict=True)})
+
     def _score(self, decisions: list[Decision], plain: list[bytes]) -> list[DecisionRecord]:
         records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__})
         return [DecisionRecord.from_record(r) for r in records]
 
     def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
-                        indices: Sequence[int] | None = None) -> list[dict[str, Any]]:
+                        indices: Sequence[int] | None = None, mode: str | None = None) -> list[dict[str, Any]]:
         """Engine-level entry: the records of already validated ``decisions`` (one run of
         :func:`scorer.runs.score.score_items`, so shared mode groups them by state prefix).
 
@@ -307,23 +427,27 @@ class Scorer:
         0, 1, …) when these decisions are a slice of it; ``resumed_from`` is recorded as is. With a
         calibration every decision's signature is checked before any is scored, and the records carry the
         ``calibrated`` block (the run's configuration then names the calibration file's sha256, as the
-        CLI's does).
+        CLI's does). ``mode`` overrides the scorer's mode for this call (``ask`` scores in shared mode).
         """
+        from scorer.calibration.apply import apply_records
+        from scorer.echo import with_echo
         from scorer.runs.score import checked_config_parts, config_sha256, prepare, resolve_layout, score_items
 
+        mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
         with self._lock:
             backend = self._load_locked()
             cal = self.calibration
             layout, _ = resolve_layout(backend, decisions, self.layout, self.demos)
-            parts = checked_config_parts(backend.model_info(), decisions, run_parts, self.mode, self.max_batch_tokens,
-                                         calibration=cal, layout=layout, demos=self.demos)
+            parts = checked_config_parts(backend.model_info(), decisions, run_parts, mode, self.max_batch_tokens,
+                                         calibration=cal, on_uncovered=self.on_uncovered, echo=self.echo,
+                                         layout=layout, demos=self.demos)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
-            items = prepare(backend, list(decisions), with_prefix=self.mode != "direct", layout=layout,
-                            demos=self.demos)
-            records = list(score_items(backend, items, self.mode, run, 0, self.max_batch_tokens))
+            items = prepare(backend, list(decisions), with_prefix=mode != "direct", layout=layout, demos=self.demos)
+            records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens))
             if cal is not None:
-                records = list(cal.apply_all(records))
+                records = list(apply_records(cal, records, self.on_uncovered))
+            records = list(with_echo(records, decisions, self.echo))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):
                 rec["run"]["index"] = index

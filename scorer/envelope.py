@@ -53,6 +53,7 @@ KINDS: dict[str, str] = {
     "order": "semif-eval-v2",  # semif order
     "route": "semif-eval-v2",  # semif route
     "route-threshold": "semif-eval-v2",  # semif route --threshold-output (read by semif score --escalate-below)
+    "abstain-thresholds": "semif-thresholds-v1",  # semif calibrate thresholds (read by --policy T.json, Policy)
     "prior": "semif-calibration-v2",  # semif calibrate prior (also an input of --calibration)
     "bias": "semif-calibration-v2",  # semif calibrate bias (also an input of --calibration)
     "peers": "semif-peers-v1",  # benchmarks/peers

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from scorer.errors import InputError, brief
+from scorer.questions import OPTION_FORMS, check_option_ids, check_type, default_options, normalize_options
 
 RECORD_SCHEMA = "semif-record-v2"
 # Every record schema this version reads (v1: before decision signatures and calibrated blocks).
@@ -31,6 +32,8 @@ SCORE_KIND = (
     "at the answer position, conditional on the prompt; not a calibrated probability of correctness"
 )
 _ROW_KEYS = ("id", "state", "question", "options")
+_RESERVED = (*_ROW_KEYS, "type")
+"""Row keys that are not carried to ``extra``: the four above and the question ``type``."""
 MAX_DEPTH = 64
 """Deepest nesting of JSON arrays/objects accepted in a row's state or extra fields ([] is 1 deep)."""
 
@@ -61,6 +64,9 @@ class Decision:
     """Fields beyond the four above (label, family, group, …): carried to the output, never to the prompt."""
     source: str = ""
     """Where the row came from, ``file:line``, for error messages."""
+    type: str | None = None
+    """The question type (``choice``, ``yesno``, ``score``: :mod:`scorer.questions`), or None for a row that
+    names none. It changes how the readout is meant, never the prompt or the signature."""
 
     @property
     def option_ids(self) -> list[str]:
@@ -149,8 +155,9 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
     """Validate one decoded JSON value as a decision row, or raise :class:`InputError`."""
     if not isinstance(obj, dict):
         raise InputError(path, line, None, f"a line holds {type(obj).__name__}", "a JSON object per line")
+    qtype = check_type(obj["type"], path, line) if "type" in obj else None
     for key in _ROW_KEYS:
-        if key not in obj:
+        if key not in obj and not (key == "options" and default_options(qtype) is not None):
             raise InputError(path, line, key, "missing", "keys id, state, question, options")
     if not nonempty_str(obj["id"]):
         raise InputError(path, line, "id", f"{brief(obj['id'])} is not a non-empty string", "a non-empty string")
@@ -159,9 +166,9 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
     if not nonempty_str(obj["question"]):
         raise InputError(path, line, "question", f"{brief(obj['question'])} is not a non-empty string",
                          "a non-empty string")
-    raw = obj["options"]
+    raw = normalize_options(obj["options"], path, line) if "options" in obj else default_options(qtype)
     if not isinstance(raw, list):
-        raise InputError(path, line, "options", f"a {type(raw).__name__}", "a list of {id, description} objects")
+        raise InputError(path, line, "options", f"a {type(raw).__name__}", OPTION_FORMS)
     if not MIN_OPTIONS <= len(raw) <= MAX_OPTIONS:
         raise InputError(path, line, "options", f"{len(raw)} options", f"{MIN_OPTIONS} to {MAX_OPTIONS} options")
     options: list[Option] = []
@@ -169,7 +176,8 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
     for i, opt in enumerate(raw):
         where = f"options[{i}]"
         if not isinstance(opt, dict):
-            raise InputError(path, line, where, f"a {type(opt).__name__}", "an object {id, description}")
+            raise InputError(path, line, where, f"a {type(opt).__name__}",
+                             "an option id or an object {id, description}")
         for key in ("id", "description"):
             if key not in opt:
                 raise InputError(path, line, f"{where}.{key}", "missing", "an object {id, description}")
@@ -183,7 +191,8 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
             raise InputError(path, line, f"{where}.id", f"duplicate id {brief(opt['id'])}", "unique option ids")
         seen.add(opt["id"])
         options.append(Option(opt["id"], opt["description"]))
-    extra = {k: v for k, v in obj.items() if k not in _ROW_KEYS}
+    check_option_ids(qtype, [o.id for o in options], path, line)
+    extra = {k: v for k, v in obj.items() if k not in _RESERVED}
     for key in extra:
         if not isinstance(key, str):  # an in-memory row (a JSON line's keys are always strings)
             raise InputError(path, line, None, f"not JSON: the key {brief(key)} is a {type(key).__name__}, not a "
@@ -191,7 +200,7 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
     for key, value in extra.items():  # copied into every record: plain JSON only, as a JSON line holds
         check_json(value, path, line, key)
     src = path if line is None else f"{path}:{line}"
-    return Decision(obj["id"], state, obj["question"], tuple(options), extra, src)
+    return Decision(obj["id"], state, obj["question"], tuple(options), extra, src, qtype)
 
 
 def jsonl_lines(data: bytes, name: str) -> Iterator[tuple[int, str]]:
@@ -657,7 +666,15 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
                 raise InputError(name, line, key, "present in a semif-record-v1 record",
                                  'schema "semif-record-v2" (v1 records carry no signature and no calibrated block)')
     _check_readout(rec, ids, "", float(rec.get("temperature") or 1.0), name, line)
+    if rec.get("type") is not None:  # what a typed answer is read from (scorer.questions.answer_of)
+        check_option_ids(rec["type"], ids, name, line, "option_ids")
+    if "echo" in rec and [o["id"] for o in rec["echo"]["options"]] != ids:
+        raise InputError(name, line, "echo.options", f"ids {brief([o['id'] for o in rec['echo']['options']])}",
+                         f"the option_ids {brief(ids)}, in order")
     if "calibrated" in rec:
+        if rec["calibrated"].get("uncovered") and rec["calibrated"]["applied"]:
+            raise InputError(name, line, "calibrated.applied", "true with uncovered true",
+                             "false: an uncovered decision keeps its raw numbers")
         _check_calibrated(rec, ids, name, line)
     if "permute" in rec:
         _check_permute(rec, ids, name, line)

@@ -4,6 +4,8 @@ Endpoints (JSON in, JSON out)::
 
     POST /v1/decide         body: one input row (schema semif-row-v1)   -> one record (semif-record-v1)
     POST /v1/decide/batch   body: {"rows": [row, ...]}                  -> {"records": [record, ...]}
+    POST /v1/ask            body: {"state", "questions": {name: {type, question, options}}, "id"?, "extra"?}
+                                                                        -> {"answers": {name: answer}, "records": [...]}
     GET  /v1/models         the loaded model's record ``model`` block, the mode and the limits
     GET  /v1/schema         JSON Schemas of the row and the record, and an OpenAPI 3.1 description
     GET  /healthz           {"status": "ok", "queued": N}
@@ -26,6 +28,11 @@ Contracts:
   naming the file and the signature; ``/v1/models`` names the file and its sha256.
 * A batch is scored as one :meth:`~scorer.api.Scorer.decide_many` call (shared-prefix batching inside the
   request); its records equal ``semif score``'s for a file holding the same rows.
+* ``/v1/ask`` is one :meth:`~scorer.api.Scorer.ask` call (the state prefilled once, the questions packed):
+  its answers and records equal the Python API's and ``semif ask``'s; a bad question answers 422 naming
+  ``questions.NAME.FIELD``; more questions than ``max_rows`` answer 413.
+* ``--uncovered raw``: a row the calibration does not cover is scored with its raw numbers and flagged
+  (``calibrated.uncovered``) instead of answering 422.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from scorer.api import Scorer
+from scorer.api import Scorer, ask_call
 from scorer.backends import BackendConfig
 from scorer.errors import InputError, SemifError
 from scorer.options import positive_float, positive_int
@@ -178,6 +185,18 @@ def openapi(limits: Limits) -> dict[str, Any]:
     batch_in = {"type": "object", "required": ["rows"], "properties": {
         "rows": {"type": "array", "minItems": 1, "maxItems": limits.max_rows, "items": ref["row"]}}}
     batch_out = {"type": "object", "properties": {"records": {"type": "array", "items": ref["record"]}}}
+    question = {"type": "object", "required": ["type", "question"], "properties": {
+        "type": {"enum": ["choice", "yesno", "score"]}, "question": {"type": "string"},
+        "options": {"description": "a list of ids, an object id -> description, or [{id, description}]; "
+                                   "optional for yesno (default yes/no wording)"}}}
+    ask_in = {"type": "object", "required": ["state", "questions"], "properties": {
+        "state": {"description": "text or a non-empty JSON object/array"},
+        "questions": {"type": "object", "minProperties": 1, "maxProperties": limits.max_rows,
+                      "additionalProperties": question},
+        "id": {"type": "string", "description": "record ids are ID/NAME (default NAME)"},
+        "extra": {"type": "object", "description": "fields carried into every record's extra block"}}}
+    ask_out = {"type": "object", "properties": {"answers": {"type": "object"},
+                                                "records": {"type": "array", "items": ref["record"]}}}
 
     def body(schema: dict[str, Any]) -> dict[str, Any]:
         return {"required": True, "content": {"application/json": {"schema": schema}}}
@@ -195,6 +214,7 @@ def openapi(limits: Limits) -> dict[str, Any]:
         "paths": {
             "/v1/decide": post(ref["row"], ref["record"]),
             "/v1/decide/batch": post(batch_in, batch_out),
+            "/v1/ask": post(ask_in, ask_out),
             "/v1/models": {"get": {"responses": {"200": ok({"type": "object"})}}},
             "/healthz": {"get": {"responses": {"200": ok({"type": "object"})}}},
         },
@@ -303,6 +323,17 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
                                            f"at most {lim.max_rows} rows per request"))
         return lambda: scorer.decide_many(rows)
 
+    def parse_ask(doc: Any) -> Callable[[], Any]:
+        if isinstance(doc, dict) and isinstance(doc.get("questions"), dict) and len(doc["questions"]) > lim.max_rows:
+            raise _Refused(413, InputError("body", None, "questions", f"{len(doc['questions'])} questions",
+                                           f"at most {lim.max_rows} questions per request"))
+        state, questions, rid, extra = ask_call(doc)  # a bad question: 422 here, nothing queued
+        return lambda: scorer.ask(state, questions, rid, **extra)
+
+    async def ask(request: Request) -> Response:
+        return await score(request, parse_ask, lambda a: {
+            "answers": a.to_json(), "records": [orjson.Fragment(dumps_record(dict(r))) for r in a.records]})
+
     async def decide(request: Request) -> Response:
         return await score(request, parse_one, lambda d: orjson.Fragment(dumps_record(d.record)))
 
@@ -336,6 +367,7 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
             state.pop("worker").stop()
 
     routes = [Route("/v1/decide", decide, methods=["POST"]), Route("/v1/decide/batch", decide_batch, methods=["POST"]),
+              Route("/v1/ask", ask, methods=["POST"]),
               Route("/v1/models", models, methods=["GET"]), Route("/v1/schema", schema, methods=["GET"]),
               Route("/openapi.json", schema, methods=["GET"]), Route("/healthz", healthz, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)
@@ -347,9 +379,10 @@ class _ServeReplica:
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
-                 token: str | None, calibration: Calibration | None = None) -> None:
+                 token: str | None, calibration: Calibration | None = None, on_uncovered: str = "error") -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
-        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration)
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration,
+                                                on_uncovered)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token)
 
@@ -375,6 +408,8 @@ class ServeConfig:
     """What one request may ask."""
     calibration: str | None = None
     """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
+    on_uncovered: str = "error"
+    """A row the calibration does not cover: 422 (``error``) or its raw numbers, flagged (``raw``)."""
     layout: str = "state-major"
     """The prompt layout of every request (:mod:`scorer.layouts`; ``auto`` chooses per request)."""
     demos: Any = None
@@ -522,7 +557,8 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     uvicorn = _uvicorn()
     check_bind(cfg.host, cfg.token)  # before the model loads
     calibration = _calibration(cfg)
-    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.layout, cfg.demos) as scorer:
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.on_uncovered,
+                            layout=cfg.layout, demos=cfg.demos) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token)
         print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()
@@ -551,7 +587,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
                                        max_ongoing_requests=cfg.limits.queue_size + 1)
         app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
 {**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
-                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration)
+                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration, cfg.on_uncovered)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)

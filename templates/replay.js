@@ -12,10 +12,12 @@
   // The pure parts, loaded before this file (build.py concatenates them into assets/replay.js):
   // templates/replay/{format,link,prepare,timeline}.js.
   var F = window.SemifReplayFormat, Link = window.SemifReplayLink, P = window.SemifReplayPrepare, T = window.SemifReplayTimeline;
-  var fmtS = F.fmtS, fmtClock = F.fmtClock, fmtP = F.fmtP, fmtTick = F.fmtTick, plural = F.plural, tokenInfo = F.tokenInfo;
-  var repeatsOf = P.repeatsOf, eventT = P.eventT, typedCorrect = P.typedCorrect;
-  var countUpTo = T.countUpTo, niceStep = T.niceStep, stepPath = T.stepPath, SPEEDS = T.SPEEDS;
-  var SHORT = { typed: "typed", free: "free", constrained: "constrained" };
+  var fmtS = F.fmtS, fmtClock = F.fmtClock, plural = F.plural, tokenInfo = F.tokenInfo;
+  var repeatsOf = P.repeatsOf, eventT = P.eventT;
+  var countUpTo = T.countUpTo, SPEEDS = T.SPEEDS;
+  // The page's parts, loaded before this file too: templates/replay-{dom,view,chart}.js.
+  var D = window.SemifReplayDom, V = window.SemifReplayView, Chart = window.SemifReplayChart;
+  var el = D.el, clear = D.clear, scrollable = D.scrollable, setText = D.setText;
 
   var $ = function (id) { return document.getElementById(id); };
   var root = $("replay");
@@ -36,25 +38,6 @@
   var lastHash = "";
   var localCount = 0;
 
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-  function svgEl(tag, attrs, text) {
-    var e = document.createElementNS("http://www.w3.org/2000/svg", tag);
-    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, String(attrs[k])); });
-    if (text !== undefined) e.textContent = String(text);
-    return e;
-  }
-  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
-  // a region that may scroll: reachable by keyboard (so it can be scrolled) and named for screen readers
-  function scrollable(node, label) {
-    node.tabIndex = 0; node.setAttribute("role", "region"); node.setAttribute("aria-label", label);
-    return node;
-  }
-  function setText(node, text) { if (node.textContent !== text) node.textContent = text; }  // no write when unchanged
   function announce(msg) { $("live").textContent = msg; }
   function loadScript(src) {
     return new Promise(function (resolve, reject) {
@@ -95,208 +78,6 @@
     });
   }
 
-  // ---- the static parts of the view for the selected trace ------------------------------------------------
-  function buildPicker() {
-    var sel = $("trace-select");
-    clear(sel);
-    entries.forEach(function (e, i) {
-      var o = el("option", null, (e.local ? "opened: " : "") + e.label);
-      o.value = String(i);
-      sel.appendChild(o);
-    });
-    sel.disabled = entries.length < 2;
-    if (cur) sel.value = String(entries.indexOf(cur.entry));
-  }
-  function buildRepeatPicker() {
-    var sel = $("repeat-select");
-    clear(sel);
-    var reps = repeatsOf(cur.trace);
-    reps.forEach(function (r, i) {
-      var o = el("option", null, "run " + (i + 1) + " of " + reps.length);
-      o.value = String(r);
-      sel.appendChild(o);
-    });
-    sel.value = String(cur.repeat);
-    sel.disabled = reps.length < 2;
-  }
-  function buildVerdict() {  // written by build.py for built-in traces; a file from disk has none
-    var p = $("verdict"), v = cur.entry.view;
-    clear(p);
-    if (!v) {
-      p.appendChild(el("strong", null, "Opened from your disk: "));
-      p.appendChild(document.createTextNode("the verdict in words and the numbers are written when the site is built " +
-        "(python build.py with the file under data/traces/). The file was checked here and replays below; its own summary is under Run details."));
-      return;
-    }
-    v.verdict.forEach(function (s, i) {
-      var span = el("span", "vs vs-" + s.lane);
-      if (s.name) { span.appendChild(el("strong", null, s.name)); span.appendChild(document.createTextNode(" ")); }
-      span.appendChild(document.createTextNode(s.text));
-      p.appendChild(span);
-      if (i < v.verdict.length - 1) p.appendChild(document.createTextNode(" "));
-    });
-  }
-  function buildNumbers() {
-    var host = $("numbers"), v = cur.entry.view;
-    clear(host);
-    $("account").textContent = v ? v.numbers.account : "";
-    $("basis").textContent = v ? v.numbers.basis : "";
-    if (!v) { host.appendChild(el("caption", null, "Numbers are written by the site build; see Run details for this file's summary.")); return; }
-    var thead = el("thead"), hr = el("tr");
-    hr.appendChild(el("td"));
-    v.numbers.columns.forEach(function (c, i) { var th = el("th", "col-" + v.numbers.keys[i], c); th.scope = "col"; hr.appendChild(th); });
-    thead.appendChild(hr); host.appendChild(thead);
-    var tb = el("tbody");
-    v.numbers.rows.forEach(function (r) {
-      var tr = el("tr"), th = el("th", null, r.label);
-      th.scope = "row"; tr.appendChild(th);
-      r.cells.forEach(function (c) {
-        var td = el("td", c.warn ? "warn" : null, c.text);
-        if (c.note) { td.appendChild(document.createTextNode(" ")); td.appendChild(el("span", "note", c.note)); }
-        tr.appendChild(td);
-      });
-      tb.appendChild(tr);
-    });
-    host.appendChild(tb);
-  }
-  function buildNotes() {
-    var notes = $("notes");
-    clear(notes);
-    (cur.trace.notes || []).forEach(function (n) { notes.appendChild(el("li", null, n)); });
-    var m = cur.entry, meta = $("trace-meta");
-    clear(meta);
-    meta.appendChild(document.createTextNode((cur.trace.experiment.title ? cur.trace.experiment.title + " · " : "") +
-      cur.trace.experiment.id + " · " + (m.local ? "opened from your disk: " + m.fileName : "file " + m.file) + " · sha256 "));
-    meta.appendChild(el("span", "hash", m.sha256 || "…"));
-  }
-  // The lanes and the rows: build.py renders the same markup for the first trace, which is taken over as is.
-  function buildLanes() {
-    var host = $("lanes");
-    var same = host.getAttribute("data-trace") === cur.entry.slug && !cur.entry.local &&
-      host.querySelectorAll(".lane").length === 1 + cur.gens.length;
-    if (!same) {
-      clear(host);
-      host.appendChild(laneSection("typed", "Typed decisions"));
-      cur.gens.forEach(function (g) { host.appendChild(laneSection(g.key, g.name)); });
-      host.setAttribute("data-trace", cur.entry.local ? "" : cur.entry.slug);
-    }
-    host.className = "lanes lanes-" + (1 + cur.gens.length);
-    var q = function (key, sel) { return host.querySelector(".lane[data-lane=" + key + "] " + sel); };
-    cur.typedDom = { watch: q("typed", ".watch"), status: q("typed", ".status") };
-    cur.gens.forEach(function (g) {
-      g.dom = { watch: q(g.key, ".watch"), status: q(g.key, ".status"), ttft: q(g.key, ".ttft"), stream: q(g.key, ".stream"),
-                toks: q(g.key, ".toks"), info: q(g.key, ".tokinfo"), verdict: q(g.key, ".verdict") };
-      clear(g.dom.toks);
-      g.shown = 0; g.sel = -1; g.cursor = null;
-      g.dom.info.textContent = "Tap a token, or focus this box and use ←/→, for its time and probability.";
-    });
-  }
-  function laneSection(key, name) {
-    var s = el("section", "lane lane-" + key);
-    s.setAttribute("data-lane", key);
-    s.setAttribute("aria-labelledby", "lane-" + key + "-h");
-    var h = el("header"), h2 = el("h2", null, name);
-    h2.id = "lane-" + key + "-h";
-    h.appendChild(h2); h.appendChild(el("span", "watch", fmtClock(0)));
-    s.appendChild(h);
-    if (key !== "typed") { var badge = el("span", "ttft"); badge.hidden = true; s.appendChild(badge); }
-    s.appendChild(el("p", "status", key === "typed" ? "rendering and encoding the prompts…" : "rendering and encoding the prompt…"));
-    if (key !== "typed") {
-      var box = scrollable(el("div", "stream"), name + ": tokens so far");
-      box.appendChild(el("div", "toks"));
-      s.appendChild(box);
-      var info = el("p", "tokinfo"); info.setAttribute("aria-live", "polite"); s.appendChild(info);
-      s.appendChild(el("p", "verdict wait", "array not finished yet"));
-    }
-    return s;
-  }
-  function buildCriteria() {
-    var ol = $("criteria");
-    var keys = cur.gens.map(function (g) { return g.key; });
-    // the rows build.py rendered (at t = 0) are taken over once, for their trace; any later change rebuilds
-    var same = ol.hasAttribute("data-server") && ol.getAttribute("data-trace") === cur.entry.slug && !cur.entry.local;
-    ol.removeAttribute("data-server");
-    ol.className = "crits lanes-" + (1 + keys.length);
-    if (!same) {
-      clear(ol);
-      var head = el("li", "crit head-row");
-      head.setAttribute("aria-hidden", "true");
-      head.appendChild(el("span", "cid", "id"));
-      head.appendChild(el("span", "q", "criterion and label"));
-      head.appendChild(el("span", "dec", "typed decision"));
-      keys.forEach(function (k) { head.appendChild(el("span", "gv", SHORT[k])); });
-      ol.appendChild(head);
-      cur.criteria.forEach(function (c) { ol.appendChild(criterionRow(c, keys)); });
-      ol.setAttribute("data-trace", cur.entry.local ? "" : cur.entry.slug);
-    }
-    var lis = ol.querySelectorAll("li.crit[data-id]");
-    cur.rows = cur.criteria.map(function (c, k) {
-      var li = lis[k];
-      var gv = {};
-      keys.forEach(function (key) { gv[key] = li.querySelector(".gv[data-lane=" + key + "] .v"); });
-      // taken over at t = 0 as rendered: the first render need not rewrite them
-      var gshown = {};
-      keys.forEach(function (key) { gshown[key] = same ? "pending|…" : null; });
-      return { li: li, dec: li.querySelector(".dec"), gv: gv, c: c, k: k, shown: same ? false : null, gshown: gshown };
-    });
-    return same;
-  }
-  function criterionRow(c, keys) {  // the same markup as templates/demo.html.j2 renders for the first trace
-    var li = el("li", "crit");
-    li.setAttribute("data-id", c.id);
-    li.appendChild(el("span", "cid", c.id));
-    var labelled = c.label !== undefined && c.label !== null;
-    var q = el("span", "q", c.question + (labelled ? " " : ""));
-    if (labelled) q.appendChild(el("span", "lbl", "label: " + c.label));
-    li.appendChild(q);
-    var dec = el("span", "dec");
-    dec.appendChild(el("span", "wait", "waiting…"));
-    li.appendChild(dec);
-    keys.forEach(function (k) {
-      var gv = el("span", "gv");
-      gv.setAttribute("data-lane", k);
-      gv.appendChild(el("span", "k", SHORT[k] + ":"));
-      gv.appendChild(document.createTextNode(" "));
-      gv.appendChild(el("span", "v", "…"));
-      li.appendChild(gv);
-    });
-    return li;
-  }
-
-  // ---- one row's typed decision ---------------------------------------------------------------------------
-  function rightWrong(correct) {
-    if (correct === null || correct === undefined) return null;
-    return el("span", "mark " + (correct ? "right" : "wrong"), correct ? "✓ right" : "✗ wrong");
-  }
-  function decisionNodes(d, c) {
-    var frag = document.createDocumentFragment();
-    var bar = el("span", "bar"), title = [];
-    d.option_ids.forEach(function (id, i) {
-      var tied = d.tie && d.tied_option_ids.indexOf(id) >= 0;
-      var seg = el("span", "seg" + (tied ? " tie" : !d.tie && id === d.choice ? " on" : ""));
-      seg.style.width = (100 * d.probabilities[i]).toFixed(2) + "%";
-      bar.appendChild(seg);
-      title.push(id + " " + d.probabilities[i].toFixed(3));
-    });
-    bar.title = "raw " + title.join(" · ") + " · margin " + d.margin.toFixed(3) + " · allowed mass " + d.allowed_token_mass.toFixed(3);
-    bar.setAttribute("role", "img");
-    bar.setAttribute("aria-label", "raw probabilities: " + title.join(", "));
-    frag.appendChild(bar);
-    var pmax = Math.max.apply(null, d.probabilities);
-    var ch = el("span", "choice" + (d.tie ? " tie" : ""), (d.tie || d.choice === null ? "tie " : d.choice + " ") + fmtP(pmax));
-    ch.title = "raw choice " + (d.choice === null ? "none (tie)" : d.choice) + " · p " + pmax.toFixed(3) + " · margin " + d.margin.toFixed(3);
-    frag.appendChild(ch);
-    if (d.calibrated) {
-      var cp = Math.max.apply(null, d.calibrated.probabilities);
-      var cal = el("span", "cal", "cal. " + (d.calibrated.tie || d.calibrated.choice === null ? "tie " : d.calibrated.choice + " ") + fmtP(cp));
-      cal.title = "calibrated: " + d.option_ids.map(function (id, i) { return id + " " + d.calibrated.probabilities[i].toFixed(3); }).join(" · ");
-      frag.appendChild(cal);
-    }
-    var mark = rightWrong(typedCorrect(d, c));
-    if (mark) frag.appendChild(mark);
-    return frag;
-  }
-
   // ---- the frame: everything that depends on the clock ----------------------------------------------------
   // Nothing in a frame reads layout back; a row is rewritten only when its state changed, and while the clock
   // moves between two marks (times at which something visible changes) only the clocks and the playhead move.
@@ -334,7 +115,7 @@
       var row = x[0], d = x[1];
       clear(row.dec);
       row.dec.appendChild(el("span", "k", "typed:"));
-      if (x[2]) row.dec.appendChild(decisionNodes(d, row.c));
+      if (x[2]) row.dec.appendChild(V.decisionNodes(d, row.c));
       else row.dec.appendChild(el("span", "wait", d ? "waiting…" : "no decision in this run"));
     });
     if (playing && !reduceMotion && !dirtyRows) {  // the rows that just got their decision flash (no layout read)
@@ -487,104 +268,14 @@
   }
 
   // ---- the timeline chart (drawn for the selected run; only the playhead moves) ---------------------------
+  // ---- the timeline chart (templates/replay-chart.js; drawn for the selected run, only the playhead moves) --
   var tl = null;
-  function drawTimeline() {
-    var host = $("timeline");
-    clear(host);
-    var W = Math.max(300, Math.round(host.clientWidth || 800));
-    var narrow = W < 560;
-    var L = narrow ? 76 : 96, R = 14, top = 8, laneH = 20, gap = 12;
-    var yT = top + 6, nG = cur.gens.length;
-    var yGs = cur.gens.map(function (_, i) { return yT + (laneH + gap) * (i + 1); });
-    var yC = yT + (laneH + gap) * (nG + 1) + 12, cH = narrow ? 90 : 110, yAxis = yC + cH + 4;
-    var H = yAxis + 26;
-    var tEnd = cur.tEnd || 1;
-    var x = function (t) { return L + (W - L - R) * (t / tEnd); };
-    var typed = cur.typed, N = cur.criteria.length;
-    var svg = svgEl("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img" });
-    svg.setAttribute("aria-label", "Timeline: typed decisions at " + fmtS(cur.firstDecision) + "; " +
-      cur.gens.map(function (g) { return g.name.toLowerCase() + ": first token at " + fmtS(g.ttft) + ", finished at " + fmtS(g.done); }).join("; "));
-    var step = niceStep(tEnd / (narrow ? 4 : 8));
-    var axis = svgEl("g", { "class": "axis" });
-    for (var s = 0; s <= tEnd + 1e-12; s += step) {
-      axis.appendChild(svgEl("line", { x1: x(s), x2: x(s), y1: yT - 4, y2: yAxis, "class": "grid" }));
-      axis.appendChild(svgEl("text", { x: x(s), y: yAxis + 14, "text-anchor": "middle" }, fmtTick(s, step)));
-    }
-    axis.appendChild(svgEl("text", { x: W - R, y: yAxis + 14, "text-anchor": "end" }, "s"));
-    svg.appendChild(axis);
-    svg.appendChild(svgEl("text", { x: 0, y: yT + 14 }, "typed"));
-    var labels = [];  // phase labels, drawn last so the ticks do not cover them
-    var tEnc = eventT(typed, "encoded") || 0, tPre = eventT(typed, "prefill_done") || tEnc, tSuf = eventT(typed, "suffix_done") || cur.typedDone;
-    lane(svg, x, yT, laneH, [[0, tEnc, "ph-typed", "encode"], [tEnc, tPre, "ph-typed", "prefill state"], [tPre, tSuf, "ph-typed-main", "score criteria"]], labels);
-    var seenT = {};
-    typed.decisions.forEach(function (d) {
-      if (seenT[d.t_available]) return;
-      seenT[d.t_available] = true;
-      var cx = x(d.t_available), cy = yT + laneH / 2;
-      var n = typed.decisions.filter(function (o) { return o.t_available === d.t_available; }).length;
-      var dm = svgEl("path", { d: "M" + cx + " " + (cy - 7) + " l7 7 l-7 7 l-7 -7 z", "class": "tick-typed" });
-      dm.appendChild(svgEl("title", {}, plural(n, "decision") + " available at " + fmtS(d.t_available)));
-      svg.appendChild(dm);
-    });
-    cur.gens.forEach(function (g, i) {
-      var y = yGs[i], cls = g.key === "constrained" ? "con" : "gen";
-      svg.appendChild(svgEl("text", { x: 0, y: y + 14 }, SHORT[g.key]));
-      var gEnc = eventT(g.run, "encoded") || 0;
-      lane(svg, x, y, laneH, [[0, gEnc, "ph-" + cls, "encode"], [gEnc, g.ttft, "ph-" + cls, "prefill"], [g.ttft, g.done, "ph-" + cls + "-main", "decode"]], labels);
-      g.tokens.forEach(function (tok) {
-        svg.appendChild(svgEl("line", { x1: x(tok.t), x2: x(tok.t), y1: y + 3, y2: y + laneH - 3, "class": "tick-" + cls }));
-      });
-    });
-    labels.forEach(function (l) { svg.appendChild(l); });
-    // cumulative answers: typed decisions, and each generated lane's values (only a usable array's count)
-    var yv = function (k) { return yC + cH - cH * (k / Math.max(N, 1)); };
-    svg.appendChild(svgEl("text", { x: 0, y: yC + 12, "class": "lane-note" }, "answers"));
-    svg.appendChild(svgEl("text", { x: 0, y: yC + 26, "class": "lane-note" }, "of " + N));
-    svg.appendChild(svgEl("line", { x1: L, x2: W - R, y1: yv(N), y2: yv(N), "class": "grid" }));
-    svg.appendChild(svgEl("line", { x1: L, x2: W - R, y1: yv(0), y2: yv(0), "class": "grid" }));
-    var typedTimes = typed.decisions.map(function (d) { return d.t_available; });
-    svg.appendChild(svgEl("path", { d: stepPath(typedTimes, x, yv, tEnd), "class": "step-typed" }));
-    var notes = [];
-    if (typedTimes.length) notes.push("typed: " + typedTimes.length + " by " + fmtS(Math.max.apply(null, typedTimes)));
-    cur.gens.forEach(function (g) {
-      var times = g.usable ? Object.keys(g.answerT).map(function (k) { return g.answerT[k]; }) : [];
-      svg.appendChild(svgEl("path", { d: stepPath(times, x, yv, tEnd), "class": "step-" + (g.key === "constrained" ? "con" : "gen") }));
-      notes.push(SHORT[g.key] + ": " + (g.usable ? times.length + " by " + fmtS(Math.max.apply(null, times.concat([0]))) : "none usable"));
-    });
-    notes.forEach(function (n, i) {
-      svg.appendChild(svgEl("text", { x: W - R - 2, y: yC + cH - 6 - 14 * (notes.length - 1 - i), "text-anchor": "end", "class": "lane-note" }, n));
-    });
-    var veil = svgEl("rect", { x: L, y: yT - 6, width: 0, height: yAxis - yT + 6, "class": "future" });
-    svg.appendChild(veil);
-    var ph = svgEl("line", { x1: L, x2: L, y1: yT - 6, y2: yAxis, "class": "playhead" });
-    svg.appendChild(ph);
-    host.appendChild(svg);
-    tl = { svg: svg, x: x, L: L, R: R, W: W, ph: ph, veil: veil, tEnd: tEnd };
-    updatePlayhead();
-  }
-  function lane(svg, x, y, h, phases, labels) {
-    phases.forEach(function (p) {
-      if (!(p[1] > p[0])) return;
-      var w = Math.max(0.5, x(p[1]) - x(p[0]));
-      var r = svgEl("rect", { x: x(p[0]), y: y, width: w, height: h, rx: 3, "class": p[2] });
-      r.appendChild(svgEl("title", {}, p[3] + ": " + fmtS(p[0]) + " to " + fmtS(p[1])));
-      svg.appendChild(r);
-      if (w > p[3].length * 7 + 10) labels.push(svgEl("text", { x: x(p[0]) + 5, y: y + h / 2 + 4, "class": "phase-label" + (p[2] === "ph-typed-main" ? " on-dark" : "") }, p[3]));
-    });
-  }
-  function updatePlayhead() {
-    if (!tl) return;
-    var px = tl.x(Math.min(clock, tl.tEnd));
-    tl.ph.setAttribute("x1", px); tl.ph.setAttribute("x2", px);
-    tl.veil.setAttribute("x", px);
-    tl.veil.setAttribute("width", Math.max(0, tl.W - tl.R - px));
-  }
+  function drawTimeline() { tl = Chart.draw($("timeline"), cur); updatePlayhead(); }
+  function updatePlayhead() { if (tl) Chart.playhead(tl, clock); }
   function timelineSeek(ev) {
     if (!tl) return;
-    var rect = tl.svg.getBoundingClientRect();
-    var px = (ev.clientX - rect.left) * (tl.W / rect.width);
     pause();
-    seek(T.timeAtX(px, tl.L, tl.W, tl.R, tl.tEnd));
+    seek(Chart.timeAt(tl, ev));
   }
 
   // ---- run details (for auditing), built when opened ------------------------------------------------------
@@ -610,11 +301,11 @@
     var traceChanged = !cur || cur.entry !== entry;
     cur = P.prepare(entry, rep);
     ["play", "restart", "scrubber", "speed", "share"].forEach(function (id) { $(id).disabled = false; });
-    buildPicker(); buildRepeatPicker(); buildLanes();
-    var adopted = buildCriteria();
+    V.buildPicker(entries, cur); V.buildRepeatPicker(cur); V.buildLanes(cur);
+    var adopted = V.buildCriteria(cur);
     // the server rendered the first trace's verdict, numbers and notes: keep them until the trace changes
     var rendered = $("verdict").getAttribute("data-trace");
-    if (traceChanged && rendered !== (entry.local ? "" : entry.slug)) { buildVerdict(); buildNumbers(); buildNotes(); }
+    if (traceChanged && rendered !== (entry.local ? "" : entry.slug)) { V.buildVerdict(cur); V.buildNumbers(cur); V.buildNotes(cur); }
     $("verdict").setAttribute("data-trace", entry.local ? "-" : entry.slug);
     var dl = $("download");
     if (entry.local) { dl.href = entry.blobUrl; dl.setAttribute("download", entry.fileName); }

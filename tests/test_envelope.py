@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from scorer import abstain
 from scorer.calibration.core import CALIBRATION_FORMAT, load_calibration
 from scorer.envelope import (
     ENVELOPE_KEYS,
@@ -76,7 +77,7 @@ def test_writers_write_the_format_listed_for_their_kind() -> None:
     written = {"bench": bench.BENCH_FORMAT, "drift": drift.DRIFT_FORMAT, "quant": quant.REPORT_FORMAT,
                "compare": compare.REPORT_FORMAT, "prior": CALIBRATION_FORMAT, "bias": CALIBRATION_FORMAT,
                **dict.fromkeys(("eval", "calibrate", "calibration", "order", "route", "route-threshold"),
-                               ev.REPORT_FORMAT)}
+                               ev.REPORT_FORMAT), "abstain-thresholds": abstain.THRESHOLDS_FORMAT}
     assert {k: KINDS[k] for k in written} == written
     scripts = {"peers": "peers/main.py", "cache-verify": "cache_verify.py", "ray-scale": "ray_scale.py",
                "serve-load": "serve_load.py", "grammar-mask-probe": "grammar-mask-probe.py", "engines": "engines.py"}

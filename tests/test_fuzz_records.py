@@ -67,6 +67,7 @@ _REPS = ["--reps", "10"]
 Argv = Callable[[dict[str, str]], list[str]]
 COMMANDS: dict[str, Argv] = {
     "show": lambda p: ["show", p["f"]],
+    "show --policy": lambda p: ["show", p["f"], "--policy", "0.2", "--min-mass", "0.1"],
     "eval": lambda p: ["eval", p["f"], "--output", f"{p['o']}/eval.json", *_REPS],
     "eval --compare": lambda p: ["eval", p["good"], "--compare", p["f"], "--output", f"{p['o']}/eval.json", *_REPS],
     "compare A": lambda p: ["compare", p["f"], p["good"], "--output", f"{p['o']}/cmp.json"],
@@ -88,8 +89,10 @@ COMMANDS: dict[str, Argv] = {
                                         f"{p['o']}/t.json", "--apply", f"{p['o']}/t.jsonl", *_REPS],
     "calibrate report": lambda p: ["calibrate", "report", "--run", p["f"], "--labels", p["rows"], "--folds", "2",
                                    "--label-free", "--output", f"{p['o']}/rep.json", *_REPS],
+    "calibrate thresholds": lambda p: ["calibrate", "thresholds", p["f"], "--labels", p["rows"], "--precision", "0.8",
+                                       "--min-accepted", "1", "--folds", "2", "--output", f"{p['o']}/thr.json"],
 }
-"""Every command that reads records. `calibrate thresholds` (another issue) is to be added here."""
+"""Every command that reads records."""
 
 
 # --- the valid bases ----------------------------------------------------------------------------------------------

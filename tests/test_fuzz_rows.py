@@ -44,7 +44,11 @@ SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53), st.floa
                                                                                     allow_infinity=False), TEXT)
 NOT_STR = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
                     st.lists(SCALAR, max_size=2), st.dictionaries(TEXT, SCALAR, max_size=2))
-NOT_LIST = st.one_of(st.none(), st.booleans(), st.integers(), TEXT, st.dictionaries(TEXT, SCALAR, max_size=2))
+NOT_LIST = st.one_of(st.none(), st.booleans(), st.integers(), TEXT)
+"""Neither a list nor an object: no form of options (ids, {id: description}, [{id, description}])."""
+NOT_OPTION = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+                       st.lists(SCALAR, max_size=2), BLANK)
+"""Not an option: neither a non-empty id nor an object."""
 IDENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=8)
 
 
@@ -82,6 +86,14 @@ def valid_row(draw: st.DrawFn, i: int) -> dict[str, Any]:
     return row
 
 
+def _options_as(row: dict[str, Any], form: str) -> None:
+    """Rewrite ``row``'s options (row list form) in another of the forms every entry accepts."""
+    if form == "ids":
+        row["options"] = [o["id"] for o in row["options"]]
+    elif form == "object":
+        row["options"] = {o["id"]: o["description"] for o in row["options"]}
+
+
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
@@ -95,7 +107,7 @@ def bad_file(draw: st.DrawFn) -> Case:
     kind = draw(st.sampled_from([
         "missing", "id", "state", "state-deep", "question", "options-type", "options-count", "option-type",
         "option-missing", "option-value", "option-unknown", "option-duplicate", "extra-deep", "duplicate-row-id",
-        "not-object", "invalid-json", "blank-line", "bad-utf8", "huge"]))
+        "not-object", "invalid-json", "blank-line", "bad-utf8", "huge", "type", "yesno-ids", "object-value"]))
     field: str | None
     line_bytes: bytes | None = None
     k = draw(st.integers(0, len(row["options"]) - 1))
@@ -118,7 +130,19 @@ def bad_file(draw: st.DrawFn) -> Case:
         m = draw(st.sampled_from([0, 1, MAX_OPTIONS + 1, MAX_OPTIONS + 4]))
         field, row["options"] = "options", [{"id": f"o{x}", "description": "d"} for x in range(m)]
     elif kind == "option-type":
-        field, row["options"][k] = opt, draw(st.one_of(SCALAR, st.lists(SCALAR, max_size=2)))
+        field, row["options"][k] = opt, draw(NOT_OPTION)
+    elif kind == "type":
+        field, row["type"] = "type", draw(st.one_of(NOT_STR, TEXT.filter(lambda s: s not in ("choice", "yesno",
+                                                                                              "score"))))
+    elif kind == "yesno-ids":
+        field, row["type"] = "options", "yesno"
+        ids = draw(st.sampled_from([["yes", "maybe"], ["Yes", "No"], ["yes", "no", "maybe"], ["no", "nope"]]))
+        row["options"] = [{"id": x, "description": draw(TEXT)} for x in ids]
+        _options_as(row, draw(st.sampled_from(["rows", "ids", "object"])))
+    elif kind == "object-value":
+        field = f"{opt}.description"
+        row["options"] = {o["id"]: o["description"] for o in row["options"]}
+        row["options"][list(row["options"])[k]] = draw(st.one_of(NOT_STR, BLANK))
     elif kind == "option-missing":
         key = draw(st.sampled_from(["id", "description"]))
         field = f"{opt}.{key}"
@@ -134,7 +158,7 @@ def bad_file(draw: st.DrawFn) -> Case:
         field = f"options[{k}].id"
         row["options"][k]["id"] = row["options"][draw(st.integers(0, k - 1))]["id"]
     elif kind == "extra-deep":
-        key = draw(TEXT.filter(lambda s: s not in ("id", "state", "question", "options")))
+        key = draw(TEXT.filter(lambda s: s not in ("id", "state", "question", "options", "type")))
         field, row[key] = key, _nest(draw(st.integers(MAX_DEPTH + 1, 300)), draw(SCALAR))
     elif kind == "duplicate-row-id":
         if n == 1:
@@ -219,7 +243,7 @@ def test_every_generated_bad_file_is_refused_with_file_line_field(tmp_path):
     check()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
     assert sum(seen.values()) >= BAD_EXAMPLES, seen
-    assert len(seen) == 19, seen  # every kind of fault was exercised
+    assert len(seen) == 22, seen  # every kind of fault was exercised
 
 
 @st.composite
@@ -262,15 +286,22 @@ def test_every_generated_bad_demos_file_is_refused_with_file_line_field(tmp_path
 
 
 @settings(max_examples=150, **_SETTINGS)
-@given(rows=st.integers(1, 4).flatmap(lambda n: st.tuples(*[valid_row(i) for i in range(n)])))
-def test_valid_rows_load_unchanged(rows):
-    """Valid files load with every string as written: U+2028, U+0085 and friends stay inside their line."""
+@given(rows=st.integers(1, 4).flatmap(lambda n: st.tuples(*[valid_row(i) for i in range(n)])),
+       forms=st.lists(st.sampled_from(["rows", "ids", "object"]), min_size=4, max_size=4))
+def test_valid_rows_load_unchanged(rows, forms):
+    """Valid files load with every string as written: U+2028, U+0085 and friends stay inside their line; the
+    three forms of options (row list, plain ids, id -> description) load as the same options."""
+    want = [[(o["id"], o["description"]) for o in r["options"]] for r in rows]
+    for n, (r, form) in enumerate(zip(rows, forms, strict=False)):
+        _options_as(r, form)
+        if form == "ids":
+            want[n] = [(i, i) for i, _ in want[n]]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rows.jsonl"
         path.write_bytes(b"".join(_dumps(r) + b"\n" for r in rows))
         got = load_decisions(path)
     assert [d.id for d in got] == [r["id"] for r in rows]
-    for d, r in zip(got, rows, strict=True):
+    for d, r, w in zip(got, rows, want, strict=True):
         assert d.state == r["state"] and d.question == r["question"]
-        assert [(o.id, o.description) for o in d.options] == [(o["id"], o["description"]) for o in r["options"]]
+        assert [(o.id, o.description) for o in d.options] == w
         assert d.extra == {k: v for k, v in r.items() if k not in ("id", "state", "question", "options")}

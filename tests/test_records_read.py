@@ -94,6 +94,8 @@ def test_eval_refuses_invalid_records_and_writes_nothing(tmp_path, capsys, recor
     ["calibrate", "bias", "{run}", "--labels", str(BOUNDARY), "--output", "{tmp}/p.json", "--reps", "20"],
     ["calibrate", "apply", "{run}", "--calibration", "{tmp}/p.json", "--output", "{tmp}/o.jsonl"],
     ["calibrate", "report", "--run", "{run}", "--labels", str(BOUNDARY), "--output", "{tmp}/r.json", "--reps", "20"],
+    ["calibrate", "thresholds", "{run}", "--labels", str(BOUNDARY), "--precision", "0.9", "--output", "{tmp}/t.json"],
+    ["show", "{run}", "--policy", "0.1"],
 ])
 def test_every_command_that_reads_records_refuses_a_choice_that_is_not_an_option(tmp_path, capsys, records, argv):
     good = _write(tmp_path / "good.jsonl", records)

@@ -66,6 +66,23 @@ def test_criteria_wrap_instead_of_being_cut_off(open_page: Any, site: Path, widt
     assert page.evaluate("document.documentElement.scrollWidth") <= width
 
 
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_long_criterion_id_wraps_in_its_column_instead_of_covering_the_question(open_page: Any, site: Path,
+                                                                                 width: int) -> None:
+    page, _ = open_page(demo_url(site, "#trace=trace-v2&t=0"), width, 900, reduced_motion="reduce")
+    page.evaluate("window.semifReplay.seek(1e9)")
+    page.evaluate("document.querySelector('.crit[data-id] .cid').textContent = 'refund_policy_applies_to_this_ticket'")
+    # the boxes of the text itself (an overflowing text spills out of its element's box)
+    text_box = """e => { const r = document.createRange(); r.selectNodeContents(e); const b = r.getBoundingClientRect();
+                        return {x: b.x, y: b.y, bottom: b.bottom, right: b.right}; }"""
+    cid = page.eval_on_selector(".crit[data-id] .cid", text_box)
+    q = page.eval_on_selector(".crit[data-id] .q", text_box)
+    overlap_x = min(cid["right"], q["right"]) - max(cid["x"], q["x"])
+    overlap_y = min(cid["bottom"], q["bottom"]) - max(cid["y"], q["y"])
+    assert overlap_x <= 0.5 or overlap_y <= 0.5, (cid, q)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
 def test_rows_show_label_typed_raw_and_calibrated_and_right_or_wrong(open_page: Any, site: Path) -> None:
     page, _ = open_page(demo_url(site, "#trace=trace-v2&t=0"), reduced_motion="reduce")
     page.evaluate("window.semifReplay.seek(1e9)")
@@ -77,7 +94,8 @@ def test_rows_show_label_typed_raw_and_calibrated_and_right_or_wrong(open_page: 
         assert page.text_content(f"{row} .cal") == f"cal. {d['calibrated']['choice']} {cal:.2f}"
         right = d["calibrated"]["correct"]
         mark = page.locator(f"{row} .mark")
-        assert mark.text_content() == ("✓ right" if right else "✗ wrong")  # in words, not colour alone
+        # in words, not colour alone, and which choice it judges (the calibrated one, when there is one)
+        assert mark.text_content() == ("✓ right" if right else "✗ wrong") + " (calibrated)"
         assert "right" if right else "wrong" in (mark.get_attribute("class") or "")
         colours.add((right, mark.evaluate("e => getComputedStyle(e).color")))
     assert len(colours) == 2  # and in colour: one for right, another for wrong

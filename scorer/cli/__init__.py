@@ -26,10 +26,14 @@ from scorer.backends import load_backend
 from scorer.errors import SemifError, Terminated
 from scorer.io import os_error_text
 
-__all__ = ["build_parser", "load_backend", "main"]
+__all__ = ["build_parser", "check_calibration_model", "load_backend", "main"]
+
+_SHIPPED_LOADER = load_backend
+"""SemIf's own loader; :data:`load_backend` is the seam a test (fake backends) or an embedder replaces."""
 
 COMMAND_MODULES: tuple[str, ...] = (
     "scorer.cli.score",
+    "scorer.cli.ask",
     "scorer.cli.prompt",
     "scorer.cli.models",
     "scorer.cli.versus",
@@ -47,6 +51,16 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scorer.cli.engine",
 )
 """Modules that add subcommands, in the order ``semif --help`` lists them (imports must be cheap: no torch)."""
+
+
+def check_calibration_model(calibration: Any, cfg: Any) -> None:
+    """Refuse, before the model loads, a calibration file that holds nothing for the model ``cfg`` names
+    (:func:`scorer.calibration.apply.check_config`). Only SemIf's own loader says before loading what a config
+    loads; with another one in :data:`load_backend` the model is checked once loaded (every record's is)."""
+    if load_backend is _SHIPPED_LOADER:
+        from scorer.calibration.apply import check_config
+
+        check_config(calibration, cfg)
 
 
 def err(msg: str) -> None:

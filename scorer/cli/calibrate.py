@@ -22,7 +22,7 @@ from scorer.errors import InputError
 from scorer.io import FORCE_HINT, check_writable, write_atomic
 from scorer.store import sha256_file
 
-SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report")
+SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report", "thresholds")
 
 
 def legacy_argv(argv: list[str]) -> list[str]:
@@ -166,6 +166,41 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- semif calibrate thresholds -----------------------------------------------------------------------------------
+def _cmd_thresholds(args: argparse.Namespace) -> int:
+    from scorer.abstain import THRESHOLDS_FORMAT, THRESHOLDS_KIND, load_policy, unit_interval
+    from scorer.calibration.thresholds import labelled_rows, thresholds_report
+    from scorer.envelope import carried_inputs, make_report, write_report
+    from scorer.options import OptionError
+
+    out = Path(args.output)
+    check_writable(out, args.force)
+    for flag, value in (("--precision", args.precision), ("--min-mass", args.min_mass)):
+        try:
+            unit_interval(value, flag)
+        except OptionError as exc:
+            raise InputError(flag, None, None, exc.problem, "a number from 0 to 1") from None
+    for flag, value in (("--min-accepted", args.min_accepted), ("--folds", args.folds)):
+        if value < 1:
+            raise InputError(flag, None, None, f"{value}", "an integer >= 1")
+    recs, sigs = load_runs(args.runs, [args.labels, *(args.input or [])])
+    labs = metrics.labels_from_decisions(args.labels)
+    rows = labelled_rows(recs, sigs, labs, args.min_mass)
+    body = {"runs": _sources(args.runs), "labels": {"path": args.labels, "sha256": sha256_file(Path(args.labels))},
+            **thresholds_report(rows, args.precision, args.min_accepted, args.min_mass, args.folds)}
+    write_report(out, make_report(THRESHOLDS_KIND, THRESHOLDS_FORMAT, carried_inputs(body), body), args.force)
+    load_policy(out)  # what was written reads back as a policy
+    oof = body["out_of_fold"]
+    never = sum(1 for e in body["thresholds"].values() if e["threshold"] is None)
+    prec = "n/a (nothing acted on)" if oof["precision"] is None else f"{oof['precision']:.3f}"
+    print(f"{len(body['thresholds'])} signatures, target precision {args.precision:g}: {never} never reach it; "
+          f"fallback {body['fallback']['threshold']}")
+    print(f"out of fold ({oof['folds']} group-disjoint folds): acted on {oof['acted']}/{len(rows)} "
+          f"({100 * oof['acted_share']:.1f} %), precision {prec}")
+    print(f"[semif] wrote {out}", file=sys.stderr)
+    return 0
+
+
 # --- semif score options ------------------------------------------------------------------------------------------
 def add_score_args(p: argparse.ArgumentParser) -> None:
     """``--calibration FILE`` and ``--batch-calibrate [ESTIMATOR]`` for ``semif score``."""
@@ -181,6 +216,15 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
                         "first, the calibrated ones to OUT when every row is scored")
     g.add_argument("--calibration-min-rows", type=int, metavar="N",
                    help=f"--batch-calibrate: signatures with fewer rows stay uncalibrated (default {DEFAULT_MIN_ROWS})")
+    add_uncovered_arg(g)
+
+
+def add_uncovered_arg(g: Any) -> None:
+    """``--uncovered error|raw`` (with ``--calibration``)."""
+    g.add_argument("--uncovered", choices=("error", "raw"), default="error",
+                   help="--calibration: a row whose signature the file does not cover is refused before anything is "
+                        "scored (error, default) or scored with its raw numbers and flagged `calibrated.uncovered` "
+                        "(raw). A file for another model is refused either way, before the model loads")
 
 
 def check_score_args(args: argparse.Namespace) -> Calibration | None:
@@ -196,6 +240,9 @@ def check_score_args(args: argparse.Namespace) -> Calibration | None:
         args.calibration_min_rows = DEFAULT_MIN_ROWS
     if args.calibration_min_rows < 1:
         raise InputError("--calibration-min-rows", None, None, f"{args.calibration_min_rows}", "an integer >= 1")
+    if args.uncovered != "error" and not getattr(args, "calibration", None):
+        raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
+                         "--calibration FILE --uncovered raw")
     if args.batch_calibrate and raw_path(Path(args.output)).exists() and not args.resume:
         raise refuse_raw(Path(args.output))
     return load_calibration(args.calibration) if getattr(args, "calibration", None) else None
@@ -217,6 +264,7 @@ def register(sub: Any) -> None:
     from scorer.calibration.bias import DEFAULT_L2, LEVELS
     from scorer.calibration.bias import DEFAULT_MIN_ROWS as BIAS_MIN_ROWS
     from scorer.calibration.prior import DEFAULT_MIN_ROWS, ESTIMATORS
+    from scorer.calibration.thresholds import DEFAULT_MIN_ACCEPTED
 
     p = sub.add_parser("calibrate", help="calibration: temperature (also the bare form `calibrate RUN`), prior, bias, "
                                          "apply, report")
@@ -271,6 +319,21 @@ def register(sub: Any) -> None:
     a.add_argument("--output", required=True)
     a.add_argument("--input", action="append", help="rows the run scored (for v1 records)")
     a.set_defaults(func=_cmd_apply)
+
+    t = csub.add_parser("thresholds", help="abstention thresholds per signature for a target precision, chosen and "
+                                           "judged out of fold -> T.json (semif ask/show --policy T.json)")
+    t.add_argument("runs", nargs="+", help="records (JSONL) of semif score (calibrated ones: thresholds on the "
+                                           "calibrated margin)")
+    t.add_argument("--labels", required=True, help="labelled rows (label, group); also the rows for v1 records")
+    t.add_argument("--input", action="append", help="further rows files for v1 records' signatures; repeatable")
+    t.add_argument("--precision", type=float, required=True, help="target precision of the decisions acted on")
+    t.add_argument("--min-accepted", type=int, default=DEFAULT_MIN_ACCEPTED,
+                   help=f"labelled decisions a threshold must accept (default {DEFAULT_MIN_ACCEPTED})")
+    t.add_argument("--min-mass", type=float, default=0.0, help="never act below this allowed_token_mass (default 0)")
+    t.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
+    t.add_argument("--output", required=True)
+    t.add_argument("--force", action="store_true")
+    t.set_defaults(func=_cmd_thresholds)
 
     p = csub.add_parser("report", help="every calibration method on a labelled set: label-free, stored, out of fold, "
                                        "bound, skew, routing -> JSON report (create-only)")

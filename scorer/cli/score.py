@@ -46,6 +46,7 @@ def register(sub: Any) -> None:
                    help="average option probabilities over K cyclic option orderings, aligned by id (K passes)")
     p.add_argument("--temperature", type=positive_float, metavar="T",
                    help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
+    add_echo_arg(p)
     add_model_args(p)
     add_layout_args(p)
     add_exact_args(p)
@@ -54,9 +55,43 @@ def register(sub: Any) -> None:
     _add_route_args(p)
     p.set_defaults(func=_cmd_score)
 
-    p = sub.add_parser("show", help="print a readable table of a records file")
+    p = sub.add_parser("show", help="print a readable table of a records file: the choice to act on (calibrated "
+                                    "when present), the raw one beside it, typed answers, label counts")
     p.add_argument("run")
+    add_policy_args(p)
     p.set_defaults(func=_cmd_show)
+
+
+def add_echo_arg(p: argparse.ArgumentParser) -> None:
+    """``--echo [full]``: the question, options and a state digest (or the state) in every record."""
+    p.add_argument("--echo", nargs="?", const="digest", choices=("digest", "full"),
+                   help="store the question, the options and the state's sha256 in every record (`--echo full`: "
+                        "the state itself too), so a record can be audited alone")
+
+
+def add_policy_args(p: argparse.ArgumentParser) -> None:
+    """``--policy MARGIN|T.json`` and ``--min-mass F``: an abstention policy (scorer.abstain)."""
+    p.add_argument("--policy", metavar="MARGIN|T.json",
+                   help="abstention policy: act only on decisions whose (calibrated) margin is at least MARGIN, or "
+                        "at least their signature's threshold in a `semif calibrate thresholds` file")
+    p.add_argument("--min-mass", type=float, metavar="F",
+                   help="with --policy: never act when allowed_token_mass < F (a threshold file's own floor otherwise)")
+
+
+def policy_arg(args: argparse.Namespace) -> Any:
+    """The :class:`scorer.abstain.Policy` of ``--policy``/``--min-mass`` (None without --policy)."""
+    from scorer.abstain import policy_of, unit_interval
+    from scorer.errors import InputError
+    from scorer.options import OptionError
+
+    if args.min_mass is not None:
+        if args.policy is None:
+            raise InputError("--min-mass", None, None, "given without --policy", "--policy MARGIN|T.json --min-mass F")
+        try:
+            unit_interval(args.min_mass, "--min-mass")
+        except OptionError as exc:
+            raise InputError("--min-mass", None, None, exc.problem, "a number from 0 to 1") from None
+    return None if args.policy is None else policy_of(args.policy, "--policy", args.min_mass)
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
@@ -144,8 +179,8 @@ def _threshold(text: str) -> tuple[float, str]:
 def _ray_options(args: argparse.Namespace) -> RayOptions:
     """The :class:`RayOptions` of ``semif score``'s arguments; refuses what the Ray engine does not do."""
     for flag, on in (("--permute", args.permute > 1), ("--temperature", args.temperature is not None),
-                     ("--exact", bool(getattr(args, "exact", False))), ("--demos", args.demos is not None),
-                     (f"--layout {args.layout}", args.layout != "state-major")):
+                     ("--exact", bool(getattr(args, "exact", False))), ("--echo", args.echo is not None),
+                     ("--demos", args.demos is not None), (f"--layout {args.layout}", args.layout != "state-major")):
         if on:
             raise ValidationError(f"{flag} is not supported with --engine ray (use the local engine)")
     if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
@@ -174,6 +209,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
         load_report(exact.report)  # a bad report path fails before the model loads
     calibration = check_calibration_args(args)  # a bad calibration file too
     routing = _route_policy(args)  # bad SPECs, threshold and calibration files too
+    if calibration is not None and routing is None and ray_opts is None:
+        from scorer import cli
+
+        cli.check_calibration_model(calibration, backend_config(args))  # another model's file: refused before load
     if ray_opts is not None and (calibration is not None or args.batch_calibrate):
         raise ValidationError("--calibration and --batch-calibrate are not available with --engine ray yet (score "
                               "with the Ray engine, then `semif calibrate apply` the records)")
@@ -203,7 +242,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     mode = (routing[2] or args.mode) if routing else args.mode
     cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
                       permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration,
-                      layout=layout, demos=demos)
+                      on_uncovered=args.uncovered, echo=args.echo, layout=layout, demos=demos)
 
     def chose(c: Any) -> None:
         print(f"[semif] {c.describe()}", file=sys.stderr)
@@ -275,5 +314,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from scorer.report import print_table
     from scorer.schema import read_records
 
-    print_table(read_records(Path(args.run)))
+    policy = policy_arg(args)  # checked before the records are read
+    print_table(read_records(Path(args.run)), policy)
     return 0

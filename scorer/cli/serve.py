@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import Any
 
+from scorer.cli.calibrate import add_uncovered_arg
 from scorer.cli.options import (
     add_layout_args,
     add_max_batch_tokens_arg,
@@ -43,6 +44,7 @@ def register(sub: Any) -> None:
     p.add_argument("--calibration", metavar="FILE",
                    help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
                         "a row it does not cover answers 422")
+    add_uncovered_arg(p)
     g = p.add_argument_group("ray serve")
     g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
     g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
@@ -56,6 +58,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from scorer.errors import InputError
     from scorer.serve import RayServeOptions, ServeConfig, serve, serve_on_ray
 
+    if args.uncovered != "error" and not args.calibration:
+        raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
+                         "--calibration FILE --uncovered raw")
     layout, demos = layout_options(args)  # a bad demonstrations file is refused before the model loads
     if args.ray and (layout != "state-major" or demos is not None):
         raise InputError("--ray", None, None, "given with --layout/--demos",
@@ -65,7 +70,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
-                      calibration=args.calibration, layout=layout, demos=demos)
+                      calibration=args.calibration, on_uncovered=args.uncovered, layout=layout, demos=demos)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scorer.abstain import acting
 from scorer.backends.base import Backend
 from scorer.calibration.core import Calibration
 from scorer.errors import ValidationError
@@ -29,12 +30,6 @@ WINDOW = 32
 _READOUT = ("probabilities", "option_logits", "choice", "margin", "tie", "tied_option_ids", "allowed_token_mass",
             "full_vocab_argmax", "score_kind", "prompt_sha256", "tokens_sha256", "signature", "mode", "kernel",
             "timing", "calibrated")
-
-
-def acting(rec: dict[str, Any]) -> dict[str, Any]:
-    """The readout a decision is acted on: the calibrated block when there is one, else the raw record."""
-    cal = rec.get("calibrated")
-    return cal if isinstance(cal, dict) else rec
 
 
 def read_threshold(path: Path) -> float:

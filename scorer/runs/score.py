@@ -147,6 +147,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "extra": d.extra,
         "run": {**run, "index": item.index},
         **({"gguf": model_info["gguf"]} if "gguf" in model_info else {}),
+        **({"type": d.type} if d.type is not None else {}),  # how the readout is meant (scorer.questions)
     }
 
 
@@ -384,6 +385,12 @@ class ScoreConfig:
     """Re-score low-margin decisions on an accurate engine (:class:`scorer.runs.route.RoutePolicy`)."""
     calibration: Calibration | None = None
     """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
+    on_uncovered: str = "error"
+    """A row the calibration does not cover: refuse the run (``error``) or keep its raw numbers, flagged
+    (``raw``; :data:`scorer.calibration.apply.ON_UNCOVERED`)."""
+    echo: str | None = None
+    """Store the question, options and a state digest (``digest``) or the state (``full``) in every record
+    (:mod:`scorer.echo`)."""
     layout: str = STATE_MAJOR
     """The prompt layout (:mod:`scorer.layouts`): ``state-major``, ``question-major`` or ``auto``."""
     demos: Demos | None = None
@@ -391,6 +398,11 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         """The options checked by the rules the command line and the API use (:mod:`scorer.options`)."""
+        from scorer.calibration.apply import check_on_uncovered
+        from scorer.echo import check_echo
+
+        check_on_uncovered(self.on_uncovered)
+        object.__setattr__(self, "echo", check_echo(self.echo))
         check_run_options(self.mode, self.max_batch_tokens)
         check_layout(self.layout)
         positive_int(self.permute, "permute")
@@ -402,11 +414,14 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
                          max_batch_tokens: int, *, permute: int = 1, temperature: float | None = None,
                          calibration: Calibration | None = None,
                          exact: RecordPolicy | None = None, route: RecordPolicy | None = None,
-                         layout: str = STATE_MAJOR, demos: Demos | None = None) -> dict[str, Any]:
+                         on_uncovered: str = "error", echo: str | None = None, layout: str = STATE_MAJOR,
+                         demos: Demos | None = None) -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
-    API and the Ray engine all name their runs through this one function. ``layout`` is a resolved one."""
+    API and the Ray engine all name their runs through this one function. ``on_uncovered="raw"`` (only the
+    calibration's model is checked then), ``echo``, ``layout`` (a resolved one) and ``demos`` enter the hash
+    only when set."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r} must be resolved before the run is named (resolve_layout)")
     parts = config_parts(info, run_parts, mode, max_batch_tokens)
@@ -424,9 +439,13 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if calibration is not None:
         from scorer.calibration.apply import check_decisions
 
-        check_decisions(calibration, decisions, info, permute,
+        check_decisions(calibration, decisions, info, permute, on_uncovered,
                         prompt_version=signature_version(layout, demos.k if demos is not None else 0))
         parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
+        if on_uncovered != "error":
+            parts["uncovered"] = on_uncovered
+    if echo is not None:
+        parts["echo"] = echo
     if exact is not None:
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
@@ -484,7 +503,8 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
             on_layout(choice)
     parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
                                  permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
-                                 exact=cfg.exact, route=cfg.route, layout=cfg.layout, demos=cfg.demos)
+                                 exact=cfg.exact, route=cfg.route, on_uncovered=cfg.on_uncovered, echo=cfg.echo,
+                                 layout=cfg.layout, demos=cfg.demos)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
         return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
@@ -523,7 +543,13 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         temperature = cfg.temperature
         records = (apply_temperature(r, temperature) for r in records)
     if cfg.calibration is not None:
-        records = cfg.calibration.apply_all(records)
+        from scorer.calibration.apply import apply_records
+
+        records = apply_records(cfg.calibration, records, cfg.on_uncovered)
+    if cfg.echo is not None:
+        from scorer.echo import with_echo
+
+        records = with_echo(records, decisions, cfg.echo)
     written = 0
     for rec in records:
         sink.write_line(dumps_record(rec))

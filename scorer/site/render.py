@@ -23,10 +23,11 @@ from scorer.site.verdict import verdict_sentences
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 REPLAY_SCRIPTS = ("details.js", "replay/format.js", "replay/link.js", "replay/prepare.js", "replay/timeline.js",
-                  "replay.js")
+                  "replay-dom.js", "replay-view.js", "replay-chart.js", "replay.js")
 """The replay's scripts under templates/, concatenated in this order into the one file the page loads
 (``assets/replay.js``: no bundler, and it works from ``file://``). The pure parts come before the page code
-that uses them (``window.SemifReplay*``)."""
+that uses them (``window.SemifReplay*``): the pure modules under replay/ (unit-tested in Node), then the page's
+DOM parts (replay-dom, replay-view, replay-chart: tested in the browser), then the page code itself."""
 
 
 def script_json(obj: Any) -> Markup:

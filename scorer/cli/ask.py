@@ -1,0 +1,136 @@
+"""``semif ask``: named questions about one state from the shell, answers as JSON (:meth:`scorer.api.Scorer.ask`).
+
+    semif ask --state @ticket.txt --choice "team=Which team?:billing|tech|sales" \\
+              --yesno "refund=Is the customer asking for a refund?" \\
+              --score "severity=How severe is it?:cosmetic|minor|major" --policy 0.2
+
+A spec is ``NAME=QUESTION:OPTIONS`` (``--choice``, ``--score``: the question ends at its first ``:``, then
+options separated by ``|``; an option is an id, or ``id=description``) or ``NAME=QUESTION`` (``--yesno``:
+options ``yes``/``no`` in their default wording). The answers go to stdout as one JSON object;
+``--records OUT.jsonl`` also keeps the records (create-only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scorer.cli.calibrate import add_uncovered_arg
+from scorer.cli.options import add_max_batch_tokens_arg, add_model_args, backend_config
+from scorer.cli.score import add_echo_arg, add_policy_args, policy_arg
+from scorer.errors import InputError
+
+SPEC_FORMS = {"--choice": "NAME=QUESTION:ID|ID|… (an option may be ID=DESCRIPTION)",
+              "--score": "NAME=QUESTION:LOWEST|…|HIGHEST (a label may be ID=DESCRIPTION)",
+              "--yesno": "NAME=QUESTION"}
+
+
+def register(sub: Any) -> None:
+    """Add ``semif ask``."""
+    p = sub.add_parser("ask", help="ask named questions (choice, yesno, score) about one state; JSON answers")
+    p.add_argument("--state", required=True, metavar="TEXT|@FILE", help="the state: text, or @FILE to read it")
+    p.add_argument("--json-state", action="store_true", help="the state is JSON (an object or an array)")
+    p.add_argument("--choice", action="append", default=[], metavar="SPEC", help=SPEC_FORMS["--choice"])
+    p.add_argument("--yesno", action="append", default=[], metavar="SPEC", help=SPEC_FORMS["--yesno"])
+    p.add_argument("--score", action="append", default=[], metavar="SPEC", help=SPEC_FORMS["--score"])
+    p.add_argument("--id", help="record ids are ID/NAME (default: NAME)")
+    p.add_argument("--records", metavar="OUT.jsonl", help="also write the records here (never overwritten)")
+    p.add_argument("--calibration", metavar="FILE", help="a prior or bias file (semif calibrate prior|bias)")
+    add_uncovered_arg(p)
+    add_echo_arg(p)
+    add_policy_args(p)
+    add_max_batch_tokens_arg(p)
+    add_model_args(p)
+    p.set_defaults(func=_cmd_ask)
+
+
+def _state(args: argparse.Namespace) -> Any:
+    text = args.state
+    if text.startswith("@"):
+        path = Path(text[1:])
+        if not path.is_file():
+            raise InputError(text[1:], None, None, "file not found" if not path.exists() else "not a regular file",
+                             "--state @FILE naming a text file")
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(str(path), None, None, f"not UTF-8 ({exc.reason} at byte {exc.start + 1})",
+                             "UTF-8 text") from None
+    if not args.json_state:
+        return text
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise InputError("--state", None, None, f"invalid JSON ({exc})", "a JSON object or array (--json-state)") \
+            from None
+
+
+def parse_spec(flag: str, text: str) -> tuple[str, dict[str, Any]]:
+    """``(name, question)`` of one ``--choice``/``--yesno``/``--score`` spec (:data:`SPEC_FORMS`); the question
+    in the JSON form :func:`scorer.questions.question_fields` takes."""
+    name, eq, rest = text.partition("=")
+    if not eq or not name.strip():
+        raise InputError(flag, None, None, f"{text!r} has no NAME= in front", SPEC_FORMS[flag])
+    qtype = flag.removeprefix("--")
+    if flag == "--yesno":
+        return name, {"type": qtype, "question": rest}
+    question, colon, opts = rest.partition(":")  # the question ends at its first ':' (descriptions may hold more)
+    if not colon:
+        raise InputError(flag, None, None, f"{text!r} has no ':' before its options", SPEC_FORMS[flag])
+    options: dict[str, str] = {}
+    for item in opts.split("|"):
+        oid, eq, desc = item.partition("=")
+        oid = oid.strip()
+        if oid in options:
+            raise InputError(flag, None, None, f"{text!r} names option {oid!r} twice", "unique option ids")
+        options[oid] = desc.strip() if eq else oid
+    return name, {"type": qtype, "question": question, "options": options}
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    from scorer import cli
+    from scorer.api import Scorer, ask_decisions
+    from scorer.calibration.core import load_calibration
+    from scorer.io import check_writable, write_atomic
+    from scorer.schema import dumps_record
+
+    questions: dict[str, dict[str, Any]] = {}
+    for flag in ("--choice", "--yesno", "--score"):
+        for text in getattr(args, flag.removeprefix("--")):
+            name, q = parse_spec(flag, text)
+            if name in questions:
+                raise InputError(flag, None, None, f"the name {name!r} is used twice", "one name per question")
+            questions[name] = q
+    if not questions:
+        raise InputError("--choice/--yesno/--score", None, None, "no question given", "at least one question spec")
+    state = _state(args)
+    policy = policy_arg(args)
+    if args.uncovered != "error" and not args.calibration:
+        raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
+                         "--calibration FILE --uncovered raw")
+    out = Path(args.records) if args.records else None
+    if out is not None:
+        check_writable(out)
+    ask_decisions(state, questions, args.id)  # every question checked before the model loads
+    cfg = backend_config(args)
+    cal = load_calibration(args.calibration) if args.calibration else None
+    if cal is not None:
+        cli.check_calibration_model(cal, cfg)  # a file for another model: refused before the model loads
+    with Scorer(backend=cli.load_backend(cfg), mode="shared", calibration=cal, max_batch_tokens=args.max_batch_tokens,
+                on_uncovered=args.uncovered, echo=args.echo) as scorer:
+        answers = scorer.ask(state, questions, args.id)
+    doc: dict[str, Any] = {"answers": answers.to_json()}
+    if policy is not None:
+        doc["policy"] = policy.describe()
+        for name, a in answers.items():
+            v = a.verdict(policy)
+            doc["answers"][name].update(act=v.confident, reason=v.reason)
+    if out is not None:
+        write_atomic(out, b"".join(dumps_record(dict(r)) for r in answers.records))
+        doc["records"] = str(out)
+    sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0

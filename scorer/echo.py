@@ -1,0 +1,61 @@
+"""``--echo``: what a record says about its own input, so an audit needs nothing kept elsewhere.
+
+A record always carries hashes of its prompt and tokens; with ``echo`` it also carries an ``echo`` block:
+
+* ``digest`` (``--echo``, API ``echo=True``): the question, the options (ids and descriptions, in lettered
+  order) and ``state_sha256``, the sha256 of the state (its UTF-8 text, or for a JSON state the compact JSON
+  ``orjson.dumps`` writes, key order kept), so the state can be matched to the record without being stored;
+* ``full`` (``--echo full``, API ``echo="full"``): the same and the state itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from scorer.errors import brief
+from scorer.options import OptionError
+from scorer.schema import Decision
+
+ECHO_LEVELS = ("digest", "full")
+"""What ``echo`` may be (besides off)."""
+
+
+def check_echo(value: Any, option: str = "echo") -> str | None:
+    """``echo`` as a level: False/None → None (off), True → ``digest``, or one of :data:`ECHO_LEVELS`."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return "digest"
+    if isinstance(value, str) and value in ECHO_LEVELS:
+        return value
+    raise OptionError(option, f"{brief(value)} is not one of True, False, {', '.join(map(repr, ECHO_LEVELS))}")
+
+
+def state_sha256(state: str | dict[str, Any] | list[Any]) -> str:
+    """sha256 of a state: its UTF-8 text, or the compact JSON of a JSON state (key order kept)."""
+    data = state.encode("utf-8") if isinstance(state, str) else orjson.dumps(state)
+    return hashlib.sha256(data).hexdigest()
+
+
+def echo_block(d: Decision, level: str) -> dict[str, Any]:
+    """The ``echo`` block of decision ``d`` at ``level``."""
+    out: dict[str, Any] = {"level": level, "question": d.question,
+                           "options": [{"id": o.id, "description": o.description} for o in d.options],
+                           "state_sha256": state_sha256(d.state)}
+    if level == "full":
+        out["state"] = d.state
+    return out
+
+
+def with_echo(records: Iterable[dict[str, Any]], decisions: Sequence[Decision],
+              level: str | None) -> Iterator[dict[str, Any]]:
+    """The records, each with the ``echo`` block of its decision (``run.index`` in ``decisions``); unchanged
+    when ``level`` is None."""
+    for rec in records:
+        if level is not None:
+            rec = {**rec, "echo": echo_block(decisions[int(rec["run"]["index"])], level)}
+        yield rec
