@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from scorer.backends import BackendConfig
     from scorer.calibration.core import Calibration
+    from scorer.demos import Demos
 
 DECIDE_SOURCE = "decision"
 """The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
@@ -279,6 +280,10 @@ class Scorer:
     ``slots`` is what is read out: ``"letters"`` (the options lettered A, B, …; the default) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
     refused naming ``options[i].id``), as ``semif score --slots``.
+    ``layout`` is ``state-major`` (the default, ``semif-direct-v1``), ``question-major`` or ``auto`` (per call of
+    :meth:`decide_many`, whichever shares more prefix tokens over its rows; one row is always state-major).
+    ``demos`` is a demonstrations file (``semif score --demos``) or loaded :class:`~scorer.demos.Demos`, with
+    ``demos_k`` demonstrations per decision chosen by ``seed`` (for a file; defaults as the command line's).
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
@@ -286,10 +291,13 @@ class Scorer:
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
                  calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
                  on_uncovered: str = "error", echo: bool | str | None = None, slots: str = "letters",
+                 layout: str = "state-major",
+                 demos: str | Path | Demos | None = None, demos_k: int | None = None, seed: int | None = None,
                  **options: Any) -> None:
         from scorer.backends import BackendConfig
         from scorer.calibration.apply import check_on_uncovered
         from scorer.echo import check_echo
+        from scorer.layouts import check_layout, check_slots_layout
 
         # One validation for the API and the command line (scorer.options): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(
@@ -316,6 +324,9 @@ class Scorer:
             from scorer.calibration.apply import check_config
 
             check_config(self.calibration, self._config)  # a file for another model: refused before it loads
+        self.layout = check_layout(layout)
+        self.demos = _load_demos(demos, demos_k, seed)
+        check_slots_layout(self.slots, self.layout, self.demos is not None)
         self.model = model
         self._backend: Backend | None = None if isinstance(backend, str) else backend
         self._owned = isinstance(backend, str)
@@ -325,10 +336,12 @@ class Scorer:
     @classmethod
     def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
                     calibration: str | Path | Calibration | None = None, on_uncovered: str = "error",
-                    echo: bool | str | None = None, slots: str = "letters") -> Scorer:
+                    echo: bool | str | None = None, slots: str = "letters", layout: str = "state-major",
+                    demos: Demos | None = None) -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
         return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
-                   on_uncovered=on_uncovered, echo=echo, slots=slots, **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
+                   on_uncovered=on_uncovered, echo=echo, slots=slots, layout=layout, demos=demos,
+                   **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Scorer:
@@ -424,18 +437,20 @@ class Scorer:
         """
         from scorer.calibration.apply import apply_records
         from scorer.echo import with_echo
-        from scorer.runs.score import checked_config_parts, config_sha256, prepare, score_items
+        from scorer.runs.score import checked_config_parts, config_sha256, prepare, resolve_layout, score_items
 
         mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
         with self._lock:
             backend = self._load_locked()
             cal = self.calibration
+            layout, _ = resolve_layout(backend, decisions, self.layout, self.demos)
             parts = checked_config_parts(backend.model_info(), decisions, run_parts, mode, self.max_batch_tokens,
                                          calibration=cal, on_uncovered=self.on_uncovered, echo=self.echo,
-                                         slots=self.slots)
+                                         layout=layout, demos=self.demos, slots=self.slots)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
-            items = prepare(backend, list(decisions), with_prefix=mode != "direct", slots=self.slots)
+            items = prepare(backend, list(decisions), with_prefix=mode != "direct", layout=layout, demos=self.demos,
+                            slots=self.slots)
             records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens))
             if cal is not None:
                 records = list(apply_records(cal, records, self.on_uncovered))
@@ -444,6 +459,24 @@ class Scorer:
             for rec, index in zip(records, indices, strict=True):
                 rec["run"]["index"] = index
         return records
+
+
+def _load_demos(demos: str | Path | Demos | None, k: int | None, seed: int | None) -> Demos | None:
+    """Demonstrations given by path are read and checked now (file:line:field errors), before any model loads."""
+    from scorer.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
+
+    if demos is None:
+        if k is not None or seed is not None:
+            raise SemifError("demos_k and seed choose demonstrations: give them with demos=FILE")
+        return None
+    if isinstance(demos, Demos):
+        if k is not None or seed is not None:
+            raise SemifError("demos_k and seed are those of the Demos given; pass a file to choose them here")
+        return demos
+    if not isinstance(demos, str | os.PathLike):
+        raise SemifError(f"demos {brief(demos)} is not a file path or a scorer.demos.Demos "
+                         "(expected labelled rows in the input schema)")
+    return load_demos(demos, DEFAULT_K if k is None else k, DEFAULT_SEED if seed is None else seed)
 
 
 def _load_calibration(calibration: str | Path | Calibration | None) -> Calibration | None:

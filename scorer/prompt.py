@@ -3,6 +3,8 @@
 Layout (``semif-direct-v1``): what all criteria about one state share comes first — the system
 instructions, then the state — and only then the criterion and its lettered options, so the state's
 tokens form a reusable prefix (serial/shared modes). The model never sees option ids, only letters.
+The other layouts and the demonstrations are arranged by :mod:`scorer.layouts` and rendered here
+(:func:`render_messages`).
 
 Answer slots (:data:`scorer.options.SLOTS`): ``letters`` (the default, above) or ``ids``: the options are listed under
 their own ids (``yes: …``), the model is asked for the id, and each id's token is its answer slot
@@ -89,15 +91,26 @@ def state_text(state: str | dict[str, Any] | list[Any]) -> str:
     return json.dumps(state, ensure_ascii=False)
 
 
-def user_content(decision: Decision, slots: str = "letters") -> tuple[str, int]:
-    """The user message, and the length of its shared head (instructions + state)."""
-    head = f"{_STATE_HEAD}{state_text(decision.state)}{_STATE_TAIL}"
+def state_block(decision: Decision) -> str:
+    """``State:`` and the state's text (what :func:`user_content` puts before the question)."""
+    return f"{_STATE_HEAD}{state_text(decision.state)}"
+
+
+def question_block(decision: Decision, slots: str = "letters") -> str:
+    """The question and its options, one per line: under their letters (the model then never sees option
+    ids) or, with ``slots="ids"``, under their own ids."""
     lines = [f"Question: {decision.question.strip()}", "Options:"]
     if slots == "ids":
         lines += [f"{opt.id}: {opt.description.strip()}" for opt in decision.options]
     else:
         lines += [f"{LETTERS[i]}. {opt.description.strip()}" for i, opt in enumerate(decision.options)]
-    return head + "\n".join(lines), len(head)
+    return "\n".join(lines)
+
+
+def user_content(decision: Decision, slots: str = "letters") -> tuple[str, int]:
+    """The user message of the state-major layout, and the length of its shared head (instructions + state)."""
+    head = f"{state_block(decision)}{_STATE_TAIL}"
+    return head + question_block(decision, slots), len(head)
 
 
 class SpecialSplitter:
@@ -215,6 +228,14 @@ class Prompt:
     """What the answer slots are (:data:`scorer.options.SLOTS`)."""
     slot_texts: tuple[str, ...] = ()
     """The text of each option's answer slot: its letter, or its id (``slots="ids"``)."""
+    layout: str = "state-major"
+    """The layout that placed the parts (:mod:`scorer.layouts`): ``state-major`` or ``question-major``."""
+    demo_ids: tuple[str, ...] = ()
+    """Ids of the demonstrations shown before the decision, in the order shown (:mod:`scorer.demos`)."""
+    demo_level: str | None = None
+    """Where the demonstrations came from: ``signature``, ``family`` or ``generic`` (None without them)."""
+    demos_k: int = 0
+    """Demonstrations the run asked for (``--demos-k``; 0 without ``--demos``): part of the signature."""
 
     @property
     def sha256(self) -> str:
@@ -223,6 +244,12 @@ class Prompt:
     @property
     def tokens_sha256(self) -> str:
         return sha256_tokens(self.ids)
+
+    @property
+    def signature_version(self) -> str:
+        """The prompt version a decision signature names: the layout's version, ``+demos-K`` when the run
+        showed K demonstrations (a calibration fitted without them never applies to a run with them)."""
+        return f"{self.version}+demos-{self.demos_k}" if self.demos_k else self.version
 
 
 def messages_for(decision: Decision, slots: str = "letters") -> tuple[list[dict[str, str]], int]:
@@ -315,19 +342,41 @@ def id_slots(tok: Tokenizer, decision: Decision) -> list[int]:
 
 
 def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt:
-    """Render, encode and validate the prompt of one decision, read out through ``slots``
-    (:data:`scorer.options.SLOTS`).
+    """Render, encode and validate the state-major prompt of one decision without demonstrations
+    (``semif-direct-v1``, or ``semif-direct-ids-v1`` read out through the option ids;
+    :func:`scorer.layouts.render` renders every layout).
 
     Raises :class:`ValidationError` when an answer letter is not stable at the prompt's boundary
     (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are);
     with ``slots="ids"`` an option id that breaks a slot rule is an :class:`InputError` naming its field.
     """
-    version = prompt_version(slots)
     msgs, head_len = messages_for(decision, slots)
+    return render_messages(tok, msgs, Head(-1, head_len), decision, prompt_version(slots), slots=slots)
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where a prompt's shared head ends: ``length`` characters into the content of message ``message``
+    (an index from the end of the message list, so a system message the template drops does not shift it)."""
+
+    message: int
+    length: int
+
+
+def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, decision: Decision, version: str,
+                    slots: str = "letters", **meta: Any) -> Prompt:
+    """Render ``msgs`` with the model's chat template, encode and validate the answer slots of ``decision``
+    (its letters, or its option ids with ``slots="ids"``).
+
+    ``head`` marks the end of the part shared with other rows (the reusable prefix); ``meta`` fills the
+    :class:`Prompt`'s layout and demonstration fields. Raises as :func:`render`.
+    """
+    if head.message >= 0:
+        raise ValueError(f"head.message is an index from the end of the messages, got {head.message}")
     text = tok.render_chat(msgs, add_generation_prompt=True)
     spans = message_spans(text, msgs)
-    at = spans[-1][0]  # the user message
-    prefix_text = text[: at + head_len]
+    at = spans[head.message][0]
+    prefix_text = text[: at + head.length]
     ids = tok.encode(text, spans)
     n = len(decision.options)
     texts = tuple(decision.option_ids) if slots == "ids" else tuple(LETTERS[:n])
@@ -342,7 +391,8 @@ def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt
                                  f"an id whose token follows the prompt unchanged, [{slot}], for --slots ids "
                                  "(or --slots letters)")
             raise ValidationError(f"{what} (expected the prompt's tokens followed by [{slot}])")
-    return Prompt(version, text, ids, prefix_text, LETTERS[:n], slot_ids, tok.template_name, spans, slots, texts)
+    return Prompt(version, text, ids, prefix_text, LETTERS[:n], slot_ids, tok.template_name, spans, slots, texts,
+                  **meta)
 
 
 def common_prefix(seqs: Sequence[Sequence[_T]]) -> list[_T]:

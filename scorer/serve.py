@@ -413,6 +413,10 @@ class ServeConfig:
     """A row the calibration does not cover: 422 (``error``) or its raw numbers, flagged (``raw``)."""
     slots: str = "letters"
     """What every request is read out through: the letters, or the option ids (``semif score --slots``)."""
+    layout: str = "state-major"
+    """The prompt layout of every request (:mod:`scorer.layouts`; ``auto`` chooses per request)."""
+    demos: Any = None
+    """Demonstrations (a loaded :class:`scorer.demos.Demos`) shown before every decision, or None."""
 
 
 @dataclass(frozen=True)
@@ -557,7 +561,7 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     check_bind(cfg.host, cfg.token)  # before the model loads
     calibration = _calibration(cfg)
     with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.on_uncovered,
-                            cfg.slots) as scorer:
+                            cfg.slots, layout=cfg.layout, demos=cfg.demos) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token)
         print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()

@@ -203,14 +203,33 @@ _PARSER = functools.lru_cache(maxsize=1)(cli.build_parser)
 """The argument parser, built once: building it is most of an in-process run's cost (parsing is stateless)."""
 
 
-def _run_cli(case: Case, folder: Path) -> tuple[int, str, Path, Path]:
+EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples" / "decisions.jsonl"
+DEMOS_EXAMPLES = 300
+"""Generated bad files given as ``score --demos FILE`` (the same row schema, read the same way)."""
+
+
+def _run_cli(case: Case, folder: Path, demos: bool = False) -> tuple[int, str, Path, Path]:
     rows, out = folder / "rows.jsonl", folder / "out.jsonl"
     rows.write_bytes(b"".join(x + b"\n" for x in case.lines))
+    argv = ["score", "--input", str(EXAMPLES), "--demos", str(rows)] if demos else ["score", "--input", str(rows)]
     err = io.StringIO()
     with mock.patch.object(cli, "load_backend", _forbidden_load), mock.patch.object(cli, "build_parser", _PARSER), \
             contextlib.redirect_stderr(err):
-        code = cli.main(["score", "--input", str(rows), "--output", str(out)])
+        code = cli.main([*argv, "--output", str(out)])
     return code, err.getvalue(), rows, out
+
+
+def _check_refused(case: Case, folder: Path, seen: dict[str, int], demos: bool = False) -> None:
+    code, err, rows, out = _run_cli(case, folder, demos)  # one folder: the output must never appear in it
+    assert code == 2, (case.kind, err)
+    assert "Traceback" not in err and len(err) < 1200, (case.kind, err[:2000])
+    lines = err.splitlines()
+    assert len(lines) == 1, (case.kind, err)
+    where = f"semif: error: {rows}:{case.line}: "
+    field = case.field and (case.field if case.field.isprintable() else repr(case.field)[1:-1])
+    assert lines[0].startswith(where + (f"field '{field}': " if field else "")), (case.kind, field, err)
+    assert not out.exists(), case.kind
+    seen[case.kind] = seen.get(case.kind, 0) + 1
 
 
 def test_every_generated_bad_file_is_refused_with_file_line_field(tmp_path):
@@ -219,21 +238,51 @@ def test_every_generated_bad_file_is_refused_with_file_line_field(tmp_path):
     @settings(max_examples=BAD_EXAMPLES, **_SETTINGS)
     @given(case=bad_file())
     def check(case: Case) -> None:
-        code, err, rows, out = _run_cli(case, tmp_path)  # one folder: the output must never appear in it
-        assert code == 2, (case.kind, err)
-        assert "Traceback" not in err and len(err) < 1200, (case.kind, err[:2000])
-        lines = err.splitlines()
-        assert len(lines) == 1, (case.kind, err)
-        where = f"semif: error: {rows}:{case.line}: "
-        field = case.field and (case.field if case.field.isprintable() else repr(case.field)[1:-1])
-        assert lines[0].startswith(where + (f"field '{field}': " if field else "")), (case.kind, field, err)
-        assert not out.exists(), case.kind
-        seen[case.kind] = seen.get(case.kind, 0) + 1
+        _check_refused(case, tmp_path, seen)
 
     check()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
     assert sum(seen.values()) >= BAD_EXAMPLES, seen
     assert len(seen) == 22, seen  # every kind of fault was exercised
+
+
+@st.composite
+def bad_demos_file(draw: st.DrawFn) -> Case:
+    """A bad row (any fault of :func:`bad_file`), or valid rows one of whose demonstration fields is wrong."""
+    if draw(st.booleans()):
+        return draw(bad_file())
+    n = draw(st.integers(1, 4))
+    rows = [draw(valid_row(i)) for i in range(n)]
+    for r in rows:
+        r["label"] = r["options"][0]["id"]
+    j = draw(st.integers(0, n - 1))
+    kind = draw(st.sampled_from(["label-missing", "label-unknown", "group", "family"]))
+    if kind == "label-missing":
+        del rows[j]["label"]
+        field = "label"
+    elif kind == "label-unknown":
+        ids = {o["id"] for o in rows[j]["options"]}
+        rows[j]["label"] = draw(st.one_of(NOT_STR, TEXT).filter(lambda v: v not in ids if isinstance(v, str) else True))
+        field = "label"
+    else:
+        field = kind
+        rows[j][kind] = draw(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.booleans(), BLANK,
+                                       st.lists(SCALAR, max_size=2), st.dictionaries(TEXT, SCALAR, max_size=2)))
+    return Case([_dumps(r) for r in rows], j + 1, field, kind)
+
+
+def test_every_generated_bad_demos_file_is_refused_with_file_line_field(tmp_path):
+    seen: dict[str, int] = {}
+
+    @settings(max_examples=DEMOS_EXAMPLES, **_SETTINGS)
+    @given(case=bad_demos_file())
+    def check(case: Case) -> None:
+        _check_refused(case, tmp_path, seen, demos=True)
+
+    check()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
+    assert sum(seen.values()) >= DEMOS_EXAMPLES, seen
+    assert {"label-missing", "label-unknown", "group", "family"} <= set(seen), seen
 
 
 @settings(max_examples=150, **_SETTINGS)

@@ -89,6 +89,28 @@ def test_cli_refuses_a_multi_token_id_with_exit_2(tmp_path, monkeypatch, capsys)
     assert "argument --slots: 'words' is not one of letters, ids" in capsys.readouterr().err
 
 
+
+@pytest.mark.parametrize("extra", [["--layout", "question-major"], ["--layout", "auto"], ["--demos", "DEMOS"]])
+def test_ids_with_another_layout_or_demonstrations_is_refused_before_the_model_loads(tmp_path, monkeypatch,
+                                                                                    capsys, extra):
+    loaded = []
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: loaded.append(cfg) or FakeBackend())
+    inp, out, demos = tmp_path / "rows.jsonl", tmp_path / "out.jsonl", tmp_path / "demos.jsonl"
+    rows = [_row(d) for d in _decisions(2)]
+    inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    demos.write_bytes(b"".join(orjson.dumps({**r, "id": "d" + r["id"], "label": r["options"][0]["id"]}) + b"\n"
+                               for r in rows))
+    args = [str(demos) if a == "DEMOS" else a for a in extra]
+    for command in (["score", "--input", str(inp), "--output", str(out)], ["prompt", "--input", str(inp), "--id", "r0"]):
+        assert cli.main([*command, "--slots", "ids", *args]) == 2
+        err = capsys.readouterr().err
+        assert "slots: ids works with layout state-major and no demonstrations" in err and "Traceback" not in err
+    assert loaded == [] and not out.exists()
+    with pytest.raises(OptionError, match="ids works with layout state-major"):
+        Scorer(backend=FakeBackend(), slots="ids", layout="question-major")
+    with pytest.raises(OptionError, match="ids works with layout state-major"):
+        ScoreConfig(slots="ids", layout="auto")
+
 # --- the readout --------------------------------------------------------------------------------------------------
 def test_ids_read_the_ids_tokens_with_the_letters_machinery():
     tok = FakeTokenizer()

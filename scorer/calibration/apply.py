@@ -37,11 +37,11 @@ def check_on_uncovered(value: Any, option: str = "on_uncovered") -> str:
 def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict[str, Any], permute: int = 1,
                     on_uncovered: str = "error", prompt_version: str | None = None) -> None:
     """Raise the lookup error of the first decision the calibration does not cover (model first); with
-    ``on_uncovered="raw"`` only the model is checked. The decisions are scored under ``prompt_version``
-    (default: the letters' ``semif-direct-v1``)."""
+    ``on_uncovered="raw"`` only the model is checked. ``prompt_version``: what the run's signatures name (its
+    layout and demonstrations: :func:`scorer.layouts.signature_version`; default ``semif-direct-v1``)."""
     from scorer.prompt import PROMPT_VERSION
 
-    version = prompt_version or PROMPT_VERSION
+    version = PROMPT_VERSION if prompt_version is None else prompt_version
     cal.check_model(model)
     if on_uncovered == "raw":
         return

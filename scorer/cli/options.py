@@ -112,6 +112,46 @@ def load_model(args: argparse.Namespace) -> Backend:
     return cli.load_backend(backend_config(args))
 
 
+# --- the prompt: layout and demonstrations ---------------------------------------------------------------------------
+def add_layout_args(p: argparse.ArgumentParser, auto: bool = True) -> None:
+    """``--layout`` and the demonstrations (``--demos FILE --demos-k K --seed S``) of every command that builds
+    prompts. ``auto`` (a per-run choice over the rows) only where a command scores a run of rows."""
+    from scorer.demos import DEFAULT_K, DEFAULT_SEED
+    from scorer.layouts import LAYOUT_CHOICES, LAYOUTS, STATE_MAJOR
+
+    names = LAYOUT_CHOICES if auto else LAYOUTS
+    g = p.add_argument_group("prompt")
+    g.add_argument("--layout", type=choice(names), choices=names, default=STATE_MAJOR,
+                   help="state-major: system, state, question, options (semif-direct-v1); question-major: system, "
+                        "demonstrations, question, options, then the state (semif-question-major-v1)"
+                        + ("; auto: per run, whichever shares more prefix tokens over the rows" if auto else "")
+                        + f" (default {STATE_MAJOR})")
+    g.add_argument("--demos", metavar="FILE",
+                   help="labelled rows (input schema, with label) shown before each decision as earlier chat turns: "
+                        "per signature, else family, else any; never the row or a row of its group")
+    g.add_argument("--demos-k", type=positive_int, metavar="K",
+                   help=f"--demos: demonstrations per decision, balanced over labels (default {DEFAULT_K})")
+    g.add_argument("--seed", type=_rule(rules.non_negative_int, rules.cli_int), metavar="S",
+                   help=f"--demos: the seed that orders the candidates (default {DEFAULT_SEED})")
+
+
+def layout_options(args: argparse.Namespace) -> tuple[str, Any]:
+    """The layout and the loaded :class:`~scorer.demos.Demos` (None without ``--demos``) of
+    :func:`add_layout_args`' arguments; a bad demonstrations file is refused here, before any model loads."""
+    from scorer.demos import DEFAULT_K, DEFAULT_SEED, load_demos
+    from scorer.layouts import check_slots_layout
+
+    check_slots_layout(getattr(args, "slots", "letters"), args.layout, args.demos is not None)
+    if args.demos is None:
+        for flag, value in (("--demos-k", args.demos_k), ("--seed", args.seed)):
+            if value is not None:
+                raise InputError(flag, None, None, "given without --demos", f"--demos FILE {flag} VALUE")
+        return args.layout, None
+    k = DEFAULT_K if args.demos_k is None else args.demos_k
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    return args.layout, load_demos(args.demos, k, seed)
+
+
 # --- the exact policy -----------------------------------------------------------------------------------------------
 def add_exact_args(p: argparse.ArgumentParser) -> None:
     """The ``--exact`` options (``semif score``)."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from scorer.cli.options import add_model_args, add_slots_arg, load_model
+from scorer.cli.options import add_layout_args, add_model_args, add_slots_arg, layout_options, load_model
 
 
 def register(sub: Any) -> None:
@@ -20,20 +20,32 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     add_slots_arg(p)
     add_model_args(p)
+    add_layout_args(p)
     p.set_defaults(func=_cmd_prompt)
 
 
 def _cmd_prompt(args: argparse.Namespace) -> int:
+    from scorer.demos import prompt_for
     from scorer.errors import InputError
-    from scorer.prompt import render
+    from scorer.prompt import prefix_ids
+    from scorer.runs.score import resolve_layout
     from scorer.schema import load_decisions
 
-    decisions = {d.id: d for d in load_decisions(Path(args.input))}
+    rows = load_decisions(Path(args.input))
+    decisions = {d.id: d for d in rows}
     if args.id not in decisions:
         raise InputError(args.input, None, "id", f"no row with id {args.id!r}", "an id present in the file")
+    layout, demos = layout_options(args)
     backend = load_model(args)
-    p = render(backend.tokenizer, decisions[args.id], args.slots)
-    doc = {"id": args.id, "prompt_version": p.version, "prompt_template": p.template, "prompt": p.text,
+    # auto: the choice `semif score --layout auto` makes for this very file
+    layout, choice = resolve_layout(backend, rows, layout, demos)
+    if choice is not None:
+        print(f"[semif] {choice.describe()}", file=sys.stderr)
+    p = prompt_for(backend.tokenizer, decisions[args.id], layout, demos, args.slots)
+    head = prefix_ids(backend.tokenizer, p)
+    doc = {"id": args.id, "prompt_version": p.version, "layout": p.layout,
+           "demos": {"k": p.demos_k, "ids": list(p.demo_ids), "level": p.demo_level} if p.demos_k else None,
+           "shared_head_tokens": len(head), "prompt_template": p.template, "prompt": p.text,
            "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slots": p.slots,
            "slot_texts": list(p.slot_texts), "slot_token_ids": p.slot_ids,
            "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256, "plain_spans": p.plain_spans,
@@ -47,6 +59,9 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     else:
         print(p.text)
         print(f"\n--- {len(p.ids)} tokens: {p.ids}", file=sys.stdout)
+        shown = f"; demonstrations {', '.join(p.demo_ids)} ({p.demo_level})" if p.demos_k else ""
+        print(f"layout {p.layout} ({p.version}); shared head {len(head)} tokens (the prefix rows like it reuse)"
+              f"{shown}")
         slots = dict(zip(p.slot_texts, p.slot_ids, strict=True))
         print(f"prompt_sha256 {p.sha256}\ntokens_sha256 {p.tokens_sha256}\nslots {slots}")
     return 0

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_mode_arg, add_report_args, choice, positive_int
+from scorer.cli.options import add_layout_args, add_mode_arg, add_report_args, choice, layout_options, positive_int
 from scorer.errors import InputError
 from scorer.options import BACKENDS
 from scorer.runs.eval import DEFAULT_THRESHOLDS
@@ -42,6 +42,7 @@ def register(sub: Any) -> None:
     p.add_argument("--reference-model", required=True)
     p.add_argument("--reference-backend", type=choice(BACKENDS), choices=BACKENDS, default="torch")
     p.add_argument("--threads", type=positive_int, help="CPU threads for both backends, >= 1")
+    add_layout_args(p)
     p.set_defaults(func=_cmd_route_score)
 
 
@@ -108,12 +109,13 @@ def _cmd_route_score(args: argparse.Namespace) -> int:
     from scorer.backends import BackendConfig, load_backend
     from scorer.io import check_writable, write_atomic
     from scorer.runs.eval import route_live
-    from scorer.runs.score import config_sha256
+    from scorer.runs.score import config_sha256, resolve_layout
     from scorer.schema import dumps_record, load_decisions
     from scorer.store import sha256_file
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)
+    layout, demos = layout_options(args)  # a bad demonstrations file is refused before any model loads
     check_writable(out)
     if not (math.isfinite(args.margin) and args.margin >= 0):
         raise InputError("--margin", None, None, f"{args.margin!r}", "a number >= 0")
@@ -123,8 +125,15 @@ def _cmd_route_score(args: argparse.Namespace) -> int:
     parts = {"input_sha256": sha256_file(inp), "semif": __version__, "route": {"margin": args.margin},
              "fast": fast.model_info().get("key"), "fast_backend": args.fast_backend, "fast_mode": args.fast_mode,
              "reference": ref.model_info().get("key"), "reference_backend": args.reference_backend}
+    layout, picked = resolve_layout(fast, decisions, layout, demos)  # auto: chosen on the path every row takes
+    if picked is not None:
+        print(f"[semif] {picked.describe()}", file=sys.stderr)
+    if layout != "state-major":
+        parts["layout"] = layout
+    if demos is not None:
+        parts["demos"] = demos.config()
     run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3), "resumed_from": 0}
-    recs = route_live(decisions, fast, ref, args.margin, run, args.fast_mode)
+    recs = route_live(decisions, fast, ref, args.margin, run, args.fast_mode, layout=layout, demos=demos)
     write_atomic(out, b"".join(dumps_record(r) for r in recs))
     n_esc = sum(r["escalated"] for r in recs)
     total = sum(r["timing"]["total_s"] for r in recs)

@@ -13,12 +13,14 @@ from scorer.cli.calibrate import check_score_args as check_calibration_args
 from scorer.cli.calibrate import report_batch
 from scorer.cli.options import (
     add_exact_args,
+    add_layout_args,
     add_max_batch_tokens_arg,
     add_mode_arg,
     add_model_args,
     add_slots_arg,
     backend_config,
     exact_policy,
+    layout_options,
     load_model,
     positive_float,
     positive_int,
@@ -48,6 +50,7 @@ def register(sub: Any) -> None:
                    help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
     add_echo_arg(p)
     add_model_args(p)
+    add_layout_args(p)
     add_exact_args(p)
     add_calibration_args(p)
     _add_engine_args(p)
@@ -132,7 +135,8 @@ def _route_policy(args: argparse.Namespace) -> tuple[Any, Any, str | None] | Non
                          "together")
     for flag, on in (("--engine ray", args.engine == "ray"), ("--batch-calibrate", bool(args.batch_calibrate)),
                      ("--calibration", args.calibration is not None), ("--permute", args.permute > 1),
-                     ("--temperature", args.temperature is not None), ("--slots", args.slots != "letters")):
+                     ("--temperature", args.temperature is not None), ("--slots", args.slots != "letters"),
+                     ("--demos", args.demos is not None), (f"--layout {args.layout}", args.layout != "state-major")):
         if on:
             raise InputError(flag, None, None, "given with live routing",
                              "per-engine calibration in the SPECs (calibration=FILE); no --permute/--temperature; "
@@ -179,7 +183,8 @@ def _ray_options(args: argparse.Namespace) -> RayOptions:
     """The :class:`RayOptions` of ``semif score``'s arguments; refuses what the Ray engine does not do."""
     for flag, on in (("--permute", args.permute > 1), ("--temperature", args.temperature is not None),
                      ("--exact", bool(getattr(args, "exact", False))), ("--echo", args.echo is not None),
-                     ("--slots ids", args.slots != "letters")):
+                     ("--slots ids", args.slots != "letters"), ("--demos", args.demos is not None),
+                     (f"--layout {args.layout}", args.layout != "state-major")):
         if on:
             raise ValidationError(f"{flag} is not supported with --engine ray (use the local engine)")
     if not args.cpus_per_actor > 0 or args.gpus_per_actor < 0:
@@ -201,6 +206,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
+    layout, demos = layout_options(args)  # and every demonstration
     exact = exact_policy(args)
     ray_opts = _ray_options(args) if args.engine == "ray" else None  # refused before anything is opened
     if exact is not None and exact.report is not None:
@@ -240,7 +246,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
     mode = (routing[2] or args.mode) if routing else args.mode
     cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
                       permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration,
-                      on_uncovered=args.uncovered, echo=args.echo, slots=args.slots)
+                      on_uncovered=args.uncovered, echo=args.echo, slots=args.slots, layout=layout, demos=demos)
+
+    def chose(c: Any) -> None:
+        print(f"[semif] {c.describe()}", file=sys.stderr)
+
     try:
         with sink:
             try:
@@ -271,9 +281,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
                         report_batch(run_batch_calibrated(decisions, backend, out, cfg, args.batch_calibrate,
                                                           args.calibration_min_rows, args.calibration_fallback,
                                                           raw_sink=sink,
-                                                          on_record=lambda _r: bar.update(1), on_start=start))
+                                                          on_record=lambda _r: bar.update(1), on_start=start,
+                                                          on_layout=chose))
                     else:
-                        run_score(decisions, backend, sink, cfg, on_record=lambda _r: bar.update(1), on_start=start)
+                        run_score(decisions, backend, sink, cfg, on_record=lambda _r: bar.update(1), on_start=start,
+                                  on_layout=chose)
             finally:
                 if bar is not None:
                     bar.close()

@@ -8,11 +8,13 @@ from typing import Any
 
 from scorer.cli.calibrate import add_uncovered_arg
 from scorer.cli.options import (
+    add_layout_args,
     add_max_batch_tokens_arg,
     add_mode_arg,
     add_model_args,
     add_slots_arg,
     backend_config,
+    layout_options,
     positive_float,
     positive_int,
 )
@@ -27,6 +29,7 @@ def register(sub: Any) -> None:
     add_mode_arg(p, "shared")
     add_max_batch_tokens_arg(p)
     add_slots_arg(p)
+    add_layout_args(p)
     p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
     p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
                    help="requests waiting for the scorer before 503")
@@ -60,12 +63,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.uncovered != "error" and not args.calibration:
         raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
                          "--calibration FILE --uncovered raw")
+    layout, demos = layout_options(args)  # a bad demonstrations file is refused before the model loads
+    if args.ray and (layout != "state-major" or demos is not None):
+        raise InputError("--ray", None, None, "given with --layout/--demos",
+                         "the state-major layout without demonstrations on Ray Serve (for now)")
     cfg = ServeConfig(host=args.host, port=args.port, mode=args.mode, max_batch_tokens=args.max_batch_tokens,
                       token=args.token or os.environ.get(TOKEN_ENV) or None,
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
-                      calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots)
+                      calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots, layout=layout,
+                      demos=demos)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))

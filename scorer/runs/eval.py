@@ -376,16 +376,18 @@ def print_route(rep: dict[str, Any]) -> None:
 
 
 def route_live(decisions: list[Decision], fast: Any, reference: Any, threshold: float, run: dict[str, Any],
-               fast_mode: str = "direct", max_batch_tokens: int = 4096) -> list[dict[str, Any]]:
+               fast_mode: str = "direct", max_batch_tokens: int = 4096, layout: str = "state-major",
+               demos: Any = None) -> list[dict[str, Any]]:
     """The margin policy as it runs in production: score every row on the fast backend, then only the
-    escalated rows on the reference backend (fresh passes). Returns the routed records in input order."""
+    escalated rows on the reference backend (fresh passes). Returns the routed records in input order.
+    Both paths render ``layout`` (a resolved one) with ``demos``' demonstrations (:mod:`scorer.demos`)."""
     from scorer.runs.score import prepare, score_items
 
-    fast_items = prepare(fast, decisions, with_prefix=fast_mode != "direct")
+    fast_items = prepare(fast, decisions, with_prefix=fast_mode != "direct", layout=layout, demos=demos)
     fast_recs = list(score_items(fast, fast_items, fast_mode, run, 0, max_batch_tokens))
     escalated = [d for d, r in zip(decisions, fast_recs, strict=True) if escalates(r, threshold)]
-    ref_recs = list(score_items(reference, prepare(reference, escalated, with_prefix=False), "direct", run)) \
-        if escalated else []
+    ref_recs = list(score_items(reference, prepare(reference, escalated, with_prefix=False, layout=layout,
+                                                   demos=demos), "direct", run)) if escalated else []
     out = route_records(fast_recs, ref_recs, threshold)
     for i, rec in enumerate(out):
         rec["run"] = {**rec["run"], "index": i}

@@ -26,8 +26,19 @@ import orjson
 from scorer import readout
 from scorer.backends.base import Backend, Prefix, pack_chunks
 from scorer.calibration.signature import signature_of
+from scorer.demos import Demos, prompt_for
 from scorer.errors import InputError, ValidationError, brief
 from scorer.io import RecordsOutput, ResumePoint, read_resume
+from scorer.layouts import (
+    AUTO,
+    LAYOUTS,
+    STATE_MAJOR,
+    LayoutChoice,
+    check_layout,
+    check_slots_layout,
+    choose,
+    signature_version,
+)
 from scorer.options import (
     DEFAULT_MAX_BATCH_TOKENS,
     MODES,
@@ -36,7 +47,7 @@ from scorer.options import (
     positive_float,
     positive_int,
 )
-from scorer.prompt import Prompt, common_prefix, prefix_ids, prompt_version, render, sha256_tokens
+from scorer.prompt import Prompt, common_prefix, prefix_ids, sha256_tokens
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, check_record, dumps_record
 
 if TYPE_CHECKING:
@@ -60,10 +71,11 @@ class Item:
     """Shared token prefix of this row's group (empty in direct mode)."""
 
 
-def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = True,
-            slots: str = "letters") -> list[Item]:
-    """Render, encode and validate every prompt (answer ``slots``: :data:`scorer.options.SLOTS`) before any is
-    scored.
+def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = True, layout: str = STATE_MAJOR,
+            demos: Demos | None = None, slots: str = "letters") -> list[Item]:
+    """Render, encode and validate every prompt before any is scored, in ``layout`` (a resolved one:
+    :func:`resolve_layout` turns ``auto`` into one) with ``demos``' demonstrations when given, read out
+    through answer ``slots`` (:data:`scorer.options.SLOTS`).
 
     Rows are grouped by their state head's token prefix; each group's prefix is the longest common
     token prefix of its full prompts (so BPE merges across the state boundary are handled), and
@@ -75,7 +87,7 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
     for i, d in enumerate(decisions):
         t0 = time.perf_counter()
         try:
-            p = render(tok, d, slots)
+            p = prompt_for(tok, d, layout, demos, slots)
         except ValidationError as exc:
             raise ValidationError(f"{d.source}: {exc}") from None
         head = prefix_ids(tok, p) if with_prefix else []
@@ -120,7 +132,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
     return {
         "schema": RECORD_SCHEMA,
         "id": d.id,
-        "signature": signature_of(d, p.version, model_info),
+        "signature": signature_of(d, p.signature_version, model_info),
         "option_ids": ids,
         "letters": list(p.letters),
         "slots": {"readout": p.slots, "texts": list(p.slot_texts), "token_ids": list(p.slot_ids)},
@@ -136,6 +148,8 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "score_kind": model_info.get("score_kind", SCORE_KIND),
         "input_tokens": len(p.ids),
         "prompt_version": p.version,
+        "layout": p.layout,
+        **({"demos": {"k": p.demos_k, "ids": list(p.demo_ids), "level": p.demo_level}} if p.demos_k else {}),
         "prompt_template": p.template,
         "prompt_sha256": p.sha256,
         "tokens_sha256": p.tokens_sha256,
@@ -397,6 +411,10 @@ class ScoreConfig:
     (:mod:`scorer.echo`)."""
     slots: str = "letters"
     """The answer slots read out: the letters A–P, or the option ids (:data:`scorer.options.SLOTS`)."""
+    layout: str = STATE_MAJOR
+    """The prompt layout (:mod:`scorer.layouts`): ``state-major``, ``question-major`` or ``auto``."""
+    demos: Demos | None = None
+    """Demonstrations shown before each decision (:mod:`scorer.demos`)."""
 
     def __post_init__(self) -> None:
         """The options checked by the rules the command line and the API use (:mod:`scorer.options`)."""
@@ -407,6 +425,8 @@ class ScoreConfig:
         object.__setattr__(self, "echo", check_echo(self.echo))
         check_run_options(self.mode, self.max_batch_tokens)
         check_slots(self.slots)
+        check_layout(self.layout)
+        check_slots_layout(self.slots, self.layout, self.demos is not None)
         positive_int(self.permute, "permute")
         if self.temperature is not None:
             positive_float(self.temperature, "temperature")
@@ -416,16 +436,26 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
                          max_batch_tokens: int, *, permute: int = 1, temperature: float | None = None,
                          calibration: Calibration | None = None,
                          exact: RecordPolicy | None = None, route: RecordPolicy | None = None,
-                         on_uncovered: str = "error", echo: str | None = None,
-                         slots: str = "letters") -> dict[str, Any]:
+                         on_uncovered: str = "error", echo: str | None = None, layout: str = STATE_MAJOR,
+                         demos: Demos | None = None, slots: str = "letters") -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
     API and the Ray engine all name their runs through this one function. ``on_uncovered="raw"`` (only the
-    calibration's model is checked then) and ``echo`` enter the hash only when set."""
+    calibration's model is checked then), ``echo``, ``layout`` (a resolved one) and ``demos`` enter the hash
+    only when set."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r} must be resolved before the run is named (resolve_layout)")
     parts = config_parts(info, run_parts, mode, max_batch_tokens)
     if check_slots(slots) != "letters":  # the letters' run hash stays what it always was
         parts["slots"] = slots
+    if layout != STATE_MAJOR:
+        parts["layout"] = layout
+    if demos is not None:
+        if permute > 1:
+            raise ValidationError("--demos and --permute cannot be combined yet (the demonstrations of a rotated "
+                                  "decision would be picked for another option order)")
+        parts["demos"] = demos.config()
     if permute > 1:
         parts["permute"] = permute
     if temperature is not None:
@@ -433,7 +463,8 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if calibration is not None:
         from scorer.calibration.apply import check_decisions
 
-        check_decisions(calibration, decisions, info, permute, on_uncovered, prompt_version(slots))
+        check_decisions(calibration, decisions, info, permute, on_uncovered,
+                        prompt_version=signature_version(layout, demos.k if demos is not None else 0, slots))
         parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
         if on_uncovered != "error":
             parts["uncovered"] = on_uncovered
@@ -446,6 +477,9 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if route is not None:
         if slots != "letters":
             raise ValidationError("live routing (--fast/--accurate) reads the letters; it does not take --slots ids")
+        if layout != STATE_MAJOR or demos is not None:
+            raise ValidationError("live routing (--fast/--accurate) renders the state-major layout without "
+                                  "demonstrations (no --layout question-major, no --demos)")
         if permute > 1 or calibration is not None or temperature is not None:
             raise ValidationError("live routing (--fast/--accurate) takes its calibrations in the SPECs "
                                   "(calibration=FILE) and does not combine with --permute, --temperature or "
@@ -454,8 +488,26 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     return parts
 
 
+def resolve_layout(backend: Backend, decisions: Sequence[Decision], layout: str,
+                   demos: Demos | None = None) -> tuple[str, LayoutChoice | None]:
+    """``layout`` itself, or for ``auto`` the layout whose prompts share more prefix tokens over
+    ``decisions`` (both rendered and counted on ``backend``'s tokenizer: :func:`scorer.layouts.choose`)."""
+    if check_layout(layout) != AUTO:
+        return layout, None
+    tok = backend.tokenizer
+    prompts: dict[str, list[Prompt]] = {}
+    for name in LAYOUTS:
+        try:
+            prompts[name] = [prompt_for(tok, d, name, demos) for d in decisions]
+        except ValidationError as exc:
+            raise ValidationError(f"--layout auto: rendering {name}: {exc}") from None
+    choice = choose(prompts)
+    return choice.layout, choice
+
+
 def run_score(decisions: list[Decision], backend: Backend, output: Path | RecordsOutput, cfg: ScoreConfig,
-              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None) -> int:
+              on_record: ProgressFn | None = None, on_start: Callable[[int, int], None] | None = None,
+              on_layout: Callable[[LayoutChoice], None] | None = None) -> int:
     """Score ``decisions`` into ``output`` (JSONL, one record handed to the kernel at a time). Returns the
     records written.
 
@@ -466,12 +518,19 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     (input hash, options); the model block is added here, so a resumed run is refused unless it loads
     the very same weights the same way. With ``cfg.calibration`` every row's signature is checked against
     it before anything is scored. ``on_start(total, skip)`` runs once the rows are ready to score,
-    ``on_record(record)`` after each record is written.
+    ``on_record(record)`` after each record is written, ``on_layout(choice)`` once ``--layout auto`` has chosen.
     """
+    from dataclasses import replace
+
+    layout, choice = resolve_layout(backend, decisions, cfg.layout, cfg.demos)
+    if choice is not None:
+        cfg = replace(cfg, layout=layout)
+        if on_layout is not None:
+            on_layout(choice)
     parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
                                  permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
                                  exact=cfg.exact, route=cfg.route, on_uncovered=cfg.on_uncovered, echo=cfg.echo,
-                                 slots=cfg.slots)
+                                 layout=cfg.layout, demos=cfg.demos, slots=cfg.slots)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
         return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
@@ -488,11 +547,13 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
     mode, exact = cfg.mode, cfg.exact
     records: Iterator[dict[str, Any]]
     if cfg.permute > 1:
-        records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens, cfg.slots)
+        records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens, cfg.layout,
+                                 cfg.slots)
         if on_start:
             on_start(len(decisions), skip)
     else:
-        items = prepare(backend, decisions, with_prefix=mode != "direct", slots=cfg.slots)
+        items = prepare(backend, decisions, with_prefix=mode != "direct", layout=cfg.layout, demos=cfg.demos,
+                        slots=cfg.slots)
         if exact is not None:  # the bound is set (probe or drift report) before any record is written
             exact.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if cfg.route is not None:  # the accurate engine's prompts validated before any record is written
@@ -529,7 +590,8 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
 def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Path, cfg: ScoreConfig,
                          estimator: str = "mean", min_rows: int = 8, fallback: str = "none",
                          raw_sink: RecordsOutput | None = None, on_record: ProgressFn | None = None,
-                         on_start: Callable[[int, int], None] | None = None) -> BatchResult:
+                         on_start: Callable[[int, int], None] | None = None,
+                         on_layout: Callable[[LayoutChoice], None] | None = None) -> BatchResult:
     """``semif score --batch-calibrate``: the raw phase is :func:`run_score` under ``cfg`` into
     ``OUT.raw.jsonl``, then the in-run prior is fitted and applied into ``output``
     (:mod:`scorer.calibration.batch`). ``raw_sink``: the raw phase's records file, already opened and locked
@@ -541,14 +603,14 @@ def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Pa
     raw = batch.check_outputs(output, cfg.resume, raw_sink is not None)
     raw_cfg = replace(cfg, run_parts=batch.run_parts(cfg.run_parts, estimator, min_rows, fallback))
     written = run_score(decisions, backend, raw_sink if raw_sink is not None else raw, raw_cfg,
-                        on_record=on_record, on_start=on_start)
+                        on_record=on_record, on_start=on_start, on_layout=on_layout)
     return batch.finish(raw, output, written, estimator, min_rows, fallback)
 
 
 # --- the order-averaged readout (semif score --permute K) ----------------------------------------------------
 def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: str, run: dict[str, Any],
                    skip: int = 0, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-                   slots: str = "letters") -> Iterator[dict[str, Any]]:
+                   layout: str = STATE_MAJOR, slots: str = "letters") -> Iterator[dict[str, Any]]:
     """Records of ``decisions[skip:]`` read out over ``k`` cyclic orderings each (pass j scores every row
     that has a j-th shift; rows with fewer options than ``k`` use all n of their rotations).
 
@@ -563,7 +625,7 @@ def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: st
     passes = []
     for j in range(max(len(s) for s in shifts) if rows else 0):
         sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
-        passes.append(prepare(backend, sel, with_prefix=mode != "direct", slots=slots))
+        passes.append(prepare(backend, sel, with_prefix=mode != "direct", layout=layout, slots=slots))
     return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens)
 
 

@@ -1,0 +1,194 @@
+"""Prompt layouts: where the state, the question and the demonstrations sit in a decision's prompt.
+
+Each layout is a prompt version of its own (``prompt_version`` in every record, and ``layout``):
+
+* ``state-major`` (``semif-direct-v1``): system instructions, then ``State:``, then the question and the
+  lettered options. What all criteria about one state share comes first, so the state is the reusable
+  prefix: right when many questions are asked about one state (the shape workload). Without
+  demonstrations its prompts are byte for byte those of :func:`scorer.prompt.render`.
+* ``question-major`` (``semif-question-major-v1``): system instructions, then the question and the
+  lettered options, then ``State:`` and the state, last. What every row asking the same question shares
+  comes first, so instructions + demonstrations + question + options are the reusable prefix: right when
+  many states are asked one question (routing queues, the authored and boundary sets).
+* ``auto``: per run, the layout whose prompts share more tokens over the run's actual rows
+  (:func:`shared_prefix_tokens`: the tokens a prefix tree of the prompts saves); a tie keeps state-major.
+
+Demonstrations (:mod:`scorer.demos`) are earlier chat turns (user: the demonstration's decision in the same
+layout; assistant: its letter). In question-major they come right after the instructions, inside the
+reusable prefix; in state-major they come after the state (which stays the prefix a state's criteria share)
+and before the question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scorer.options import OptionError, one_of
+from scorer.prompt import (
+    LETTERS,
+    PROMPT_VERSION,
+    SYSTEM,
+    Head,
+    Prompt,
+    Tokenizer,
+    prompt_version,
+    question_block,
+    render_messages,
+    state_block,
+    user_content,
+)
+from scorer.prompt import (
+    render as prompt_render,
+)
+from scorer.schema import Decision
+
+STATE_MAJOR = "state-major"
+QUESTION_MAJOR = "question-major"
+AUTO = "auto"
+LAYOUTS = (STATE_MAJOR, QUESTION_MAJOR)
+"""The layouts a prompt is rendered in."""
+LAYOUT_CHOICES = (*LAYOUTS, AUTO)
+"""What ``--layout`` / ``Scorer(layout=…)`` accept."""
+QUESTION_MAJOR_VERSION = "semif-question-major-v1"
+VERSIONS = {STATE_MAJOR: PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_VERSION}
+"""The prompt version each layout renders."""
+
+QUESTION_MAJOR_SYSTEM = (
+    "You are a precise decision function. Read the question and its lettered options, then the state, and "
+    "answer the question about that state by choosing exactly one of the lettered options. Reply with the "
+    "option's letter only."
+)
+# State-major with demonstrations: the state is given first (the reusable prefix of its criteria), solved
+# examples about other states follow as earlier turns, then the question about the first state.
+STATE_FIRST_NOTE = ("\n\nKeep this state in mind. Solved examples about other states come first; "
+                    "then a question about this state.")
+STATE_FIRST_ACK = "OK."
+STATE_RETURN = "Now the question about the state given first.\n"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A demonstration as the prompt shows it: a labelled decision and the index of its label's option."""
+
+    id: str
+    decision: Decision
+    label_index: int
+
+
+def check_layout(layout: Any, option: str | None = "layout") -> str:
+    """``layout`` if it is one of :data:`LAYOUT_CHOICES`, else :class:`~scorer.options.OptionError` (exit 2)."""
+    return one_of(layout, LAYOUT_CHOICES, option)
+
+
+def signature_version(layout: str, demos_k: int = 0, slots: str = "letters") -> str:
+    """The prompt version the decision signatures of a run name (:attr:`scorer.prompt.Prompt.signature_version`)."""
+    check_slots_layout(slots, layout, bool(demos_k))
+    if slots == "ids":
+        return prompt_version(slots)
+    return f"{VERSIONS[layout]}+demos-{demos_k}" if demos_k else VERSIONS[layout]
+
+
+def question_major_content(decision: Decision) -> tuple[str, int]:
+    """The ``semif-question-major-v1`` user message, and the length of its shared head (question, options
+    and the ``State:`` heading; the state and the answer reminder after it are this row's own)."""
+    head = f"{question_block(decision)}\n\n"
+    last = LETTERS[len(decision.options) - 1]
+    return f"{head}{state_block(decision)}\n\nAnswer with one letter, A to {last}.", len(head)
+
+
+def _demo_turns(shown: Sequence[Shown], layout: str) -> list[dict[str, str]]:
+    """Each demonstration as a user turn (its decision in ``layout``) and an assistant turn (its letter)."""
+    out: list[dict[str, str]] = []
+    for s in shown:
+        text = user_content(s.decision)[0] if layout == STATE_MAJOR else question_major_content(s.decision)[0]
+        out += [{"role": "user", "content": text}, {"role": "assistant", "content": LETTERS[s.label_index]}]
+    return out
+
+
+def messages(decision: Decision, layout: str, shown: Sequence[Shown] = ()) -> tuple[list[dict[str, str]], Head]:
+    """The chat messages of ``decision`` in ``layout`` with demonstrations ``shown``, and where the head
+    shared with other rows ends."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r} is not rendered (expected one of {', '.join(LAYOUTS)}; auto is "
+                         "resolved per run first)")
+    if layout == QUESTION_MAJOR:
+        content, head_len = question_major_content(decision)
+        msgs = [{"role": "system", "content": QUESTION_MAJOR_SYSTEM}, *_demo_turns(shown, layout),
+                {"role": "user", "content": content}]
+        return msgs, Head(-1, head_len)
+    if not shown:  # semif-direct-v1, exactly
+        content, head_len = user_content(decision)
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}], Head(-1, head_len)
+    first = f"{state_block(decision)}{STATE_FIRST_NOTE}"
+    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": first},
+            {"role": "assistant", "content": STATE_FIRST_ACK}, *_demo_turns(shown, layout),
+            {"role": "user", "content": STATE_RETURN + question_block(decision)}]
+    return msgs, Head(-(len(msgs) - 1), len(first))
+
+
+def check_slots_layout(slots: str, layout: str, demos: bool) -> None:
+    """``--slots ids`` is rendered in the state-major layout without demonstrations only (its prompt version,
+    ``semif-direct-ids-v1``, has no question-major or demonstration form yet): anything else is an
+    :class:`~scorer.options.OptionError` (exit 2) before a model loads."""
+    if slots == "ids" and (layout != STATE_MAJOR or demos):
+        raise OptionError("slots", f"ids works with layout state-major and no demonstrations (got layout {layout}"
+                          f"{' with demonstrations' if demos else ''}); use letters for the other layouts")
+
+
+def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown: Sequence[Shown] = (),
+           level: str | None = None, demos_k: int = 0, slots: str = "letters") -> Prompt:
+    """Render, encode and validate ``decision``'s prompt in ``layout`` (:func:`scorer.prompt.render_messages`:
+    every answer letter one token, decoding to itself, distinct, and stable at the prompt's end).
+
+    ``shown`` are the demonstrations picked for this row (:meth:`scorer.demos.Demos.pick`), ``level`` where
+    they came from and ``demos_k`` how many the run asked for; all three are recorded in the prompt.
+    """
+    check_slots_layout(slots, layout, bool(shown) or bool(demos_k))
+    if slots == "ids":
+        return prompt_render(tok, decision, slots)
+    msgs, head = messages(decision, layout, shown)
+    return render_messages(tok, msgs, head, decision, VERSIONS[layout], layout=layout,
+                           demo_ids=tuple(s.id for s in shown), demo_level=level if shown else None,
+                           demos_k=demos_k)
+
+
+def shared_prefix_tokens(seqs: Iterable[Sequence[int]]) -> int:
+    """Tokens a prefix tree of ``seqs`` saves: the total length minus the tree's nodes, i.e. for every
+    sequence the length of its longest prefix shared with an earlier one, summed. This is what a cache that
+    reuses any cached prefix (at any depth) does not have to compute again."""
+    root: dict[int, Any] = {}  # a trie: token id -> child node
+    saved = 0
+    for seq in seqs:
+        node = root
+        for t in seq:
+            child = node.get(t)
+            if child is None:
+                child = node[t] = {}
+            else:
+                saved += 1
+            node = child
+    return saved
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """What ``auto`` decided: the layout, and the shared prefix tokens each layout had over the run's rows."""
+
+    layout: str
+    shared_tokens: dict[str, int]
+    total_tokens: dict[str, int]
+
+    def describe(self) -> str:
+        parts = ", ".join(f"{name} {self.shared_tokens[name]} of {self.total_tokens[name]}" for name in LAYOUTS)
+        return f"layout auto: {self.layout} (shared prefix tokens: {parts})"
+
+
+def choose(prompts: Mapping[str, Sequence[Prompt]]) -> LayoutChoice:
+    """``auto``'s choice over the rendered prompts of each layout (same rows in each): the layout with more
+    shared prefix tokens; a tie keeps state-major (today's prompt)."""
+    shared = {name: shared_prefix_tokens(p.ids for p in prompts[name]) for name in LAYOUTS}
+    total = {name: sum(len(p.ids) for p in prompts[name]) for name in LAYOUTS}
+    best = QUESTION_MAJOR if shared[QUESTION_MAJOR] > shared[STATE_MAJOR] else STATE_MAJOR
+    return LayoutChoice(best, shared, total)
