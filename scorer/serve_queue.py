@@ -131,7 +131,8 @@ class ScoringQueue:
     def _collect(self, first: _Queued) -> tuple[list[_Queued], list[_Queued], bool]:
         """The row jobs to score with ``first``: those queued now and those arriving within the window of
         ``first``'s arrival; plain jobs met on the way (run after the batch); whether the stop sentinel was met."""
-        rows, plain = [first], []
+        rows: list[_Queued] = [first]
+        plain: list[_Queued] = []
         deadline = first.queued_at + self._window_s
         while len(rows) < self._max_rows and self._window_s > 0:
             left = deadline - time.monotonic()

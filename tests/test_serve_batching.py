@@ -75,7 +75,8 @@ def test_requests_queued_together_are_scored_in_one_pass_per_state_with_unbatche
     assert head.json()["batch"] == {"requests": 1, "group_requests": 1, "window_ms": 1.0}
     assert [g["batch"] for g in got] == [{"requests": 6, "group_requests": 3, "window_ms": 1.0}] * 6
     assert passes == 3  # the first request's own pass, then one packed pass per state for the six
-    assert [g["cache_hit"] for g in got] == [False, True, True] * 2  # each state prefilled once
+    for state in (got[:3], got[3:]):  # each state prefilled once (the first of its requests to arrive)
+        assert sorted(g["cache_hit"] for g in state) == [False, True, True]
     for g in got:  # the same answer, naming the same run, as each request scored alone
         assert _answer(g) == _answer(want[g["id"]])
         assert g["run"]["index"] == 0
