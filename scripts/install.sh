@@ -71,6 +71,6 @@ if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version_
   "${PIP[@]}" install "$wheel"
 fi
 
-"${PIP[@]}" install -e ".[torch,llamacpp,grammar,serve,ray,dev]"
+"${PIP[@]}" install -e ".[torch,llamacpp,grammar,serve,ray,mcp,dev]"
 echo "$stamp_value" > "$stamp"
 log "ready: $VENV"
