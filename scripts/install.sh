@@ -46,7 +46,7 @@ fi
 
 stamp_value=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-32)
 stamp=$VENV/.semif-install-stamp
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp, llguidance, starlette, uvicorn, httpx, ray" 2>/dev/null; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp, llguidance, starlette, uvicorn, httpx, ray, mcp" 2>/dev/null; then
   exit 0
 fi
 
