@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import math
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -127,6 +128,8 @@ def running_server(cmd: list[str], base: str) -> Iterator[float]:
     t0 = time.perf_counter()
     server = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # A SIGTERM (a `timeout` around the benchmark) must stop the server too, not leave it scoring on its own.
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         while True:
             if server.poll() is not None:
@@ -140,8 +143,9 @@ def running_server(cmd: list[str], base: str) -> Iterator[float]:
             time.sleep(0.2)
         yield time.perf_counter() - t0
     finally:
-        server.terminate()
+        server.kill()  # its in-flight requests are the benchmark's own: nothing to finish
         server.wait(timeout=60)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main() -> int:
