@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import os
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,7 @@ FORMAT = "semif-serve-load-v2"
 """v2: ``load_average`` {before, after} (v1: ``loadavg_before``/``loadavg_after``)."""
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -55,8 +58,10 @@ def _pct(xs: list[float], q: float) -> float:
     return ys[max(0, min(len(ys), math.ceil(q / 100 * len(ys))) - 1)]
 
 
-async def _phase(client: httpx.AsyncClient, clients: int, jobs: list[tuple[str, Any, list[str]]]) -> dict[str, Any]:
-    """Run ``jobs`` (path, body, expected ids) spread over ``clients`` concurrent workers."""
+async def run_phase(client: httpx.AsyncClient, clients: int, jobs: list[tuple[str, Any, list[str]]],
+                    on_answer: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run ``jobs`` (path, body, expected ids) spread over ``clients`` concurrent workers; ``on_answer`` sees
+    every 200 answer's JSON."""
     queue: asyncio.Queue[tuple[str, Any, list[str]]] = asyncio.Queue()
     for j in jobs:
         queue.put_nowait(j)
@@ -75,6 +80,8 @@ async def _phase(client: httpx.AsyncClient, clients: int, jobs: list[tuple[str, 
             if r.status_code != 200:
                 continue
             doc = r.json()
+            if on_answer is not None:
+                on_answer(doc)
             got = [rec["id"] for rec in doc["records"]] if "records" in doc else [doc["id"]]
             wrong += got != ids
             lat.append(dt)
@@ -105,7 +112,7 @@ async def _bench(base: str, rows: list[dict[str, Any]], args: argparse.Namespace
             batch = [("/v1/decide/batch", {"rows": states[i % len(states)]}, [r["id"] for r in states[i % len(states)]])
                      for i in range(args.batches)]
             for kind, jobs in (("single", single), ("batch", batch)):
-                res = await _phase(client, clients, jobs)
+                res = await run_phase(client, clients, jobs)
                 res["kind"] = kind
                 print(f"[serve-load] {kind:6s} clients={clients}: {res['requests_per_s']} req/s, "
                       f"{res['decisions_per_s']} decisions/s, p50 {res['latency_p50_s']} s, "
@@ -114,27 +121,15 @@ async def _bench(base: str, rows: list[dict[str, Any]], args: argparse.Namespace
     return out
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="qwen2.5-0.5b")
-    ap.add_argument("--workload", type=Path, default=ROOT / "data/workloads/shape-small.jsonl")
-    ap.add_argument("--mode", default="shared", choices=("direct", "serial", "shared"))
-    ap.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
-    ap.add_argument("--single", type=int, default=48, help="one-row requests per client count")
-    ap.add_argument("--batches", type=int, default=8, help="batch requests (one state's rows each) per client count")
-    ap.add_argument("--output", type=Path, required=True)
-    args = ap.parse_args()
-    if args.output.exists():
-        raise SystemExit(str(refuse_overwrite(args.output)))
-    rows = [orjson.loads(line) for line in args.workload.read_bytes().splitlines() if line.strip()]
-    port = _free_port()
-    cmd = [str(ROOT / ".venv/bin/semif"), "serve", "--model", args.model, "--mode", args.mode,
-           "--host", "127.0.0.1", "--port", str(port)]
-    load_before = load_average()
+@contextlib.contextmanager
+def running_server(cmd: list[str], base: str) -> Iterator[float]:
+    """Run ``cmd`` (a ``semif serve`` serving at ``base``) until the block ends; yields the seconds it took
+    until ``/healthz`` answered. A server that exits first ends the benchmark with its stderr."""
     t0 = time.perf_counter()
     server = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
+    # A SIGTERM (a `timeout` around the benchmark) must stop the server too, not leave it scoring on its own.
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         while True:
             if server.poll() is not None:
@@ -146,17 +141,44 @@ def main() -> int:
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        ready_s = time.perf_counter() - t0
+        yield time.perf_counter() - t0
+    finally:
+        server.kill()  # its in-flight requests are the benchmark's own: nothing to finish
+        server.wait(timeout=60)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="qwen2.5-0.5b")
+    ap.add_argument("--workload", type=Path, default=ROOT / "data/workloads/shape-small.jsonl")
+    ap.add_argument("--mode", default="shared", choices=("direct", "serial", "shared"))
+    ap.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
+    ap.add_argument("--single", type=int, default=48, help="one-row requests per client count")
+    ap.add_argument("--batches", type=int, default=8, help="batch requests (one state's rows each) per client count")
+    ap.add_argument("--batch-window-ms", type=float, default=0.0,
+                    help="semif serve's cross-request batching window (default 0: each request alone)")
+    ap.add_argument("--output", type=Path, required=True)
+    args = ap.parse_args()
+    if args.output.exists():
+        raise SystemExit(str(refuse_overwrite(args.output)))
+    rows = [orjson.loads(line) for line in args.workload.read_bytes().splitlines() if line.strip()]
+    port = free_port()
+    # The window named (0: one request at a time), so this benchmark measures what it always did whatever
+    # semif serve's default window is; benchmarks/serve_batching.py measures the windows against each other.
+    cmd = [str(ROOT / ".venv/bin/semif"), "serve", "--model", args.model, "--mode", args.mode,
+           "--host", "127.0.0.1", "--port", str(port), "--batch-window-ms", str(args.batch_window_ms)]
+    load_before = load_average()
+    base = f"http://127.0.0.1:{port}"
+    with running_server(cmd, base) as ready_s:
         print(f"[serve-load] server ready after {ready_s:.1f} s", file=sys.stderr, flush=True)
         phases = asyncio.run(_bench(base, rows, args))
         models = httpx.get(base + "/v1/models", timeout=10).json()
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
     load = load_span(load_before)
     report = {**envelope("serve-load", FORMAT, {"workload": args.workload}),
               "title": f"semif serve on loopback: {args.model}, {args.workload.name}, {args.mode} mode",
-              "model": args.model, "mode": args.mode, "command": " ".join(cmd[1:]), "server_ready_s": round(ready_s, 2),
+              "model": args.model, "mode": args.mode, "batch_window_ms": args.batch_window_ms,
+              "command": " ".join(cmd[1:]), "server_ready_s": round(ready_s, 2),
               "served_model": models, "load_average": load,
               "phases": phases,
               "notes": ["latency: client-side, request sent to answer read, including waiting in the server's queue",

@@ -423,6 +423,21 @@ class Scorer:
         records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__})
         return [DecisionRecord.from_record(r) for r in records]
 
+    def run_config(self, decisions: Sequence[Decision], run_parts: Mapping[str, Any], info: dict[str, Any],
+                   mode: str | None = None, layout: str | None = None) -> dict[str, Any]:
+        """What names a run of ``decisions`` by this scorer (:func:`scorer.runs.score.checked_config_parts` with
+        every option of this scorer), checked: the one place the API and the service's batching name runs.
+        ``layout``: the resolved one (default: this scorer's, resolved for these decisions alone)."""
+        from scorer.runs.score import checked_config_parts, resolve_layout
+
+        if layout is None:
+            layout = self.layout if self.layout != "auto" else resolve_layout(self.load(), decisions, "auto",
+                                                                                 self.demos)[0]
+        return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
+                                    self.max_batch_tokens, calibration=self.calibration,
+                                    on_uncovered=self.on_uncovered, echo=self.echo, layout=layout,
+                                    demos=self.demos, slots=self.slots)
+
     def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
                         indices: Sequence[int] | None = None, mode: str | None = None) -> list[dict[str, Any]]:
         """Engine-level entry: the records of already validated ``decisions`` (one run of
@@ -437,16 +452,14 @@ class Scorer:
         """
         from scorer.calibration.apply import apply_records
         from scorer.echo import with_echo
-        from scorer.runs.score import checked_config_parts, config_sha256, prepare, resolve_layout, score_items
+        from scorer.runs.score import config_sha256, prepare, resolve_layout, score_items
 
         mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
         with self._lock:
             backend = self._load_locked()
             cal = self.calibration
             layout, _ = resolve_layout(backend, decisions, self.layout, self.demos)
-            parts = checked_config_parts(backend.model_info(), decisions, run_parts, mode, self.max_batch_tokens,
-                                         calibration=cal, on_uncovered=self.on_uncovered, echo=self.echo,
-                                         layout=layout, demos=self.demos, slots=self.slots)
+            parts = self.run_config(decisions, run_parts, backend.model_info(), mode, layout)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=mode != "direct", layout=layout, demos=self.demos,

@@ -60,6 +60,7 @@ KINDS: dict[str, str] = {
     "cache-verify": "semif-cache-verify-v1",  # benchmarks/cache_verify.py
     "ray-scale": "semif-ray-scale-v2",  # benchmarks/ray_scale.py
     "serve-load": "semif-serve-load-v2",  # benchmarks/serve_load.py
+    "serve-batching": "semif-serve-batching-v1",  # benchmarks/serve_batching.py
     "grammar-mask-probe": "semif-grammar-mask-probe-v1",  # benchmarks/grammar-mask-probe.py
     "engines": "semif-engines-v1",  # benchmarks/engines.py
 }

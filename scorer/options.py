@@ -68,6 +68,13 @@ def positive_float(value: Any, option: str | None = None) -> float:
     return float(value)
 
 
+def non_negative_float(value: Any, option: str | None = None) -> float:
+    """A finite number >= 0 (an int is one; a bool is not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (value >= 0 and math.isfinite(value)):
+        raise OptionError(option, f"{brief(value)} is not a finite number >= 0")
+    return float(value)
+
+
 def one_of(value: Any, choices: Sequence[str], option: str | None = None) -> str:
     """One of ``choices`` (exactly: no case folding, no stripping)."""
     if not isinstance(value, str) or value not in choices:

@@ -33,18 +33,19 @@ Contracts:
   ``questions.NAME.FIELD``; more questions than ``max_rows`` answer 413.
 * ``--uncovered raw``: a row the calibration does not cover is scored with its raw numbers and flagged
   (``calibrated.uncovered``) instead of answering 422.
+* ``--batch-window-ms W`` (shared mode; default :data:`~scorer.serve_queue.DEFAULT_BATCH_WINDOW_MS`, 0 turns it
+  off): one-row requests queued within W ms of each other are scored in one call, those about one state in one
+  packed pass (:mod:`scorer.serve_queue`); each such record carries ``batch`` (requests scored together, how
+  many shared its prefix) and otherwise equals the unbatched record up to the packed pass's float noise.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import ipaddress
 import logging
-import queue
 import sys
-import threading
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -54,11 +55,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from scorer.api import Scorer, ask_call
+from scorer.api import Scorer, _parse_row, ask_call
 from scorer.backends import BackendConfig
 from scorer.errors import InputError, SemifError
 from scorer.options import positive_float, positive_int
 from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
+from scorer.serve_queue import QueueFull, RowJob, ScoringQueue, check_batch_window, score_together
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -99,60 +101,6 @@ class Limits:
             positive_int(getattr(self, name), name)
         for name in ("header_timeout_s", "body_timeout_s"):
             positive_float(getattr(self, name), name)
-
-
-class QueueFull(Exception):
-    """The worker's queue holds ``queue_size`` jobs already."""
-
-
-class _Worker:
-    """One thread that runs scoring jobs in order from a bounded queue; results go back to the event loop."""
-
-    def __init__(self, size: int) -> None:
-        self._jobs: queue.Queue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]] | None] = (
-            queue.Queue(maxsize=size))
-        self._thread = threading.Thread(target=self._run, name="semif-scorer", daemon=True)
-        self._thread.start()
-
-    @property
-    def queued(self) -> int:
-        return self._jobs.qsize()
-
-    async def submit(self, job: Callable[[], Any]) -> Any:
-        """Run ``job`` on the worker thread and await its result (or exception); :class:`QueueFull` when full."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Any] = loop.create_future()
-        try:
-            self._jobs.put_nowait((job, loop, fut))
-        except queue.Full:
-            raise QueueFull() from None
-        return await fut
-
-    def _run(self) -> None:
-        while True:
-            item = self._jobs.get()
-            if item is None:
-                return
-            job, loop, fut = item
-            try:
-                result, exc = job(), None
-            except BaseException as e:  # handed to the waiting request, which decides what the client sees
-                result, exc = None, e
-            with contextlib.suppress(RuntimeError):  # the loop closed while the job ran (server shut down)
-                loop.call_soon_threadsafe(_settle, fut, result, exc)
-
-    def stop(self) -> None:
-        self._jobs.put(None)
-        self._thread.join(timeout=30)
-
-
-def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
-    if fut.cancelled():  # the client went away; the result is dropped
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(result)
 
 
 def is_loopback(host: str) -> bool:
@@ -268,9 +216,11 @@ async def _read_json(request: Request, limits: Limits) -> Any:
         raise _Refused(400, InputError("body", None, None, f"invalid JSON ({exc})", "one JSON value")) from None
 
 
-def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = None) -> Starlette:
+def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = None,
+              batch_window_ms: float = 0.0) -> Starlette:
     """The ASGI app serving ``scorer`` (loaded here if it is not yet). The app owns a worker thread for its
-    lifespan; it does not close ``scorer``."""
+    lifespan; it does not close ``scorer``. ``batch_window_ms`` > 0 (shared mode only) batches one-row
+    requests across clients (:mod:`scorer.serve_queue`); 0 scores each request alone."""
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect
     from starlette.routing import Route
@@ -278,7 +228,8 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
     lim = limits or Limits()
     info = scorer.model_info()  # now: asking later would wait on the scorer's lock inside the event loop
     expected = f"Bearer {token}".encode() if token else None
-    state: dict[str, _Worker] = {}
+    window_ms = check_batch_window(batch_window_ms, scorer.mode, scorer.layout)
+    state: dict[str, ScoringQueue] = {}
 
     def authorised(request: Request) -> bool:
         if expected is None:
@@ -286,7 +237,8 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         got = request.headers.get("authorization", "").encode("utf-8", "replace")
         return hmac.compare_digest(got, expected)
 
-    async def score(request: Request, parse: Callable[[Any], Any], render: Callable[[Any], Any]) -> Response:
+    async def score(request: Request, parse: Callable[[Any], Callable[[], Any] | RowJob],
+                    render: Callable[[Any], Any]) -> Response:
         if not authorised(request):
             return _error(401, "missing or wrong bearer token (Authorization: Bearer <token>)",
                           headers={"WWW-Authenticate": "Bearer"})
@@ -309,7 +261,9 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
             return _error(500, "internal error (the server's log has the details)")
         return _json(render(result))
 
-    def parse_one(doc: Any) -> Callable[[], Any]:
+    def parse_one(doc: Any) -> Callable[[], Any] | RowJob:
+        if window_ms > 0:  # validated here, scored with whatever other requests the window brings
+            return RowJob(*_parse_row(doc, "body", None))
         return lambda: scorer.decide_row(doc, "body")
 
     def parse_batch(doc: Any) -> Callable[[], Any]:
@@ -345,7 +299,7 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
         cal = scorer.calibration
-        return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots,
+        return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots, "batch_window_ms": window_ms,
                       "calibration": None if cal is None else {"method": cal.method, **cal.source},
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size,
@@ -360,7 +314,8 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        state["worker"] = _Worker(lim.queue_size)
+        state["worker"] = ScoringQueue(lim.queue_size, window_ms / 1000,
+                                       lambda jobs: score_together(scorer, jobs, window_ms), lim.max_rows)
         try:
             yield
         finally:
@@ -380,12 +335,12 @@ class _ServeReplica:
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
                  token: str | None, calibration: Calibration | None = None, on_uncovered: str = "error",
-                 slots: str = "letters") -> None:
+                 slots: str = "letters", batch_window_ms: float = 0.0) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
         self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration,
                                                 on_uncovered, slots)
         self._semif_scorer.load()
-        self._semif_app = build_app(self._semif_scorer, limits, token)
+        self._semif_app = build_app(self._semif_scorer, limits, token, batch_window_ms)
 
     def __serve_build_asgi_app__(self) -> Starlette:
         return self._semif_app
@@ -417,6 +372,9 @@ class ServeConfig:
     """The prompt layout of every request (:mod:`scorer.layouts`; ``auto`` chooses per request)."""
     demos: Any = None
     """Demonstrations (a loaded :class:`scorer.demos.Demos`) shown before every decision, or None."""
+    batch_window_ms: float | None = None
+    """Batch one-row requests that arrive within this many ms (:mod:`scorer.serve_queue`); None: the default
+    (:data:`~scorer.serve_queue.DEFAULT_BATCH_WINDOW_MS` in shared mode, 0 in the others); 0: each alone."""
 
 
 @dataclass(frozen=True)
@@ -559,11 +517,13 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     address without a token before the model loads."""
     uvicorn = _uvicorn()
     check_bind(cfg.host, cfg.token)  # before the model loads
+    window_ms = check_batch_window(cfg.batch_window_ms, cfg.mode, cfg.layout)  # None: the mode's default
     calibration = _calibration(cfg)
     with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.on_uncovered,
                             cfg.slots, layout=cfg.layout, demos=cfg.demos) as scorer:
-        app = build_app(scorer, cfg.limits, cfg.token)
-        print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
+        app = build_app(scorer, cfg.limits, cfg.token, window_ms)
+        print(f"[semif] serving {model.model} ({cfg.mode}, batch window {window_ms:g} ms) on "
+              f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()
 
 
@@ -574,6 +534,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
 
     _uvicorn()  # the app is the same Starlette app: the serve extra first, as plain `semif serve` asks
     check_bind(cfg.host, cfg.token)  # before the model loads
+    window_ms = check_batch_window(cfg.batch_window_ms, cfg.mode, cfg.layout)  # None: the mode's default
     calibration = _calibration(cfg)
     try:
         import ray
@@ -591,7 +552,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
         app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
 {**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
                            cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration, cfg.on_uncovered,
-                           cfg.slots)
+                           cfg.slots, window_ms)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)

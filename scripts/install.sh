@@ -46,7 +46,7 @@ fi
 
 stamp_value=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-32)
 stamp=$VENV/.semif-install-stamp
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp, llguidance, starlette, uvicorn, httpx, ray" 2>/dev/null; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ] && "$VENV/bin/python" -c "import scorer, torch, llama_cpp, llguidance, starlette, uvicorn, httpx, ray, mcp" 2>/dev/null; then
   exit 0
 fi
 
@@ -71,6 +71,6 @@ if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version_
   "${PIP[@]}" install "$wheel"
 fi
 
-"${PIP[@]}" install -e ".[torch,llamacpp,grammar,serve,ray,dev]"
+"${PIP[@]}" install -e ".[torch,llamacpp,grammar,serve,ray,mcp,dev]"
 echo "$stamp_value" > "$stamp"
 log "ready: $VENV"

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes import SlowFakeBackend
 
+import scorer.backends as backends
 from scorer import cli
 
 
@@ -40,4 +41,5 @@ def _load(_cfg: Any) -> SlowFakeBackend:
 
 if __name__ == "__main__":
     cli.load_backend = _load  # type: ignore[assignment]
+    backends.load_backend = _load  # type: ignore[assignment]  # what a Scorer loads with (semif serve, semif mcp)
     sys.exit(cli.main(sys.argv[1:]))

@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx  # the serve extra (scripts/install.sh installs it): missing means failing, never skipping
 import orjson
 import pytest
-import uvicorn
 from fakes import FakeBackend
+from serve_helpers import live as _live
 
 from scorer import Scorer, cli
 from scorer.schema import load_decisions, read_records, validate_records
-from scorer.serve import Limits, build_app, row_schema, uvicorn_config
+from scorer.serve import Limits, build_app, row_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"
@@ -35,27 +35,6 @@ def _rows() -> list[dict]:
 def _stable(rec: dict) -> dict:
     """A record without timings and the run block (the run's start time and, for one row, its input hash)."""
     return {k: v for k, v in rec.items() if k not in ("timing", "run")}
-
-
-@contextlib.contextmanager
-def _live(app) -> Iterator[str]:
-    """Serve ``app`` on a free loopback port in a thread; yields the base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn_config(app, Limits(), lifespan="on"))  # semif serve's protocol and bounds
-    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    t.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert t.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        t.join(timeout=30)
-        sock.close()
 
 
 def _cli_records(tmp_path: Path, rows: list[dict], mode: str, monkeypatch, backend=None) -> list[dict]:

@@ -101,7 +101,8 @@ def test_ids_with_another_layout_or_demonstrations_is_refused_before_the_model_l
     demos.write_bytes(b"".join(orjson.dumps({**r, "id": "d" + r["id"], "label": r["options"][0]["id"]}) + b"\n"
                                for r in rows))
     args = [str(demos) if a == "DEMOS" else a for a in extra]
-    for command in (["score", "--input", str(inp), "--output", str(out)], ["prompt", "--input", str(inp), "--id", "r0"]):
+    for command in (["score", "--input", str(inp), "--output", str(out)],
+                    ["prompt", "--input", str(inp), "--id", "r0"]):
         assert cli.main([*command, "--slots", "ids", *args]) == 2
         err = capsys.readouterr().err
         assert "slots: ids works with layout state-major and no demonstrations" in err and "Traceback" not in err

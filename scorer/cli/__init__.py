@@ -48,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scorer.cli.compare",
     "scorer.cli.quant",
     "scorer.cli.serve",
+    "scorer.cli.mcp",
     "scorer.cli.engine",
 )
 """Modules that add subcommands, in the order ``semif --help`` lists them (imports must be cheap: no torch)."""

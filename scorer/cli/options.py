@@ -39,6 +39,8 @@ positive_int = _rule(rules.positive_int, rules.cli_int)
 """argparse type: an integer >= 1 (``0`` and negatives are refused, never silently ignored)."""
 positive_float = _rule(rules.positive_float, rules.cli_float)
 """argparse type: a finite number > 0."""
+non_negative_float = _rule(rules.non_negative_float, rules.cli_float)
+"""argparse type: a finite number >= 0."""
 
 
 def choice(choices: tuple[str, ...]) -> Callable[[str], str]:

@@ -15,10 +15,12 @@ from scorer.cli.options import (
     add_slots_arg,
     backend_config,
     layout_options,
+    non_negative_float,
     positive_float,
     positive_int,
 )
 from scorer.serve import TOKEN_ENV, Limits
+from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS
 
 
 def register(sub: Any) -> None:
@@ -43,6 +45,10 @@ def register(sub: Any) -> None:
                         f"(default {Limits.body_timeout_s:g})")
     p.add_argument("--max-connections", type=positive_int, default=Limits.max_connections, metavar="N",
                    help=f"open connections at once (default {Limits.max_connections}); one more gets 503")
+    p.add_argument("--batch-window-ms", type=non_negative_float, metavar="MS",
+                   help=f"batch one-row requests that arrive within MS of each other: those about one state are "
+                        f"scored in one packed pass (shared mode; default {DEFAULT_BATCH_WINDOW_MS:g}, "
+                        f"0 in direct and serial mode; 0 scores each request alone)")
     p.add_argument("--calibration", metavar="FILE",
                    help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
                         "a row it does not cover answers 422")
@@ -73,7 +79,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
                       calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots, layout=layout,
-                      demos=demos)
+                      demos=demos, batch_window_ms=args.batch_window_ms)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))

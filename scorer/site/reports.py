@@ -49,6 +49,7 @@ _KINDS: dict[str, _Kind] = {
     "peers": _Kind("peers", "peers report", draw_peers),
     "ray-scale": _Kind("serving", "Ray Data scale-out"),
     "serve-load": _Kind("serving", "HTTP decision service under load"),
+    "serve-batching": _Kind("serving", "HTTP decision service: cross-request batching, before/after"),
     "engines": _Kind("engines", "Engines side by side", draw_engines),
     "route-threshold": _Kind("route", "Routing threshold chosen out of fold"),
 }

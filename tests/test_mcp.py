@@ -1,0 +1,235 @@
+"""`semif mcp`: the tools (scorer/mcp_server.py) called directly, then through the official SDK's client against a
+live server over stdio and streamable HTTP (the fake backend in its own process: tests/fake_semif.py), and on the
+real SmolLM2-135M. MCP's decide answers must equal the Python API's for the same question."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from fakes import FakeBackend
+
+from scorer import Scorer, cli
+from scorer.mcp_server import TOOLS, call_tool, check_http_host, readout
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_SEMIF = ROOT / "tests" / "fake_semif.py"
+STATE = "I was charged twice for my order, please give me my money back."
+QUESTION = "Is the customer asking for a refund?"
+OPTIONS = {"yes": "the customer asks for money back", "no": "anything else"}
+
+
+def _stable(rec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in rec.items() if k not in ("timing", "run")}
+
+
+def _api_answer(backend: Any, **kw: Any) -> dict[str, Any]:
+    with Scorer(backend=backend, mode="shared") as s:
+        return readout(s.decide(STATE, QUESTION, OPTIONS, **kw))
+
+
+def _tool(name: str) -> Any:
+    return next(t for t in TOOLS if t.name == name)
+
+
+# --- the tools, called directly -------------------------------------------------------------------------------------
+def test_decide_answers_equal_the_api_and_fit_the_output_schema():
+    want = _api_answer(FakeBackend(), id="t1", ticket="T-1")
+    with Scorer(backend=FakeBackend(), mode="shared") as s:
+        args = {"state": STATE, "question": QUESTION, "options": OPTIONS, "id": "t1", "extra": {"ticket": "T-1"}}
+        jsonschema.Draft202012Validator(_tool("decide").input_schema).validate(args)
+        got, text, err = call_tool(s, "decide", args)
+        as_rows, _, _ = call_tool(s, "decide", {**args, "options": [{"id": k, "description": v}
+                                                                      for k, v in OPTIONS.items()]})
+    assert not err and got is not None and as_rows is not None
+    jsonschema.Draft202012Validator(_tool("decide").output_schema).validate(got)
+    assert {k: v for k, v in got.items() if k != "record"} == {k: v for k, v in want.items() if k != "record"}
+    assert _stable(got["record"]) == _stable(want["record"]) == _stable(as_rows["record"])
+    assert got["record"]["run"]["config_sha256"] == want["record"]["run"]["config_sha256"]
+    assert got["record"]["extra"] == {"ticket": "T-1"} and '"record"' not in text and '"choice"' in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"state": STATE, "question": QUESTION, "options": {"a": "one"}},
+     "decision: field 'options': 1 options (expected 2 to 16 options)"),
+    ({"state": STATE, "options": OPTIONS}, "decision: field 'question': missing"),
+    ({"state": "", "question": QUESTION, "options": OPTIONS}, "decision: field 'state'"),
+    ({"state": STATE, "question": QUESTION, "options": OPTIONS, "temperature": 2},
+     "decision: field 'temperature': not an argument of decide (expected state, question, options, id, extra)"),
+    ({"state": STATE, "question": QUESTION, "options": OPTIONS, "extra": {"state": "x"}},
+     "decision: field 'extra.state': a field of the decision itself"),
+    ({"state": STATE, "question": QUESTION, "options": OPTIONS, "extra": [1]},
+     "decision: field 'extra': a list (expected an object)"),
+])
+def test_bad_arguments_are_tool_errors_naming_the_field(args, message):
+    with Scorer(backend=FakeBackend(), mode="shared") as s:
+        got, text, err = call_tool(s, "decide", args)
+    assert err and got is None and text.startswith(message) and "Traceback" not in text
+
+
+class _Boom(FakeBackend):
+    def fan_out(self, *a: Any, **k: Any) -> Any:
+        raise RuntimeError("secret internals /home/user/model.bin")
+
+
+def test_unexpected_failures_and_unknown_tools_are_errors_without_internals(capsys):
+    with Scorer(backend=_Boom(), mode="shared") as s:
+        _, text, err = call_tool(s, "decide", {"state": STATE, "question": QUESTION, "options": OPTIONS})
+        assert err and text.startswith("internal error") and "secret" not in text
+        assert "secret internals" in capsys.readouterr().err
+        _, text, err = call_tool(s, "ask", {})
+        assert err and text == "unknown tool 'ask' (expected one of decide, models)"
+
+
+def test_models_names_the_model_mode_and_tools():
+    with Scorer(backend=FakeBackend(), mode="serial") as s:
+        got, _, err = call_tool(s, "models", {})
+        bad = call_tool(s, "models", {"verbose": True})
+    assert not err and got is not None
+    jsonschema.Draft202012Validator(_tool("models").output_schema).validate(got)
+    assert got["models"][0]["backend"] == "fake" and got["mode"] == "serial" and got["calibration"] is None
+    assert got["tools"] == ["decide", "models"]
+    assert bad[2] and bad[1].startswith("models: field 'verbose': not an argument of models")
+
+
+def test_http_is_loopback_only_and_refused_before_the_model_loads(monkeypatch, capsys):
+    import scorer.backends as backends
+
+    check_http_host("127.0.0.1")
+    check_http_host("::1")
+    monkeypatch.setattr(backends, "load_backend", lambda cfg: pytest.fail("model loaded"))
+    assert cli.main(["mcp", "--transport", "http", "--host", "0.0.0.0"]) == 2
+    assert "is not a loopback address" in capsys.readouterr().err
+
+
+def test_without_the_sdk_semif_mcp_says_what_to_install(monkeypatch, capsys):
+    import scorer.backends as backends
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the mcp extra were not installed
+    monkeypatch.setattr(backends, "load_backend", lambda cfg: pytest.fail("model loaded"))
+    assert cli.main(["mcp"]) == 2
+    err = capsys.readouterr().err
+    assert "semif mcp needs the mcp extra" in err and "pip install -e '.[mcp]'" in err and "Traceback" not in err
+
+
+# --- through the SDK's client against a live server -----------------------------------------------------------------
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+async def _exercise(session: Any) -> dict[str, Any]:
+    """list the tools, decide once well and once badly, ask for the models; what each answered."""
+    await session.initialize()
+    listed = await session.list_tools()
+    good = await session.call_tool("decide", {"state": STATE, "question": QUESTION, "options": OPTIONS, "id": "t1"})
+    bad = await session.call_tool("decide", {"state": STATE, "question": QUESTION, "options": {"a": "one"}})
+    models = await session.call_tool("models", {})
+    return {"tools": listed.tools, "good": good, "bad": bad, "models": models}
+
+
+def _check_live(got: dict[str, Any], backend: Any, approx: float | None = None) -> None:
+    tools = {t.name: t for t in got["tools"]}
+    assert list(tools) == ["decide", "models"]
+    assert tools["decide"].input_schema == _tool("decide").input_schema
+    assert tools["decide"].output_schema == _tool("decide").output_schema
+    good, bad = got["good"], got["bad"]
+    assert not good.is_error, good.content
+    want = _api_answer(backend, id="t1")
+    answer = good.structured_content
+    if approx is None:
+        assert {k: v for k, v in answer.items() if k != "record"} == {k: v for k, v in want.items() if k != "record"}
+        assert _stable(answer["record"]) == _stable(want["record"])
+    else:
+        assert answer["choice"] == want["choice"]
+        assert answer["record"]["tokens_sha256"] == want["record"]["tokens_sha256"]
+        assert answer["probabilities"] == pytest.approx(want["probabilities"], abs=approx)
+    assert answer["record"]["run"]["config_sha256"] == want["record"]["run"]["config_sha256"]
+    assert bad.is_error and bad.content[0].text.startswith("decision: field 'options': 1 options")
+    assert not got["models"].is_error and got["models"].structured_content["tools"] == ["decide", "models"]
+
+
+async def _over_stdio(args: list[str]) -> dict[str, Any]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=args, env=_env(), cwd=str(ROOT))
+    with tempfile.TemporaryFile("w+") as errlog:  # the server's stderr (pytest's capture has no file descriptor)
+        try:
+            async with stdio_client(params, errlog) as (read, write), ClientSession(read, write) as session:
+                return await _exercise(session)
+        except BaseException:
+            errlog.seek(0)
+            print(errlog.read(), file=sys.stderr)  # shown with the failure
+            raise
+
+
+def test_stdio_server_answers_the_sdk_client_as_the_api_does():
+    got = asyncio.run(asyncio.wait_for(_over_stdio([str(FAKE_SEMIF), "mcp"]), 120))
+    _check_live(got, FakeBackend())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _http_server(args: list[str]) -> Iterator[str]:
+    """``args`` (a ``semif mcp --transport http`` command) on a free loopback port; yields the endpoint URL."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, *args, "--transport", "http", "--port", str(port)], env=_env(),
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+            assert time.monotonic() < deadline, "semif mcp did not come up"
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _over_http(url: str) -> dict[str, Any]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
+        return await _exercise(session)
+
+
+def test_streamable_http_server_answers_the_sdk_client_as_the_api_does():
+    with _http_server([str(FAKE_SEMIF), "mcp"]) as url:
+        got = asyncio.run(asyncio.wait_for(_over_http(url), 120))
+    _check_live(got, FakeBackend())
+
+
+@pytest.mark.slow
+def test_semif_mcp_on_smollm2_answers_as_the_api_over_both_transports(smol_torch):
+    import torch
+
+    # The same CPU threads as the in-process reference: fp32 sums in another order differ by ~1e-6.
+    args = ["-m", "scorer.cli", "mcp", "--model", "smollm2-135m", "--dtype", "float32",
+            "--threads", str(torch.get_num_threads())]
+    _check_live(asyncio.run(asyncio.wait_for(_over_stdio(args), 600)), smol_torch, approx=1e-6)
+    with _http_server(args) as url:
+        _check_live(asyncio.run(asyncio.wait_for(_over_http(url), 600)), smol_torch, approx=1e-6)
