@@ -8,6 +8,9 @@ of the :class:`~scorer.api.Scorer` and the arguments):
   Answers the typed readout (``choice``, ``final_choice``, ``probabilities`` by option id, ``margin``, ``tie``,
   ``allowed_token_mass``, the ``calibrated`` block when the server has a calibration) and the whole
   ``semif-record-v2`` ``record``, the one :meth:`Scorer.decide` returns for the same arguments.
+* ``ask`` — several named questions about one state (``questions``: name -> ``{type: choice|yesno|score,
+  question, options}``): :meth:`Scorer.ask` (one prefill, the questions packed), name -> typed answer, and every
+  question's record; a bad question is a tool error naming ``questions.NAME.FIELD``.
 * ``models`` — the loaded model's record ``model`` block, the mode, the calibration file and the tool names.
 
 A new tool (``ask``, once :meth:`Scorer.ask` exists) is one more :class:`McpTool` in :data:`TOOLS`: a function
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from scorer.api import DECIDE_SOURCE, DecisionRecord, Scorer
+from scorer.api import DECIDE_SOURCE, DecisionRecord, Scorer, ask_call
 from scorer.errors import InputError, SemifError
 from scorer.questions import normalize_options
 from scorer.schema import record_schema
@@ -141,6 +144,43 @@ def _decide(scorer: Scorer, arguments: Mapping[str, Any]) -> tuple[dict[str, Any
     return answer, _text(answer)
 
 
+# --- ask ------------------------------------------------------------------------------------------------------------
+_ASK_INPUT: dict[str, Any] = {
+    "type": "object", "required": ["state", "questions"], "additionalProperties": False,
+    "properties": {
+        "state": {"description": "text, or a non-empty JSON object/array: prefilled once for every question"},
+        "questions": {
+            "type": "object", "minProperties": 1,
+            "description": "name -> question; each answered by name",
+            "additionalProperties": {
+                "type": "object", "required": ["type", "question"],
+                "properties": {
+                    "type": {"enum": ["choice", "yesno", "score"],
+                             "description": "choice: one of the options; yesno: p_yes; score: ordered labels, "
+                                            "lowest first (distribution, expected value, argmax)"},
+                    "question": {"type": "string", "pattern": "\\S"},
+                    "options": {"description": "a list of ids, an object id -> description, or [{id, description}]"
+                                               "; optional for yesno (default yes/no wording)"}}}},
+        "id": {"type": "string", "description": "record ids are ID/NAME (default NAME)"},
+        "extra": {"type": "object", "description": "fields carried into every record's extra block"},
+    },
+}
+_ASK_OUTPUT: dict[str, Any] = {
+    "type": "object", "required": ["answers", "records"],
+    "properties": {"answers": {"type": "object", "description": "name -> typed answer (the readout to act on, "
+                                                                  "calibrated when the server has a calibration)"},
+                   "records": {"type": "array", "items": {"type": "object"},
+                               "description": "the semif-record-v2 record of every question"}},
+}
+
+
+def _ask(scorer: Scorer, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    state, questions, rid, extra = ask_call(dict(arguments), "ask")  # validated, errors name questions.NAME.FIELD
+    answers = scorer.ask(state, questions, rid, **extra)
+    doc = {"answers": answers.to_json(), "records": [dict(r) for r in answers.records]}
+    return doc, orjson.dumps(doc["answers"]).decode()
+
+
 # --- models ---------------------------------------------------------------------------------------------------------
 def _models(scorer: Scorer, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     if arguments:
@@ -168,6 +208,11 @@ TOOLS: tuple[McpTool, ...] = (
             "model: a probability per option (softmax over the option letters' logits), the choice, the margin and "
             "how much of the model's probability the options hold, with the full record of how it was computed.",
             _decide_input_schema(), _readout_schema(), _decide),
+    McpTool("ask", "Named questions about one state",
+            "Ask several named questions (choice, yesno, score) about one state, answered from one prefill of the "
+            "state with the questions packed: name -> typed answer (probabilities, the choice to act on, p_yes, "
+            "the expected value of a score), with every question's full record.",
+            _ASK_INPUT, _ASK_OUTPUT, _ask),
     McpTool("models", "Loaded model", "The model this server decides with (its identity and sha256s), the scoring "
             "mode and the calibration file, if any.",
             {"type": "object", "properties": {}, "additionalProperties": False}, _MODELS_OUTPUT, _models),

@@ -28,6 +28,7 @@ FAKE_SEMIF = ROOT / "tests" / "fake_semif.py"
 STATE = "I was charged twice for my order, please give me my money back."
 QUESTION = "Is the customer asking for a refund?"
 OPTIONS = {"yes": "the customer asks for money back", "no": "anything else"}
+ASK = {"refund": {"type": "yesno", "question": QUESTION}}
 
 
 def _stable(rec: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +61,25 @@ def test_decide_answers_equal_the_api_and_fit_the_output_schema():
     assert got["record"]["extra"] == {"ticket": "T-1"} and '"record"' not in text and '"choice"' in text
 
 
+def test_ask_answers_equal_the_api_and_fit_the_schemas():
+    from scorer import Choice, YesNo
+
+    questions = {"refund": {"type": "yesno", "question": QUESTION},
+                 "team": {"type": "choice", "question": "Which team?", "options": ["billing", "tech"]}}
+    with Scorer(backend=FakeBackend()) as s:
+        want = s.ask(STATE, {"refund": YesNo(QUESTION), "team": Choice("Which team?", ["billing", "tech"])}, id="t1")
+        args = {"state": STATE, "questions": questions, "id": "t1"}
+        jsonschema.Draft202012Validator(_tool("ask").input_schema).validate(args)
+        got, text, err = call_tool(s, "ask", args)
+        bad = call_tool(s, "ask", {"state": STATE, "questions": {"team": {"type": "choice", "question": "Which?",
+                                                                           "options": ["only"]}}})
+    assert not err and got is not None
+    jsonschema.Draft202012Validator(_tool("ask").output_schema).validate(got)
+    assert got["answers"] == want.to_json() and '"records"' not in text
+    assert [_stable(r) for r in got["records"]] == [_stable(r) for r in want.records]
+    assert bad[2] and bad[0] is None and "questions.team" in bad[1] and "Traceback" not in bad[1]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     ({"state": STATE, "question": QUESTION, "options": {"a": "one"}},
      "decision: field 'options': 1 options (expected 2 to 16 options)"),
@@ -88,8 +108,8 @@ def test_unexpected_failures_and_unknown_tools_are_errors_without_internals(caps
         _, text, err = call_tool(s, "decide", {"state": STATE, "question": QUESTION, "options": OPTIONS})
         assert err and text.startswith("internal error") and "secret" not in text
         assert "secret internals" in capsys.readouterr().err
-        _, text, err = call_tool(s, "ask", {})
-        assert err and text == "unknown tool 'ask' (expected one of decide, models)"
+        _, text, err = call_tool(s, "vote", {})
+        assert err and text == "unknown tool 'vote' (expected one of decide, ask, models)"
 
 
 def test_models_names_the_model_mode_and_tools():
@@ -99,7 +119,7 @@ def test_models_names_the_model_mode_and_tools():
     assert not err and got is not None
     jsonschema.Draft202012Validator(_tool("models").output_schema).validate(got)
     assert got["models"][0]["backend"] == "fake" and got["mode"] == "serial" and got["calibration"] is None
-    assert got["tools"] == ["decide", "models"]
+    assert got["tools"] == ["decide", "ask", "models"]
     assert bad[2] and bad[1].startswith("models: field 'verbose': not an argument of models")
 
 
@@ -135,12 +155,13 @@ async def _exercise(session: Any) -> dict[str, Any]:
     good = await session.call_tool("decide", {"state": STATE, "question": QUESTION, "options": OPTIONS, "id": "t1"})
     bad = await session.call_tool("decide", {"state": STATE, "question": QUESTION, "options": {"a": "one"}})
     models = await session.call_tool("models", {})
-    return {"tools": listed.tools, "good": good, "bad": bad, "models": models}
+    asked = await session.call_tool("ask", {"state": STATE, "questions": ASK})
+    return {"tools": listed.tools, "good": good, "bad": bad, "models": models, "asked": asked}
 
 
 def _check_live(got: dict[str, Any], backend: Any, approx: float | None = None) -> None:
     tools = {t.name: t for t in got["tools"]}
-    assert list(tools) == ["decide", "models"]
+    assert list(tools) == ["decide", "ask", "models"]
     assert tools["decide"].input_schema == _tool("decide").input_schema
     assert tools["decide"].output_schema == _tool("decide").output_schema
     good, bad = got["good"], got["bad"]
@@ -156,7 +177,15 @@ def _check_live(got: dict[str, Any], backend: Any, approx: float | None = None) 
         assert answer["probabilities"] == pytest.approx(want["probabilities"], abs=approx)
     assert answer["record"]["run"]["config_sha256"] == want["record"]["run"]["config_sha256"]
     assert bad.is_error and bad.content[0].text.startswith("decision: field 'options': 1 options")
-    assert not got["models"].is_error and got["models"].structured_content["tools"] == ["decide", "models"]
+    assert not got["models"].is_error and got["models"].structured_content["tools"] == ["decide", "ask", "models"]
+    asked = got["asked"]
+    assert not asked.is_error, asked.content
+    with Scorer(backend=backend) as s:
+        want_ask = s.ask(STATE, ASK)
+    answers = asked.structured_content["answers"]
+    assert list(answers) == ["refund"] and answers["refund"]["final_choice"] == want_ask["refund"].final_choice
+    assert [r["tokens_sha256"] for r in asked.structured_content["records"]] == [
+        r["tokens_sha256"] for r in want_ask.records]
 
 
 async def _over_stdio(args: list[str]) -> dict[str, Any]:
