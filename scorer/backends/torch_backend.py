@@ -154,6 +154,23 @@ def dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
     return store.build_verified(target, sha256, "dequantized-fp32", build)
 
 
+EMULATED = ("emulated in transformers (CompressedTensorsConfig(run_compressed=False): the integer weights are "
+            "decompressed to the model dtype and the scheme's quantization is simulated; no integer kernel ran)")
+
+
+def _emulated_compressed_tensors() -> Any:
+    """transformers' loader for a compressed-tensors folder that decompresses it instead of running compressed
+    modules: on CPU no int8/int4 kernel exists in transformers, so this is the only way it runs there, and the
+    records then say it was emulated (:data:`EMULATED`), never that a kernel computed it."""
+    try:
+        from transformers import CompressedTensorsConfig
+    except ImportError as exc:  # pragma: no cover - depends on the installed transformers
+        raise ModelError(f"this folder is a compressed-tensors checkpoint, and transformers here cannot load it "
+                         f"({exc}); score it with `semif quant --schemes`, which runs it in llm-compressor's venv") \
+            from None
+    return CompressedTensorsConfig(run_compressed=False)
+
+
 class _Check:
     """A verification running on a daemon thread; :meth:`result` waits for it and re-raises its error."""
 
@@ -204,6 +221,7 @@ class TorchBackend(Backend):
         self.ref = ref
         info: dict[str, Any] = {"key": ref.key, "source": ref.kind}
         load_kwargs: dict[str, Any] = {}
+        model_kwargs: dict[str, Any] = {}  # the model's own (a quantization config must not reach the tokenizer)
         weight_check: _Check | None = None
         if ref.kind in ("store", "gguf"):
             gguf, sha = store.gguf_for(ref)
@@ -219,6 +237,12 @@ class TorchBackend(Backend):
         elif ref.kind == "local":
             where = ref.name
             info.update(path=ref.name, revision=None, local_sha256=store.dir_digest(Path(ref.name)))
+            quant = store.checkpoint_quantization(Path(ref.name))
+            if quant is not None:
+                model_kwargs["quantization_config"] = _emulated_compressed_tensors()
+                info.update(weights=f"compressed-tensors checkpoint ({quant['scheme'] or 'unnamed scheme'}), "
+                                    f"{EMULATED}",
+                            quantization={**quant, "execution": EMULATED})
         else:
             where = ref.name
             load_kwargs["revision"] = ref.revision
@@ -226,7 +250,8 @@ class TorchBackend(Backend):
         t0 = time.perf_counter()
         try:
             hf_tok = AutoTokenizer.from_pretrained(where, **load_kwargs)
-            model = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **load_kwargs)
+            model = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **load_kwargs,
+                                                         **model_kwargs)
         except Exception as exc:  # corrupt or foreign files: a clear refusal, never a traceback
             if weight_check is not None:
                 weight_check.result()  # a tampered weight file is named as such, not as a load failure

@@ -42,3 +42,27 @@ def command(python: Path, folder: Path, served: str, host: str, port: int, dtype
     if device == "cpu":
         cmd += ["--enforce-eager"]
     return cmd
+
+
+def cpu_flags() -> set[str]:
+    """The instruction-set flags of this CPU (``/proc/cpuinfo``; empty where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            line = next((ln for ln in f if ln.startswith(("flags", "Features"))), "")
+    except OSError:
+        return set()
+    return set(line.partition(":")[2].split())
+
+
+def wna16_skip_reason(env: venv.PeerEnv | None = None, flags: set[str] | None = None) -> str | None:
+    """Why vLLM cannot run W4A16 (int4 weights, 16-bit activations) natively here, or None where it can.
+
+    vLLM's CPU build has its W4A16 GEMM (``cpu_gemm_wna16``) only in the AVX-512 build: on an AVX2-only CPU such
+    a checkpoint loads and then fails at the first forward pass. Where a GPU answers, the CUDA build has kernels."""
+    if (env or recipe()) is venv.VLLM_CUDA:
+        return None
+    flags = cpu_flags() if flags is None else flags
+    if "avx512f" in flags:
+        return None
+    isa = "AVX2-only" if "avx2" in flags else "non-AVX-512"
+    return f"skipped: no cpu_gemm_wna16 kernel on this {isa} CPU"

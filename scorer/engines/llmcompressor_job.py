@@ -1,0 +1,89 @@
+"""The producing step of ``semif quant --schemes`` for llm-compressor schemes, run as a script in its own venv.
+
+``python llmcompressor_job.py SPEC.json`` (the interpreter of :data:`scorer.engines.venv.LLMCOMPRESSOR`): loads the
+fp32 reference checkpoint, tokenizes the calibration samples, applies the recipe with ``llmcompressor.oneshot`` and
+saves the compressed checkpoint (compressed-tensors format) with its tokenizer into ``spec["output"]``. It imports
+nothing of semif (semif's dependencies are not its business), prints one JSON line of facts last, and exits non-zero
+with the error on stderr when anything fails. The recipe arrives as data (modifier class names and their keyword
+arguments) so that what the cache key names is exactly what ran.
+
+SPEC: ``reference`` (folder), ``output`` (folder, created), ``modifiers`` ([{"type": name, "args": {...}}]),
+``samples`` ([text]), ``max_seq_length`` (int), ``threads`` (int or null), ``pin_memory_stub`` (bool).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _stub_pin_memory() -> None:
+    """AWQ on a CPU-only machine: llm-compressor 0.14's ``IntermediatesCache`` pins its offloaded tensors, and
+    ``Tensor.pin_memory()`` needs an accelerator (it raises on a machine without one). Pinning only speeds up
+    host-to-device copies, which a CPU run never makes, so the stub returns the tensor unpinned. Done here, in the
+    producing subprocess only, so nothing else ever runs with it."""
+    from llmcompressor.pipelines import cache
+
+    def unpinned(self: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        return value
+
+    cache.IntermediatesCache.pin_memory = unpinned
+
+
+def _modifier(spec: dict[str, Any]) -> Any:
+    import llmcompressor.modifiers.awq as awq
+    import llmcompressor.modifiers.quantization as quantization
+    import llmcompressor.modifiers.smoothquant as smoothquant
+
+    for module in (smoothquant, quantization, awq):
+        cls = getattr(module, spec["type"], None)
+        if cls is not None:
+            return cls(**spec["args"])
+    raise SystemExit(f"unknown llm-compressor modifier {spec['type']!r}")
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    import torch
+
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))
+    if spec.get("pin_memory_stub"):
+        _stub_pin_memory()
+    from datasets import Dataset
+    from llmcompressor import oneshot
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.perf_counter()
+    tok = AutoTokenizer.from_pretrained(spec["reference"])
+    model = AutoModelForCausalLM.from_pretrained(spec["reference"], dtype=torch.float32)
+    enc = [tok(text, truncation=True, max_length=int(spec["max_seq_length"]), add_special_tokens=False)
+           for text in spec["samples"]]
+    ds = Dataset.from_dict({"input_ids": [e["input_ids"] for e in enc],
+                            "attention_mask": [e["attention_mask"] for e in enc]})
+    recipe = [_modifier(m) for m in spec["modifiers"]]
+    t1 = time.perf_counter()
+    oneshot(model=model, processor=tok, dataset=ds, recipe=recipe, max_seq_length=int(spec["max_seq_length"]),
+            num_calibration_samples=len(enc))
+    t2 = time.perf_counter()
+    out = Path(spec["output"])
+    model.save_pretrained(str(out), save_compressed=True)
+    tok.save_pretrained(str(out))
+    import compressed_tensors
+    import llmcompressor
+    import transformers
+
+    versions = {"llmcompressor": llmcompressor.__version__, "compressed_tensors": compressed_tensors.__version__,
+                "transformers": transformers.__version__, "torch": torch.__version__}
+    facts = {"load_s": round(t1 - t0, 3), "oneshot_s": round(t2 - t1, 3), "save_s": round(time.perf_counter() - t2, 3),
+             "calibration_tokens": sum(len(e["input_ids"]) for e in enc), "threads": torch.get_num_threads(),
+             "versions": versions}
+    print(json.dumps(facts), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
