@@ -174,3 +174,40 @@ def test_a_tampered_cache_entry_is_refused(first: dict[str, Any], scheme: str, c
     err = capsys.readouterr().err
     assert rc == 2 and f"{victim}:" in err and "refused" in err and "Traceback" not in err, err
     assert not (tmp_path / "t.json").exists()
+
+
+_HF_NAMES = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm", "attn_q": "self_attn.q_proj",
+             "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+
+
+def _hf_name(gguf_name: str) -> str:
+    stem = gguf_name.removesuffix(".weight")
+    if stem == "token_embd":
+        return "model.embed_tokens.weight"
+    if stem == "output_norm":
+        return "model.norm.weight"
+    _, layer, part = stem.split(".")
+    return f"model.layers.{layer}.{_HF_NAMES[part]}.weight"
+
+
+def test_the_f32_gguf_holds_the_numbers_of_the_fp32_checkpoint(cache: Path, first: dict[str, Any]) -> None:
+    """llama.cpp types are quantized from the F32 GGUF, llm-compressor's from the fp32 checkpoint: both are the same
+    reference. Every tensor is bit-identical; q/k projections only up to transformers' reordering of their rows
+    (the rotary layout llama.cpp permutes for llama-architecture GGUFs), so those are compared as sorted rows."""
+    import gguf
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    f32 = next((cache / store.QUANT_LAYOUT).glob("*/*.F32.gguf"))
+    hf = load_file(str(cache / store.DEQUANT_LAYOUT / SMOL.sha256 / "model.safetensors"))
+    reader = gguf.GGUFReader(str(f32))
+    assert len(reader.tensors) == len(hf)
+    for t in reader.tensors:
+        data = np.asarray(t.data, dtype=np.float32).reshape(tuple(int(x) for x in reversed(t.shape)))
+        want = hf[_hf_name(t.name)]
+        assert data.shape == want.shape, t.name
+        if t.name.endswith(("attn_q.weight", "attn_k.weight")):
+            assert np.array_equal(np.sort(data, axis=None), np.sort(want, axis=None)), t.name
+        else:
+            assert np.array_equal(data, want), t.name

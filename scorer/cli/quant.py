@@ -12,9 +12,10 @@ from scorer import store
 from scorer.cli.options import add_mode_arg, comma_list, positive_int
 from scorer.errors import ValidationError
 from scorer.runs.quant import DEFAULT_RUNGS
+from scorer.runs.quant_schemes import DEFAULT_SCHEMES
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
 
-_SCHEMES_DEFAULT = "gguf:Q8_0,Q5_K_M,Q4_K_M,Q4_0,w8a8,awq-w4a16,gptq-w4a16"
+_SCHEMES_DEFAULT = ",".join(DEFAULT_SCHEMES)
 _LADDER_ONLY = ("rungs", "workdir", "keep_files", "no_generation", "max_new_tokens", "no_source")
 _SCHEMES_ONLY = ("calibration", "calibration_samples", "max_seq_length", "produce_threads", "no_engines")
 

@@ -33,16 +33,23 @@ def _stub_pin_memory() -> None:
     cache.IntermediatesCache.pin_memory = unpinned
 
 
-def _modifier(spec: dict[str, Any]) -> Any:
-    import llmcompressor.modifiers.awq as awq
-    import llmcompressor.modifiers.quantization as quantization
-    import llmcompressor.modifiers.smoothquant as smoothquant
+_MODIFIER_MODULES = ("llmcompressor.modifiers.smoothquant", "llmcompressor.modifiers.quantization",
+                     "llmcompressor.modifiers.gptq", "llmcompressor.modifiers.awq")
+"""Where llm-compressor keeps its modifiers (GPTQ moved between releases; the pinned one is looked up in all)."""
 
-    for module in (smoothquant, quantization, awq):
+
+def _modifier(spec: dict[str, Any]) -> Any:
+    import importlib
+
+    for name in _MODIFIER_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
         cls = getattr(module, spec["type"], None)
         if cls is not None:
             return cls(**spec["args"])
-    raise SystemExit(f"unknown llm-compressor modifier {spec['type']!r}")
+    raise SystemExit(f"no llm-compressor modifier {spec['type']!r} in {', '.join(_MODIFIER_MODULES)}")
 
 
 def main(spec_path: str) -> int:
@@ -67,7 +74,7 @@ def main(spec_path: str) -> int:
     recipe = [_modifier(m) for m in spec["modifiers"]]
     t1 = time.perf_counter()
     oneshot(model=model, processor=tok, dataset=ds, recipe=recipe, max_seq_length=int(spec["max_seq_length"]),
-            num_calibration_samples=len(enc))
+            num_calibration_samples=len(enc), shuffle_calibration_samples=False)
     t2 = time.perf_counter()
     out = Path(spec["output"])
     model.save_pretrained(str(out), save_compressed=True)

