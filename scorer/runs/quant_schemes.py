@@ -204,7 +204,11 @@ class _Plan:
 
             def make(tmp: Path) -> dict[str, Any]:
                 _log(f"writing the F32 GGUF of {self.src.name} …")
-                return write_f32(self.src, tmp / f"{self.key}.F32.gguf")
+                target = tmp / f"{self.key}.F32.gguf"
+                facts = write_f32(self.src, target)
+                # Its sha256 keys every llama.cpp type made from it: kept in the (manifest-checked) meta, so a re-run
+                # does not hash gigabytes again.
+                return {**facts, "file": target.name, "sha256": store.sha256_file(target)}
 
             self.f32_gguf = quant_cache.ensure(key, make)
         return self.f32_gguf
@@ -226,8 +230,8 @@ class _Plan:
 
     def _produce_gguf(self, ftype: str) -> tuple[quant_cache.EntryKey, quant_cache.Entry]:
         f32 = self.f32_entry()
-        f32_file = f32.folder / f"{self.key}.F32.gguf"
-        key = quant_cache.EntryKey(store.sha256_file(f32_file), f"gguf:{ftype}",
+        f32_file = f32.folder / f32.meta["produced"]["file"]
+        key = quant_cache.EntryKey(f32.meta["produced"]["sha256"], f"gguf:{ftype}",
                                    {"tool": "llama.cpp llama_model_quantize", "ftype": ftype, "imatrix": None}, None)
 
         def make(tmp: Path) -> dict[str, Any]:
@@ -393,6 +397,8 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
                      "compared_with": "the torch fp32 reference, by scorer.runs.compare.compare_records (what semif "
                                       "compare reports) over the records files"},
         "reference": reference,
+        "f32_gguf": None if plan.f32_gguf is None else {
+            "folder": str(plan.f32_gguf.folder), "reused": plan.f32_gguf.reused, **plan.f32_gguf.meta["produced"]},
         "schemes": schemes,
     }
     inputs = {**carried_inputs(body), "model.source_gguf": {"path": str(plan.src), "sha256": plan.src_sha}}
