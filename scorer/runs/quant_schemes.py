@@ -363,17 +363,19 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
     created = time.time()
     t_start = time.perf_counter()
     plan = _Plan(cfg, decisions)
+    made: list[tuple[str, quant_cache.EntryKey, quant_cache.Entry, float]] = []
+    for scheme in cfg.schemes:  # every output made or verified before anything is scored
+        t0 = time.perf_counter()
+        made.append((scheme, *plan.produce(scheme), time.perf_counter() - t0))
     reference = plan.score_reference()
     schemes = []
-    for scheme in cfg.schemes:
-        t0 = time.perf_counter()
-        key, entry = plan.produce(scheme)
+    for scheme, key, entry, seconds in made:
         produced = entry.meta.get("produced", {})
         block: dict[str, Any] = {
             "scheme": scheme, "recipe": key.recipe,
             "cache": {"key": key.digest(), "folder": str(entry.folder), "reused": entry.reused,
                       "inputs": key.inputs(), "created_utc": entry.meta.get("created_utc"),
-                      "checked_s": round(time.perf_counter() - t0, 3) if entry.reused else None},
+                      "checked_s": round(seconds, 3) if entry.reused else None},
             "produce_s": produced.get("wall_s", produced.get("seconds")), "produced": produced,
             "weight_bytes": quant_cache.weight_bytes(entry.folder),
             "bits_per_weight": produced.get("bits_per_weight"),
