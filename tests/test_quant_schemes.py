@@ -205,3 +205,37 @@ def test_checkpoint_quantization_reads_compressed_tensors_configs(tmp_path: Path
 
 def test_gguf_types_exclude_the_unquantized_ones() -> None:
     assert "Q4_K_M" in GGUF_TYPES and not {"F32", "F16", "BF16"} & set(GGUF_TYPES)
+
+
+# --- what an emulation simulates ---------------------------------------------------------------------------------
+class _Scheme:
+    def __init__(self, acts: object) -> None:
+        self.input_activations = acts
+
+
+class _Module:
+    def __init__(self, scheme: _Scheme | None = None, status: str | None = None) -> None:
+        if scheme is not None:
+            self.quantization_scheme = scheme
+            self.quantization_status = status
+
+
+class _Model:
+    def __init__(self, *mods: _Module) -> None:
+        self._mods = mods
+
+    def modules(self) -> tuple[_Module, ...]:
+        return self._mods
+
+
+def test_emulation_facts_say_whether_activations_are_quantized() -> None:
+    from scorer.backends.torch_backend import emulation_facts
+
+    w8a8 = emulation_facts(_Model(_Module(), _Module(_Scheme({"num_bits": 8}), "frozen"),
+                                  _Module(_Scheme({"num_bits": 8}), "frozen")))
+    assert w8a8["modules_with_scheme"] == 2 and w8a8["activation_quantized_modules"] == 2
+    assert w8a8["activations"].startswith("fake-quantized") and w8a8["statuses"] == ["frozen"]
+    w4a16 = emulation_facts(_Model(_Module(_Scheme(None), "frozen")))
+    assert w4a16["activation_quantized_modules"] == 0 and "weight-only" in w4a16["activations"]
+    dense = emulation_facts(_Model(_Module(), _Module()))
+    assert dense["modules_with_scheme"] == 0 and "weight-only" in dense["activations"]

@@ -155,7 +155,22 @@ def dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
 
 
 EMULATED = ("emulated in transformers (CompressedTensorsConfig(run_compressed=False): the integer weights are "
-            "decompressed to the model dtype and the scheme's quantization is simulated; no integer kernel ran)")
+            "decompressed to the model dtype; no integer kernel ran)")
+
+
+def emulation_facts(model: Any) -> dict[str, Any]:
+    """What the loaded emulation really simulates, read off the modules compressed-tensors left behind: how many
+    carry a quantization scheme, and on how many of them the forward pass still quantizes (quantize-dequantize)
+    the input activations. Why it is counted, not assumed: depending on the transformers version,
+    ``run_compressed=False`` either keeps the scheme on every Linear (activations of a W8A8 scheme fake-quantized)
+    or only dequantizes the weights and drops it (the activations then stay fp32). A record must say which."""
+    with_scheme = [m for m in model.modules() if getattr(m, "quantization_scheme", None) is not None]
+    acts = [m for m in with_scheme if getattr(m.quantization_scheme, "input_activations", None) is not None
+            and getattr(m, "quantization_enabled", True)]
+    statuses = sorted({str(getattr(m, "quantization_status", None)) for m in with_scheme})
+    return {"modules_with_scheme": len(with_scheme), "activation_quantized_modules": len(acts), "statuses": statuses,
+            "activations": ("fake-quantized in the forward pass (quantize-dequantize)" if acts
+                            else "not quantized: the emulation is weight-only")}
 
 
 def _emulated_compressed_tensors() -> Any:
@@ -261,6 +276,8 @@ class TorchBackend(Backend):
             weight_check.result()
         self.load_s = time.perf_counter() - t0
         self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() for modules only
+        if "quantization" in info:
+            info["quantization"]["emulation"] = emulation_facts(model)
         self.tokenizer: HFTokenizer = HFTokenizer(hf_tok)
         cfg = model.config
         self.n_vocab = int(cfg.vocab_size)
