@@ -459,7 +459,7 @@ def checkpoint_quantization(folder: Path) -> dict[str, Any] | None:
     if not isinstance(qc, dict) or qc.get("quant_method") != "compressed-tensors":
         return None
     groups = qc.get("config_groups") or {}
-    first = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+    first: Any = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
     keys = ("num_bits", "type", "strategy", "group_size", "symmetric", "dynamic")
 
     def part(name: str) -> dict[str, Any] | None:

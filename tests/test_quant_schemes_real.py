@@ -160,7 +160,7 @@ def test_w8a8_runs_natively_on_vllm_and_its_records_say_so(first: dict[str, Any]
     assert rec["model"]["backend"] == "openai" and rec["model"]["engine"]["weights"]["quantization"] == how
 
 
-@pytest.mark.parametrize("scheme", ["gguf:Q8_0", "gptq-w4a16"])
+@pytest.mark.parametrize("scheme", ["gguf:Q8_0", "w8a8", "awq-w4a16", "gptq-w4a16"])
 def test_a_tampered_cache_entry_is_refused(first: dict[str, Any], scheme: str, cache: Path, rows: Path,
                                            tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = Path(_by(first)[scheme]["cache"]["folder"])

@@ -21,20 +21,21 @@ from typing import Any
 
 
 def _stub_pin_memory() -> None:
-    """AWQ on a CPU-only machine: llm-compressor 0.14's ``IntermediatesCache`` pins its offloaded tensors, and
-    ``Tensor.pin_memory()`` needs an accelerator (it raises on a machine without one). Pinning only speeds up
-    host-to-device copies, which a CPU run never makes, so the stub returns the tensor unpinned. Done here, in the
-    producing subprocess only, so nothing else ever runs with it."""
+    """AWQ on a CPU-only machine: llm-compressor 0.14's ``IntermediatesCache.pin_memory(batch_index, input_names)``
+    pins a batch's cached CPU tensors in place (``Tensor.pin_memory()``), which needs an accelerator and raises on a
+    machine without one. Pinning only lets later host-to-device copies run non-blocking, and a CPU run makes none,
+    so the stub leaves the batch unpinned. Done here, in the producing subprocess only, so nothing else runs with it."""
     from llmcompressor.pipelines import cache
 
-    def unpinned(self: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
-        return value
+    def leave_unpinned(self: Any, batch_index: int, input_names: list[str] | None = None) -> None:
+        return None
 
-    cache.IntermediatesCache.pin_memory = unpinned
+    cache.IntermediatesCache.pin_memory = leave_unpinned
 
 
 _MODIFIER_MODULES = ("llmcompressor.modifiers.smoothquant", "llmcompressor.modifiers.quantization",
-                     "llmcompressor.modifiers.gptq", "llmcompressor.modifiers.awq")
+                     "llmcompressor.modifiers.gptq", "llmcompressor.modifiers.awq",
+                     "llmcompressor.modifiers.transform")
 """Where llm-compressor keeps its modifiers (GPTQ moved between releases; the pinned one is looked up in all)."""
 
 
