@@ -85,12 +85,17 @@ def test_recipes_are_data_and_w4a16_uses_group_size_128() -> None:
     w8 = llmcompressor.recipe("w8a8")
     assert [m["type"] for m in w8["modifiers"]] == ["SmoothQuantModifier", "QuantizationModifier"]
     assert w8["modifiers"][0]["args"] == {"smoothing_strength": 0.8} and w8["group_size"] is None
-    for scheme, modifier, preset in (("awq-w4a16", "AWQModifier", "W4A16_ASYM"), ("gptq-w4a16", "GPTQModifier",
-                                                                                   "W4A16")):
-        r = llmcompressor.recipe(scheme)
-        assert r["group_size"] == 128 and "group size 128" in r["description"]
-        assert r["modifiers"] == [{"type": modifier, "args": {"targets": ["Linear"], "scheme": preset,
-                                                              "ignore": ["lm_head"]}}]
+    gptq = llmcompressor.recipe("gptq-w4a16")
+    assert gptq["group_size"] == 128 and "group size 128" in gptq["description"]
+    assert [m["type"] for m in gptq["modifiers"]] == ["GPTQModifier"]
+    weights = gptq["modifiers"][0]["args"]["config_groups"]["group_0"]["weights"]
+    assert weights == {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True,
+                       "dynamic": False}
+    awq = llmcompressor.recipe("awq-w4a16", 64)
+    assert [m["type"] for m in awq["modifiers"]] == ["AWQModifier", "QuantizationModifier"]
+    weights = awq["modifiers"][1]["args"]["config_groups"]["group_0"]["weights"]
+    assert weights["group_size"] == 64 and weights["symmetric"] is False and awq["group_size"] == 64
+    assert all(m["args"].get("ignore", ["lm_head"]) == ["lm_head"] for r in (w8, gptq, awq) for m in r["modifiers"])
     with pytest.raises(ModelError, match="expected one of w8a8, awq-w4a16, gptq-w4a16"):
         llmcompressor.recipe("fp8")
 

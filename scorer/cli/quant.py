@@ -17,7 +17,8 @@ from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
 
 _SCHEMES_DEFAULT = ",".join(DEFAULT_SCHEMES)
 _LADDER_ONLY = ("rungs", "workdir", "keep_files", "no_generation", "max_new_tokens", "no_source")
-_SCHEMES_ONLY = ("calibration", "calibration_samples", "max_seq_length", "produce_threads", "no_engines")
+_SCHEMES_ONLY = ("calibration", "calibration_samples", "max_seq_length", "group_size", "produce_threads",
+                 "no_engines")
 
 
 def register(sub: Any) -> None:
@@ -49,6 +50,8 @@ def register(sub: Any) -> None:
                                          "(default data/quant/calibration.txt)")
     g.add_argument("--calibration-samples", type=positive_int, help="use only the first N samples (default all)")
     g.add_argument("--max-seq-length", type=positive_int, help="tokens per calibration sample (default 512)")
+    g.add_argument("--group-size", type=positive_int, help="group size of awq-w4a16 and gptq-w4a16 (default 128; "
+                                                         "it must divide every quantized layer's input width)")
     g.add_argument("--produce-threads", type=positive_int, help="CPU threads for llm-compressor")
     g.add_argument("--no-engines", action="store_true", help="do not start vLLM (its runs reported as skipped)")
     p.set_defaults(func=_cmd_quant)
@@ -81,6 +84,7 @@ def _cmd_quant(args: argparse.Namespace) -> int:
 
 
 def _cmd_schemes(args: argparse.Namespace, key: str) -> int:
+    from scorer.engines.llmcompressor import GROUP_SIZE
     from scorer.runs.quant_schemes import (
         DEFAULT_CALIBRATION,
         DEFAULT_MAX_SEQ_LENGTH,
@@ -98,7 +102,8 @@ def _cmd_schemes(args: argparse.Namespace, key: str) -> int:
                         records_dir=Path(args.records_dir) if args.records_dir else None,
                         calibration=Path(args.calibration) if args.calibration else DEFAULT_CALIBRATION,
                         calibration_samples=args.calibration_samples,
-                        max_seq_length=args.max_seq_length or DEFAULT_MAX_SEQ_LENGTH, mode=args.mode,
+                        max_seq_length=args.max_seq_length or DEFAULT_MAX_SEQ_LENGTH,
+                        group_size=args.group_size or GROUP_SIZE, mode=args.mode,
                         max_batch_tokens=args.max_batch_tokens, threads=args.threads,
                         produce_threads=args.produce_threads, engines=not args.no_engines, overwrite=args.force,
                         command="semif " + " ".join(sys.argv[1:]))

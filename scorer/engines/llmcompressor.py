@@ -6,9 +6,13 @@ cache key names exactly what ran; :mod:`scorer.engines.llmcompressor_job` turns 
 * ``w8a8``: SmoothQuant (smoothing strength 0.8) moves activation outliers into the weights, then
   round-to-nearest int8 W8A8 (llm-compressor's ``W8A8`` preset: int8 weights per output channel, symmetric;
   int8 activations per token, dynamic). The format vLLM's CPU build runs with an int8 GEMM kernel.
-* ``awq-w4a16``: AWQ with the ``W4A16_ASYM`` preset: int4 weights, group size 128, asymmetric (zero points),
-  activations left in the model dtype.
-* ``gptq-w4a16``: GPTQ with the ``W4A16`` preset: int4 weights, group size 128, symmetric.
+* ``awq-w4a16``: AWQ's channel scaling, then int4 weights, group size 128, asymmetric (zero points; what
+  llm-compressor's ``W4A16_ASYM`` preset holds), activations left in the model dtype.
+* ``gptq-w4a16``: GPTQ, int4 weights, group size 128, symmetric (the ``W4A16`` preset).
+
+The group size is 128 unless ``--group-size`` says otherwise (it is part of the recipe, so of the cache key); a
+model whose Linear layers' input width is not a multiple of it cannot be grouped by it (SmolLM2-135M: 576 = 4.5 ×
+128, so its tests use 64).
 
 ``lm_head`` stays unquantized in all three (as in llm-compressor's own examples). Producing runs
 ``llmcompressor_job.py`` in the pinned venv (:data:`scorer.engines.venv.LLMCOMPRESSOR`, built on first use);
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -38,7 +43,16 @@ SCORE_TIMEOUT_S = 3 * 3600
 _IGNORE = ["lm_head"]
 
 
-def recipe(scheme: str) -> dict[str, Any]:
+def _int4_groups(group_size: int, symmetric: bool) -> dict[str, Any]:
+    """compressed-tensors config groups of int4 weights per group (llm-compressor's ``W4A16``/``W4A16_ASYM`` presets,
+    spelled out so that the group size can differ: a model whose Linear inputs are not a multiple of 128 columns,
+    e.g. SmolLM2-135M's 576, cannot be grouped by 128)."""
+    weights = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": group_size, "symmetric": symmetric,
+               "dynamic": False}
+    return {"group_0": {"targets": ["Linear"], "weights": weights}}
+
+
+def recipe(scheme: str, group_size: int = GROUP_SIZE) -> dict[str, Any]:
     """The recipe of ``scheme`` as data: its modifiers and a one-line description (for the report)."""
     if scheme == "w8a8":
         mods = [{"type": "SmoothQuantModifier", "args": {"smoothing_strength": SMOOTHING_STRENGTH}},
@@ -46,14 +60,17 @@ def recipe(scheme: str) -> dict[str, Any]:
         text = (f"SmoothQuant {SMOOTHING_STRENGTH} + round-to-nearest int8 W8A8 (weights per channel, activations per "
                 "token, dynamic)")
     elif scheme == "awq-w4a16":
-        mods = [{"type": "AWQModifier", "args": {"targets": ["Linear"], "scheme": "W4A16_ASYM", "ignore": _IGNORE}}]
-        text = f"AWQ, int4 weights, group size {GROUP_SIZE}, asymmetric; activations unquantized"
+        # llm-compressor 0.14's AWQModifier only rescales channels; the quantizing modifier after it quantizes
+        mods = [{"type": "AWQModifier", "args": {}},
+                {"type": "QuantizationModifier", "args": {"config_groups": _int4_groups(group_size, False),
+                                                          "ignore": _IGNORE}}]
+        text = f"AWQ, int4 weights, group size {group_size}, asymmetric; activations unquantized"
     elif scheme == "gptq-w4a16":
-        mods = [{"type": "GPTQModifier", "args": {"targets": ["Linear"], "scheme": "W4A16", "ignore": _IGNORE}}]
-        text = f"GPTQ, int4 weights, group size {GROUP_SIZE}, symmetric; activations unquantized"
+        mods = [{"type": "GPTQModifier", "args": {"config_groups": _int4_groups(group_size, True), "ignore": _IGNORE}}]
+        text = f"GPTQ, int4 weights, group size {group_size}, symmetric; activations unquantized"
     else:
         raise ModelError(f"unknown llm-compressor scheme {scheme!r} (expected one of {', '.join(SCHEMES)})")
-    return {"tool": "llmcompressor.oneshot", "modifiers": mods, "group_size": GROUP_SIZE if "w4a16" in scheme else None,
+    return {"tool": "llmcompressor.oneshot", "modifiers": mods, "group_size": group_size if "w4a16" in scheme else None,
             "description": text}
 
 
@@ -72,14 +89,20 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-def produce(reference: Path, output: Path, scheme: str, samples: list[str], max_seq_length: int,
+def _last_error(log: Path) -> str:
+    """The exception line a failed job ended with (its traceback stays in the log)."""
+    lines = [ln.strip() for ln in _tail(log, 400).replace("\r", "\n").splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b", ln)]
+    return (errors or lines or ["(empty log)"])[-1][:600]
+
+
+def produce(reference: Path, output: Path, rec: dict[str, Any], scheme: str, samples: list[str], max_seq_length: int,
             threads: int | None, log: Path) -> dict[str, Any]:
     """Write the compressed checkpoint of ``reference`` under ``scheme`` into ``output`` (a new folder).
 
     Returns the job's facts (seconds per stage, calibration tokens, library versions) plus the venv's freeze;
     an :class:`EngineError` quoting the end of ``log`` when the job fails."""
     status = _ensure_venv()
-    rec = recipe(scheme)
     spec = {"reference": str(reference), "output": str(output), "modifiers": rec["modifiers"], "samples": samples,
             "max_seq_length": max_seq_length, "threads": threads, "pin_memory_stub": scheme == "awq-w4a16"}
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -94,8 +117,8 @@ def produce(reference: Path, output: Path, scheme: str, samples: list[str], max_
     except subprocess.TimeoutExpired:
         raise EngineError(f"producing {scheme} did not finish within {PRODUCE_TIMEOUT_S} s (log {log})") from None
     if proc.returncode != 0:
-        raise EngineError(f"producing {scheme} with llm-compressor failed (exit {proc.returncode}); the end of its log "
-                          f"({log}):\n{_tail(log)}")
+        raise EngineError(f"producing {scheme} with llm-compressor failed (exit {proc.returncode}): {_last_error(log)} "
+                          f"(the whole log: {log})")
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         raise EngineError(f"producing {scheme}: the job printed no facts (log {log})")

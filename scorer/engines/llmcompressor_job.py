@@ -19,6 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+# Run as a script, its own folder (scorer/engines) comes first on sys.path, and semif's llmcompressor.py there would
+# shadow the llmcompressor package: the folder is taken off before anything of llm-compressor is imported.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
 
 def _stub_pin_memory() -> None:
     """AWQ on a CPU-only machine: llm-compressor 0.14's ``IntermediatesCache.pin_memory(batch_index, input_names)``

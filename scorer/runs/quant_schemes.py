@@ -106,6 +106,8 @@ class SchemesConfig:
     """Use only the first N samples (default all); part of the recipe, so of the cache key."""
     max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH
     """Tokens per calibration sample (longer ones are cut); part of the recipe."""
+    group_size: int = llmcompressor.GROUP_SIZE
+    """Group size of the W4A16 schemes; part of the recipe."""
     mode: str = "shared"
     max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
     threads: int | None = None
@@ -216,14 +218,14 @@ class _Plan:
     def produce(self, scheme: str) -> tuple[quant_cache.EntryKey, quant_cache.Entry]:
         if scheme.startswith("gguf:"):
             return self._produce_gguf(scheme[5:])
-        rec = {**llmcompressor.recipe(scheme), "calibration_samples": len(self.samples),
+        rec = {**llmcompressor.recipe(scheme, self.cfg.group_size), "calibration_samples": len(self.samples),
                "max_seq_length": self.cfg.max_seq_length}
         key = quant_cache.EntryKey(self.fp32_sha, scheme, rec, self.calibration_sha256)
 
         def make(tmp: Path) -> dict[str, Any]:
             _log(f"producing {scheme} with llm-compressor ({len(self.samples)} calibration samples) …")
             log = store.cache_dir() / store.QUANT_LAYOUT / "logs" / f"{key.digest()[:16]}-{scheme}.log"
-            return llmcompressor.produce(self.fp32, tmp, scheme, self.samples, self.cfg.max_seq_length,
+            return llmcompressor.produce(self.fp32, tmp, rec, scheme, self.samples, self.cfg.max_seq_length,
                                          self.cfg.produce_threads, log)
 
         return key, quant_cache.ensure(key, make)
