@@ -38,10 +38,11 @@ def _stub_pin_memory() -> None:
     cache.IntermediatesCache.pin_memory = leave_unpinned
 
 
-_MODIFIER_MODULES = ("llmcompressor.modifiers.smoothquant", "llmcompressor.modifiers.quantization",
-                     "llmcompressor.modifiers.gptq", "llmcompressor.modifiers.awq",
-                     "llmcompressor.modifiers.transform")
-"""Where llm-compressor keeps its modifiers (GPTQ moved between releases; the pinned one is looked up in all)."""
+_MODIFIER_MODULES = ("llmcompressor.modifiers.transform", "llmcompressor.modifiers.quantization",
+                     "llmcompressor.modifiers.gptq")
+"""Where llm-compressor 0.14 keeps the modifiers the recipes name. Not ``llmcompressor.modifiers.awq`` or
+``.smoothquant``: those are compatibility shims of the old API, whose ``AWQModifier(...)`` returns a list with an
+empty QuantizationModifier of its own."""
 
 
 def _modifier(spec: dict[str, Any]) -> Any:
@@ -53,7 +54,7 @@ def _modifier(spec: dict[str, Any]) -> Any:
         except ImportError:
             continue
         cls = getattr(module, spec["type"], None)
-        if cls is not None:
+        if isinstance(cls, type):
             return cls(**spec["args"])
     raise SystemExit(f"no llm-compressor modifier {spec['type']!r} in {', '.join(_MODIFIER_MODULES)}")
 
