@@ -322,30 +322,29 @@ class _Plan:
         t0 = time.perf_counter()
         if runner == "llama.cpp":
             gguf = next(folder.glob("*.gguf"))
-            backend = load_backend(BackendConfig(model=self.cfg.model, backend="llamacpp", gguf=str(gguf),
-                                                 threads=self.cfg.threads))
-            try:
-                load_s = time.perf_counter() - t0
-                records, prepare_s, score_s = score_decisions(backend, self.decisions, self.cfg.mode,
-                                                              self.cfg.max_batch_tokens)
-            finally:
-                backend.close()
+            out = self._score_on(BackendConfig(model=self.cfg.model, backend="llamacpp", gguf=str(gguf),
+                                               threads=self.cfg.threads), t0)
         else:
             from scorer.engines import launcher
 
             state = launcher.start(launcher.EngineSpec("vllm", model=str(folder), threads=self.cfg.threads))
             try:
-                backend = load_backend(BackendConfig(model=self.cfg.model, backend="openai",
-                                                     base_url=state["base_url"]))
-                try:
-                    load_s = time.perf_counter() - t0
-                    records, prepare_s, score_s = score_decisions(backend, self.decisions, self.cfg.mode,
-                                                                  self.cfg.max_batch_tokens)
-                finally:
-                    backend.close()
+                out = self._score_on(BackendConfig(model=self.cfg.model, backend="openai",
+                                                   base_url=state["base_url"]), t0)
             finally:
                 launcher.stop(port=state["port"])
         gc.collect()
+        return out
+
+    def _score_on(self, config: BackendConfig, t0: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Records of every decision on the backend of ``config``, and the timings (load counted from ``t0``)."""
+        backend = load_backend(config)
+        try:
+            load_s = time.perf_counter() - t0
+            records, prepare_s, score_s = score_decisions(backend, self.decisions, self.cfg.mode,
+                                                          self.cfg.max_batch_tokens)
+        finally:
+            backend.close()
         return records, {"load_s": round(load_s, 3), "prepare_s": round(prepare_s, 3), "score_s": round(score_s, 3),
                          "decisions_per_s": len(records) / score_s if score_s > 0 else None}
 
