@@ -45,6 +45,7 @@ ENVELOPE_KEYS = ("kind", "format", "created_utc", "machine", "versions", "inputs
 KINDS: dict[str, str] = {
     "bench": "semif-bench-v2",  # semif bench shape
     "quant": "semif-quant-v2",  # semif quant
+    "quant-schemes": "semif-quant-schemes-v1",  # semif quant --schemes
     "compare": "semif-compare-v2",  # semif compare
     "drift": "semif-drift-v2",  # semif drift (also an input of --exact)
     "eval": "semif-eval-v2",  # semif eval

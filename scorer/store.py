@@ -10,6 +10,7 @@ Cache: ``$SEMIF_CACHE`` if set, else ``$XDG_CACHE_HOME/semif``, else ``~/.cache/
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -431,3 +432,42 @@ def dir_digest(folder: Path) -> str:
         if f.is_file() and f.suffix in {".json", ".safetensors", ".bin", ".model", ".jinja", ".txt"}:
             h.update(f.name.encode() + b"\0" + sha256_file(f).encode() + b"\n")
     return h.hexdigest()
+
+
+QUANT_LAYOUT = "quant-v1"
+QUANT_META = "semif-quant.json"
+"""What ``semif quant --schemes`` writes into each quantized cache folder: scheme, recipe, reference, calibration."""
+
+
+def quant_dir(key: str) -> Path:
+    """Verified cache folder of one ``semif quant --schemes`` output, keyed by the sha256 of (reference sha256,
+    scheme, recipe, calibration sha256): :func:`scorer.runs.quant_cache.entry_key`."""
+    return cache_dir() / QUANT_LAYOUT / key
+
+
+def checkpoint_quantization(folder: Path) -> dict[str, Any] | None:
+    """What a Hugging Face folder's config.json declares about compressed-tensors quantization (None if nothing).
+
+    ``{"format": "compressed-tensors", "weights": {...}, "input_activations": {...} | None, "scheme": NAME | None}``
+    (``scheme``: the semif scheme named by :data:`QUANT_META`, when the folder is one of ``semif quant``'s). Only
+    the first config group is described: every scheme semif produces has exactly one."""
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    if not isinstance(qc, dict) or qc.get("quant_method") != "compressed-tensors":
+        return None
+    groups = qc.get("config_groups") or {}
+    first: Any = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+    keys = ("num_bits", "type", "strategy", "group_size", "symmetric", "dynamic")
+
+    def part(name: str) -> dict[str, Any] | None:
+        got = first.get(name) if isinstance(first, dict) else None
+        return {k: got.get(k) for k in keys} if isinstance(got, dict) else None
+
+    scheme = None
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # a folder not made by semif quant has none
+        scheme = json.loads((folder / QUANT_META).read_text(encoding="utf-8")).get("scheme")
+    return {"format": "compressed-tensors", "weights": part("weights"), "input_activations": part("input_activations"),
+            "scheme": scheme}

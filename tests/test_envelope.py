@@ -26,7 +26,7 @@ from scorer.envelope import (
 )
 from scorer.errors import OutputExistsError
 from scorer.machine import load_average, load_span
-from scorer.runs import bench, compare, drift, quant
+from scorer.runs import bench, compare, drift, quant, quant_schemes
 from scorer.runs import eval as ev
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,6 +75,7 @@ def test_the_migration_has_nothing_left_to_do(capsys: pytest.CaptureFixture[str]
 
 def test_writers_write_the_format_listed_for_their_kind() -> None:
     written = {"bench": bench.BENCH_FORMAT, "drift": drift.DRIFT_FORMAT, "quant": quant.REPORT_FORMAT,
+               "quant-schemes": quant_schemes.REPORT_FORMAT,
                "compare": compare.REPORT_FORMAT, "prior": CALIBRATION_FORMAT, "bias": CALIBRATION_FORMAT,
                **dict.fromkeys(("eval", "calibrate", "calibration", "order", "route", "route-threshold"),
                                ev.REPORT_FORMAT), "abstain-thresholds": abstain.THRESHOLDS_FORMAT}

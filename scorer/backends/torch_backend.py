@@ -154,6 +154,38 @@ def dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
     return store.build_verified(target, sha256, "dequantized-fp32", build)
 
 
+EMULATED = ("emulated in transformers (CompressedTensorsConfig(run_compressed=False): the integer weights are "
+            "decompressed to the model dtype; no integer kernel ran)")
+
+
+def emulation_facts(model: Any) -> dict[str, Any]:
+    """What the loaded emulation really simulates, read off the modules compressed-tensors left behind: how many
+    carry a quantization scheme, and on how many of them the forward pass still quantizes (quantize-dequantize)
+    the input activations. Why it is counted, not assumed: depending on the transformers version,
+    ``run_compressed=False`` either keeps the scheme on every Linear (activations of a W8A8 scheme fake-quantized)
+    or only dequantizes the weights and drops it (the activations then stay fp32). A record must say which."""
+    with_scheme = [m for m in model.modules() if getattr(m, "quantization_scheme", None) is not None]
+    acts = [m for m in with_scheme if getattr(m.quantization_scheme, "input_activations", None) is not None
+            and getattr(m, "quantization_enabled", True)]
+    statuses = sorted({str(getattr(m, "quantization_status", None)) for m in with_scheme})
+    return {"modules_with_scheme": len(with_scheme), "activation_quantized_modules": len(acts), "statuses": statuses,
+            "activations": ("fake-quantized in the forward pass (quantize-dequantize)" if acts
+                            else "not quantized: the emulation is weight-only")}
+
+
+def _emulated_compressed_tensors() -> Any:
+    """transformers' loader for a compressed-tensors folder that decompresses it instead of running compressed
+    modules: on CPU no int8/int4 kernel exists in transformers, so this is the only way it runs there, and the
+    records then say it was emulated (:data:`EMULATED`), never that a kernel computed it."""
+    try:
+        from transformers import CompressedTensorsConfig
+    except ImportError as exc:  # pragma: no cover - depends on the installed transformers
+        raise ModelError(f"this folder is a compressed-tensors checkpoint, and transformers here cannot load it "
+                         f"({exc}); score it with `semif quant --schemes`, which runs it in llm-compressor's venv") \
+            from None
+    return CompressedTensorsConfig(run_compressed=False)
+
+
 class _Check:
     """A verification running on a daemon thread; :meth:`result` waits for it and re-raises its error."""
 
@@ -204,6 +236,7 @@ class TorchBackend(Backend):
         self.ref = ref
         info: dict[str, Any] = {"key": ref.key, "source": ref.kind}
         load_kwargs: dict[str, Any] = {}
+        model_kwargs: dict[str, Any] = {}  # the model's own (a quantization config must not reach the tokenizer)
         weight_check: _Check | None = None
         if ref.kind in ("store", "gguf"):
             gguf, sha = store.gguf_for(ref)
@@ -219,6 +252,12 @@ class TorchBackend(Backend):
         elif ref.kind == "local":
             where = ref.name
             info.update(path=ref.name, revision=None, local_sha256=store.dir_digest(Path(ref.name)))
+            quant = store.checkpoint_quantization(Path(ref.name))
+            if quant is not None:
+                model_kwargs["quantization_config"] = _emulated_compressed_tensors()
+                info.update(weights=f"compressed-tensors checkpoint ({quant['scheme'] or 'unnamed scheme'}), "
+                                    f"{EMULATED}",
+                            quantization={**quant, "execution": EMULATED})
         else:
             where = ref.name
             load_kwargs["revision"] = ref.revision
@@ -226,7 +265,8 @@ class TorchBackend(Backend):
         t0 = time.perf_counter()
         try:
             hf_tok = AutoTokenizer.from_pretrained(where, **load_kwargs)
-            model = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **load_kwargs)
+            model = AutoModelForCausalLM.from_pretrained(where, dtype=getattr(torch, dtype), **load_kwargs,
+                                                         **model_kwargs)
         except Exception as exc:  # corrupt or foreign files: a clear refusal, never a traceback
             if weight_check is not None:
                 weight_check.result()  # a tampered weight file is named as such, not as a load failure
@@ -236,6 +276,8 @@ class TorchBackend(Backend):
             weight_check.result()
         self.load_s = time.perf_counter() - t0
         self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() for modules only
+        if "quantization" in info:
+            info["quantization"]["emulation"] = emulation_facts(model)
         self.tokenizer: HFTokenizer = HFTokenizer(hf_tok)
         cfg = model.config
         self.n_vocab = int(cfg.vocab_size)

@@ -105,11 +105,15 @@ def _vllm_plan(spec: EngineSpec, port: int) -> tuple[list[str], dict[str, str], 
         folder = Path(ref.name)
         ident = {"model_key": None, "gguf_sha256": None, "weights_path": str(folder),
                  "weights_sha256": store.dir_digest(folder)}
+        quant = store.checkpoint_quantization(folder)
+        if quant is not None:  # vLLM runs it with its own kernels; the records say which scheme they ran
+            ident["quantization"] = {**quant, "execution": f"vLLM ({device}) kernels"}
     else:
         raise ValidationError(f"semif engine start vllm --model {spec.model}: hub models are served by vLLM itself "
                               "(`vllm serve ORG/NAME --revision SHA`); pass a registry key or a local folder")
     served = ref.key if ref.entry else folder.name
-    ident.update(served_model=served, dtype=spec.dtype, quantization=None, device=device,
+    ident.setdefault("quantization", None)
+    ident.update(served_model=served, dtype=spec.dtype, device=device,
                  engine_version=_vllm_version(Path(status.python)), python=status.python)
     env = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": str(spec.kv_cache_gib), "VLLM_NO_USAGE_STATS": "1",
            "DO_NOT_TRACK": "1"}

