@@ -11,7 +11,9 @@
 on ``__exit__``/:meth:`Scorer.close`). Rows are validated exactly like JSONL input rows
 (:func:`scorer.schema.parse_decision`: the same field-level messages, as :class:`~scorer.errors.InputError`)
 and scored by the same core as ``semif score`` (:mod:`scorer.runs.score`), so a :attr:`DecisionRecord.record`
-equals the CLI's record for the same row and configuration apart from timings and the run's start time.
+equals the CLI's record for the same row and configuration apart from timings, the run's start time and how its
+prefix came out of the cache: a :class:`Scorer` keeps one radix prefix cache (:mod:`scorer.radix_cache`) for its
+whole life, so a call reuses the prefixes of earlier calls (records say so in ``cache``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import orjson
 from scorer import __version__, store
 from scorer.backends.base import Backend
 from scorer.errors import InputError, SemifError, brief
-from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, check_run_options
+from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, byte_size, check_run_options
+from scorer.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
 from scorer.schema import Decision, parse_decision
 
 if TYPE_CHECKING:
@@ -188,18 +191,24 @@ class Scorer:
     ``semif score --calibration FILE`` writes it; a row whose signature (question, options, model) the file
     does not cover is refused before anything is scored, naming the file and the signature. The file is read
     and checked at construction (bad JSON, wrong version or NaN raise :class:`~scorer.errors.InputError`).
+    ``prefix_cache_bytes`` is the memory budget of the scorer's radix prefix cache (:attr:`prefix_cache`; bytes or
+    text such as ``"512M"``; default 1 GiB): serial and shared modes reuse the longest cached prefix of every row,
+    across calls, and evict the least recently used leaves past the budget.
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
 
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
                  calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
-                 **options: Any) -> None:
+                 prefix_cache_bytes: int | str | None = None, **options: Any) -> None:
         from scorer.backends import BackendConfig
 
         # One validation for the API and the command line (scorer.options): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(
             mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
+        self.prefix_cache = RadixCache(DEFAULT_BUDGET_BYTES if prefix_cache_bytes is None
+                                       else byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
+        """The radix prefix cache every call of this scorer shares (``prefix_cache.stats``, ``.summary()``)."""
         unknown = sorted(set(options) - set(_BACKEND_OPTIONS), key=str)
         if unknown:
             raise SemifError(f"unknown backend options {', '.join(map(str, unknown))} "
@@ -223,10 +232,11 @@ class Scorer:
 
     @classmethod
     def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
-                    calibration: str | Path | Calibration | None = None) -> Scorer:
+                    calibration: str | Path | Calibration | None = None,
+                    prefix_cache_bytes: int | str | None = None) -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
         return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
-                   **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
+                   prefix_cache_bytes=prefix_cache_bytes, **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Scorer:
@@ -255,6 +265,7 @@ class Scorer:
         """Free the backend this scorer loaded (a backend passed in is left to its owner). Idempotent."""
         with self._lock:
             backend, self._backend, self._closed = self._backend, None, True
+            self.prefix_cache.clear()
         if self._owned and backend is not None:  # llama.cpp frees its context; torch just drops the model
             backend.close()
 
@@ -309,7 +320,7 @@ class Scorer:
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=self.mode != "direct")
-            records = list(score_items(backend, items, self.mode, run, 0, self.max_batch_tokens))
+            records = list(score_items(backend, items, self.mode, run, 0, self.max_batch_tokens, self.prefix_cache))
             if cal is not None:
                 records = list(cal.apply_all(records))
         if indices is not None:

@@ -25,7 +25,9 @@ Contracts:
   ``semif score --calibration FILE`` writes; a row whose signature the file does not cover answers 422
   naming the file and the signature; ``/v1/models`` names the file and its sha256.
 * A batch is scored as one :meth:`~scorer.api.Scorer.decide_many` call (shared-prefix batching inside the
-  request); its records equal ``semif score``'s for a file holding the same rows.
+  request); its records equal ``semif score``'s for a file holding the same rows, apart from their ``cache``
+  block: every request shares the scorer's radix prefix cache (``--prefix-cache-bytes``), so a request reuses
+  the prefixes of earlier ones (records say how; ``/v1/models`` shows the cache's counters).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from scorer.api import Scorer
 from scorer.backends import BackendConfig
 from scorer.errors import InputError, SemifError
 from scorer.options import positive_float, positive_int
+from scorer.radix_cache import DEFAULT_BUDGET_BYTES
 from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
 
 if TYPE_CHECKING:
@@ -314,8 +317,11 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
         cal = scorer.calibration
+        pc = scorer.prefix_cache  # plain counters, read without the scorer's lock (a request may be moving them)
         return _json({"models": [info], "mode": scorer.mode,
                       "calibration": None if cal is None else {"method": cal.method, **cal.source},
+                      "prefix_cache": {"kind": "radix", "budget_bytes": pc.budget_bytes, "held_bytes": pc.held_bytes,
+                                       "states": pc.states, **pc.stats.as_dict()},
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size,
                                  "header_timeout_s": lim.header_timeout_s, "body_timeout_s": lim.body_timeout_s,
@@ -347,9 +353,11 @@ class _ServeReplica:
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
-                 token: str | None, calibration: Calibration | None = None) -> None:
+                 token: str | None, calibration: Calibration | None = None,
+                 prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
-        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration)
+        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration,
+                                                prefix_cache_bytes)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token)
 
@@ -375,6 +383,8 @@ class ServeConfig:
     """What one request may ask."""
     calibration: str | None = None
     """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
+    prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES
+    """Memory budget of the scorer's radix prefix cache, which every request shares."""
 
 
 @dataclass(frozen=True)
@@ -518,7 +528,7 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     uvicorn = _uvicorn()
     check_bind(cfg.host, cfg.token)  # before the model loads
     calibration = _calibration(cfg)
-    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration) as scorer:
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.prefix_cache_bytes) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token)
         print(f"[semif] serving {model.model} ({cfg.mode}) on http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()
@@ -547,7 +557,8 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
                                        max_ongoing_requests=cfg.limits.queue_size + 1)
         app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
 {**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
-                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration)
+                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration,
+                           cfg.prefix_cache_bytes)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)

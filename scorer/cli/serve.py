@@ -10,6 +10,7 @@ from scorer.cli.options import (
     add_max_batch_tokens_arg,
     add_mode_arg,
     add_model_args,
+    add_prefix_cache_arg,
     backend_config,
     positive_float,
     positive_int,
@@ -24,6 +25,7 @@ def register(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
     add_mode_arg(p, "shared")
     add_max_batch_tokens_arg(p)
+    add_prefix_cache_arg(p)
     p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
     p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
                    help="requests waiting for the scorer before 503")
@@ -57,7 +59,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
-                      calibration=args.calibration)
+                      calibration=args.calibration, prefix_cache_bytes=args.prefix_cache_bytes)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))
