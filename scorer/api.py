@@ -11,7 +11,9 @@
 on ``__exit__``/:meth:`Scorer.close`). Rows are validated exactly like JSONL input rows
 (:func:`scorer.schema.parse_decision`: the same field-level messages, as :class:`~scorer.errors.InputError`)
 and scored by the same core as ``semif score`` (:mod:`scorer.runs.score`), so a :attr:`DecisionRecord.record`
-equals the CLI's record for the same row and configuration apart from timings and the run's start time.
+equals the CLI's record for the same row and configuration apart from timings, the run's start time and how its
+prefix came out of the cache: a :class:`Scorer` keeps one radix prefix cache (:mod:`scorer.radix_cache`) for its
+whole life, so a call reuses the prefixes of earlier calls (records say so in ``cache``).
 """
 
 from __future__ import annotations
@@ -31,8 +33,16 @@ from scorer import __version__, store
 from scorer.abstain import Policy, Verdict
 from scorer.backends.base import Backend
 from scorer.errors import InputError, SemifError, brief
-from scorer.options import BACKENDS, DEFAULT_MAX_BATCH_TOKENS, OptionError, check_run_options, check_slots
+from scorer.options import (
+    BACKENDS,
+    DEFAULT_MAX_BATCH_TOKENS,
+    OptionError,
+    byte_size,
+    check_run_options,
+    check_slots,
+)
 from scorer.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
+from scorer.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
 from scorer.schema import Decision, nonempty_str, parse_decision
 
 if TYPE_CHECKING:
@@ -284,6 +294,9 @@ class Scorer:
     :meth:`decide_many`, whichever shares more prefix tokens over its rows; one row is always state-major).
     ``demos`` is a demonstrations file (``semif score --demos``) or loaded :class:`~scorer.demos.Demos`, with
     ``demos_k`` demonstrations per decision chosen by ``seed`` (for a file; defaults as the command line's).
+    ``prefix_cache_bytes`` is the memory budget of the scorer's radix prefix cache (:attr:`prefix_cache`; bytes or
+    text such as ``"512M"``; default 1 GiB): serial and shared modes reuse the longest cached prefix of every row,
+    across calls, and evict the least recently used leaves past the budget.
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
@@ -293,7 +306,7 @@ class Scorer:
                  on_uncovered: str = "error", echo: bool | str | None = None, slots: str = "letters",
                  layout: str = "state-major",
                  demos: str | Path | Demos | None = None, demos_k: int | None = None, seed: int | None = None,
-                 **options: Any) -> None:
+                 prefix_cache_bytes: int | str | None = None, **options: Any) -> None:
         from scorer.backends import BackendConfig
         from scorer.calibration.apply import check_on_uncovered
         from scorer.echo import check_echo
@@ -303,6 +316,9 @@ class Scorer:
         self.mode, self.max_batch_tokens = check_run_options(
             mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
         self.slots = check_slots(slots)
+        self.prefix_cache = RadixCache(DEFAULT_BUDGET_BYTES if prefix_cache_bytes is None
+                                       else byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
+        """The radix prefix cache every call of this scorer shares (``prefix_cache.stats``, ``.summary()``)."""
         unknown = sorted(set(options) - set(_BACKEND_OPTIONS), key=str)
         if unknown:
             raise SemifError(f"unknown backend options {', '.join(map(str, unknown))} "
@@ -337,11 +353,11 @@ class Scorer:
     def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
                     calibration: str | Path | Calibration | None = None, on_uncovered: str = "error",
                     echo: bool | str | None = None, slots: str = "letters", layout: str = "state-major",
-                    demos: Demos | None = None) -> Scorer:
+                    demos: Demos | None = None, prefix_cache_bytes: int | str | None = None) -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
         return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
                    on_uncovered=on_uncovered, echo=echo, slots=slots, layout=layout, demos=demos,
-                   **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
+                   prefix_cache_bytes=prefix_cache_bytes, **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Scorer:
@@ -370,6 +386,7 @@ class Scorer:
         """Free the backend this scorer loaded (a backend passed in is left to its owner). Idempotent."""
         with self._lock:
             backend, self._backend, self._closed = self._backend, None, True
+            self.prefix_cache.clear()
         if self._owned and backend is not None:  # llama.cpp frees its context; torch just drops the model
             backend.close()
 
@@ -464,7 +481,7 @@ class Scorer:
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=mode != "direct", layout=layout, demos=self.demos,
                             slots=self.slots)
-            records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens))
+            records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache))
             if cal is not None:
                 records = list(apply_records(cal, records, self.on_uncovered))
             records = list(with_echo(records, decisions, self.echo))

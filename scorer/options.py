@@ -110,6 +110,30 @@ def gpu_layers(value: Any, option: str | None = None) -> str:
     raise OptionError(option, f"{brief(value)} is not a number of layers >= 0 or 'auto'")
 
 
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30,
+               "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40}
+BYTES_FORM = "a number of bytes >= 1, or one with a binary unit: 512M, 1.5G, 64KiB"
+
+
+def byte_size(value: Any, option: str | None = None) -> int:
+    """A memory size in bytes: an integer >= 1, or text of a number and a binary unit (``512M`` = 512 MiB, ``2G``,
+    ``64KiB``; K, M, G, T are powers of 1024), which must come to at least one byte."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 1:
+            return value
+    elif isinstance(value, str):
+        word = value.strip().lower()
+        digits = word.rstrip("abcdefghijklmnopqrstuvwxyz")
+        unit = word[len(digits):].strip()
+        try:
+            number = float(digits) if digits.strip() else math.nan
+        except ValueError:
+            number = math.nan
+        if unit in _BYTE_UNITS and math.isfinite(number) and number * _BYTE_UNITS[unit] >= 1:
+            return int(number * _BYTE_UNITS[unit])
+    raise OptionError(option, f"{brief(value)} is not {BYTES_FORM}")
+
+
 def check_run_options(mode: Any, max_batch_tokens: Any) -> tuple[str, int]:
     """The scoring options a :class:`~scorer.api.Scorer` (and ``semif score``/``serve``) take, checked; the
     messages name them as the API does."""

@@ -93,3 +93,22 @@ def print_table(records: list[dict[str, Any]], policy: Policy | None = None) -> 
         prec = (f"; {n['confident_ok']}/{n['confident_labelled']} of the labelled ones match their label"
                 if n["confident_labelled"] else "")
         print(f"policy {policy.describe()}: act on {n['confident']}/{len(records)}{prec}")
+    line = cache_line(records)
+    if line:
+        print(line)
+
+
+def cache_line(records: list[dict[str, Any]]) -> str | None:
+    """How the records' prefixes came out of the radix prefix cache (their ``cache`` blocks), or None when none
+    has one (direct mode, older records)."""
+    blocks = [r["cache"] for r in records if isinstance(r.get("cache"), dict)]
+    if not blocks:
+        return None
+    n = {k: sum(1 for b in blocks if b["lookup"] == k) for k in ("hit", "partial", "miss", "group")}
+    reused = sum(int(b["reused_tokens"]) for b in blocks if b["lookup"] != "group")
+    filled = sum(int(b["prefilled_tokens"]) for b in blocks)
+    total = reused + filled
+    share = f" ({100 * reused / total:.0f}%)" if total else ""
+    group = f", {n['group']} rows on their group's state" if n["group"] else ""
+    return (f"prefix cache: {n['hit']} hits, {n['partial']} partial, {n['miss']} misses{group}; reused "
+            f"{reused:,} of {total:,} prefix tokens looked up{share}, prefilled {filled:,}")

@@ -654,6 +654,24 @@ def _check_permute(rec: dict[str, Any], ids: list[str], name: str, line: int | N
                                  "permute.probabilities", f"the mean over the orderings within {READOUT_TOL:g}")
 
 
+def _check_cache(rec: dict[str, Any], name: str, line: int | None) -> None:
+    """A ``cache`` block: its token counts add up to the record's prefix, and ``cache_hit`` agrees with its lookup."""
+    blk, pre = rec["cache"], rec["prefix_tokens"]
+    if pre is None:
+        raise InputError(name, line, "cache", "a block with prefix_tokens null", "null in a direct record")
+    reused, filled, kind = blk["reused_tokens"], blk["prefilled_tokens"], blk["lookup"]
+    if reused + filled != pre:
+        raise InputError(name, line, "cache.prefilled_tokens", f"{reused} reused + {filled} prefilled tokens for a "
+                         f"{pre}-token prefix", "reused_tokens + prefilled_tokens = prefix_tokens")
+    full = kind in ("hit", "group")
+    if (full and filled) or (kind == "miss" and reused) or (kind == "partial" and not (reused and filled)):
+        raise InputError(name, line, "cache.lookup", f"{kind!r} with {reused} reused and {filled} prefilled tokens",
+                         "hit/group: nothing prefilled; miss: nothing reused; partial: some of each")
+    if rec["cache_hit"] is not full:
+        raise InputError(name, line, "cache_hit", f"{brief(rec['cache_hit'])} with cache.lookup {kind!r}",
+                         "true exactly when cache.lookup is hit or group")
+
+
 def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
     """Validate one decoded record, or raise :class:`InputError` naming ``name``, ``line`` and the field.
 
@@ -668,7 +686,8 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
     null exactly when it was not applied (then with offsets 0 and temperature 1); a ``slots`` block whose
     texts are the letters or the option ids as its readout says, one distinct token per option (v2 only: a v1
     record carries neither a signature nor a calibrated block); and a ``permute`` block whose
-    per-ordering probabilities average to the record's. Returns ``rec``.
+    per-ordering probabilities average to the record's; and a ``cache`` block whose reused and prefilled tokens
+    add up to ``prefix_tokens``, as its lookup and ``cache_hit`` say. Returns ``rec``.
     """
     if not isinstance(rec, dict):
         raise InputError(name, line, None, f"a line holds {_a(rec)}", "one JSON object (a SemIf record) per line")
@@ -708,4 +727,6 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
         _check_slots(rec, ids, name, line)
     if "permute" in rec:
         _check_permute(rec, ids, name, line)
+    if isinstance(rec.get("cache"), dict):
+        _check_cache(rec, name, line)
     return rec

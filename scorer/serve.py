@@ -27,7 +27,9 @@ Contracts:
   ``semif score --calibration FILE`` writes; a row whose signature the file does not cover answers 422
   naming the file and the signature; ``/v1/models`` names the file and its sha256.
 * A batch is scored as one :meth:`~scorer.api.Scorer.decide_many` call (shared-prefix batching inside the
-  request); its records equal ``semif score``'s for a file holding the same rows.
+  request); its records equal ``semif score``'s for a file holding the same rows, apart from their ``cache``
+  block: every request shares the scorer's radix prefix cache (``--prefix-cache-bytes``), so a request reuses
+  the prefixes of earlier ones (records say how; ``/v1/models`` shows the cache's counters).
 * ``/v1/ask`` is one :meth:`~scorer.api.Scorer.ask` call (the state prefilled once, the questions packed):
   its answers and records equal the Python API's and ``semif ask``'s; a bad question answers 422 naming
   ``questions.NAME.FIELD``; more questions than ``max_rows`` answer 413.
@@ -59,6 +61,7 @@ from scorer.api import Scorer, _parse_row, ask_call
 from scorer.backends import BackendConfig
 from scorer.errors import InputError, SemifError
 from scorer.options import positive_float, positive_int
+from scorer.radix_cache import DEFAULT_BUDGET_BYTES
 from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
 from scorer.serve_queue import QueueFull, RowJob, ScoringQueue, check_batch_window, score_together
 
@@ -299,8 +302,11 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
         cal = scorer.calibration
+        pc = scorer.prefix_cache  # plain counters, read without the scorer's lock (a request may be moving them)
         return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots, "batch_window_ms": window_ms,
                       "calibration": None if cal is None else {"method": cal.method, **cal.source},
+                      "prefix_cache": {"kind": "radix", "budget_bytes": pc.budget_bytes, "held_bytes": pc.held_bytes,
+                                       "states": pc.states, **pc.stats.as_dict()},
                       "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
                                  "max_options": MAX_OPTIONS, "queue_size": lim.queue_size,
                                  "header_timeout_s": lim.header_timeout_s, "body_timeout_s": lim.body_timeout_s,
@@ -335,10 +341,11 @@ class _ServeReplica:
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
                  token: str | None, calibration: Calibration | None = None, on_uncovered: str = "error",
-                 slots: str = "letters", batch_window_ms: float = 0.0) -> None:
+                 slots: str = "letters", batch_window_ms: float = 0.0,
+                 prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
         self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration,
-                                                on_uncovered, slots)
+                                                on_uncovered, slots, prefix_cache_bytes=prefix_cache_bytes)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token, batch_window_ms)
 
@@ -375,6 +382,8 @@ class ServeConfig:
     batch_window_ms: float | None = None
     """Batch one-row requests that arrive within this many ms (:mod:`scorer.serve_queue`); None: the default
     (:data:`~scorer.serve_queue.DEFAULT_BATCH_WINDOW_MS` in shared mode, 0 in the others); 0: each alone."""
+    prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES
+    """Memory budget of the scorer's radix prefix cache, which every request shares."""
 
 
 @dataclass(frozen=True)
@@ -520,7 +529,8 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     window_ms = check_batch_window(cfg.batch_window_ms, cfg.mode, cfg.layout)  # None: the mode's default
     calibration = _calibration(cfg)
     with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.on_uncovered,
-                            cfg.slots, layout=cfg.layout, demos=cfg.demos) as scorer:
+                            cfg.slots, layout=cfg.layout, demos=cfg.demos,
+                            prefix_cache_bytes=cfg.prefix_cache_bytes) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token, window_ms)
         print(f"[semif] serving {model.model} ({cfg.mode}, batch window {window_ms:g} ms) on "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
@@ -552,7 +562,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
         app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
 {**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
                            cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration, cfg.on_uncovered,
-                           cfg.slots, window_ms)
+                           cfg.slots, window_ms, cfg.prefix_cache_bytes)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)

@@ -116,14 +116,21 @@ def _logits_for(ids: list[int], bias: dict[int, float]) -> np.ndarray:
     return out
 
 
+FAKE_STATE_BYTES = 1000
+"""Bytes the fake says it holds per prefix token (a prefix state's ``nbytes``)."""
+
+
 class FakeBackend(Backend):
     """Deterministic backend: logits = f(token ids). ``drift`` adds reuse-path noise of that size;
-    ``script`` is the text greedy generation emits (then end-of-turn)."""
+    ``script`` is the text greedy generation emits (then end-of-turn). Prefix states are their token ids
+    (:data:`FAKE_STATE_BYTES` bytes per token); ``extend`` continues and cuts them."""
 
     name = "fake"
     kernel = "fake.packed"
     logits_dtype = "float32"
     n_vocab = VOCAB
+    extends_prefixes = True
+    cuts_prefixes = True
 
     def __init__(self, tokenizer: FakeTokenizer | None = None, n_ctx: int = 100_000, drift: float = 0.0,
                  bias: dict[str, float] | None = None, script: str = '["yes","no"]', step_s: float = 0.0):
@@ -133,7 +140,10 @@ class FakeBackend(Backend):
         self.bias = {ord(k) + _BASE: v for k, v in (bias or {}).items()}
         self.script = script
         self.step_s = step_s
-        self.calls: dict[str, int] = {"fresh": 0, "prefill": 0, "with_prefix": 0, "fan_out": 0, "chunks": 0}
+        self.calls: dict[str, int] = {"fresh": 0, "prefill": 0, "extend": 0, "with_prefix": 0, "fan_out": 0,
+                                      "chunks": 0}
+        self.fed: dict[str, int] = {"prefill": 0, "extend": 0}
+        """Tokens that went through the "model" to build prefix states, by call."""
 
     def model_info(self) -> dict[str, Any]:
         return {"key": "fake", "source": "fake", "revision": None, "gguf_sha256": None, "dtype": "float32",
@@ -152,7 +162,14 @@ class FakeBackend(Backend):
 
     def _prefill(self, ids: list[int]) -> Prefix:
         self.calls["prefill"] += 1
-        return Prefix(list(ids), tuple(ids), 0.001)
+        self.fed["prefill"] += len(ids)
+        return Prefix(list(ids), tuple(ids), 0.001, FAKE_STATE_BYTES * len(ids))
+
+    def _extend(self, prefix: Prefix, keep: int, ids: list[int]) -> Prefix:
+        self.calls["extend"] += 1
+        self.fed["extend"] += len(ids)
+        held = [*prefix.handle[:keep], *ids]  # from the state itself: a wrong keep shows in the logits
+        return Prefix(held, tuple(held), 0.001, FAKE_STATE_BYTES * len(held))
 
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
                            ) -> tuple[np.ndarray, float]:
@@ -220,7 +237,7 @@ MERGES = ['["', '","', '"]', "yes", "no"]
 
 class SlowFakeBackend(FakeBackend):
     """FakeBackend whose kernel calls take wall time, so timestamps mean something and a test can stop a run
-    between records: ``prefill_s`` before every prefill and generation prefill (``decode_start``),
+    between records: ``prefill_s`` before every prefill, extension and generation prefill (``decode_start``),
     ``pass_s`` before every packed fan-out pass, ``reuse_s`` before every fresh or prefix-reuse pass."""
 
     def __init__(self, *args: Any, prefill_s: float = 0.0, pass_s: float = 0.0, reuse_s: float = 0.0,
@@ -237,6 +254,10 @@ class SlowFakeBackend(FakeBackend):
     def _prefill(self, ids: list[int]) -> Prefix:
         time.sleep(self.prefill_sleep)
         return super()._prefill(ids)
+
+    def _extend(self, prefix: Prefix, keep: int, ids: list[int]) -> Prefix:
+        time.sleep(self.prefill_sleep)  # a prefix state built from a cached one is a prefill too
+        return super()._extend(prefix, keep, ids)
 
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
                            ) -> tuple[np.ndarray, float]:

@@ -57,7 +57,8 @@ def test_shared_mode_prefills_each_state_once():
     fake = FakeBackend()
     with Scorer(backend=fake, mode="shared") as s:
         s.decide_many(rows)
-    assert fake.calls["prefill"] == len(states) < len(rows)
+    # one state built per state: the first prefilled, the others extended from the instructions they share
+    assert fake.calls["prefill"] == 1 and fake.calls["prefill"] + fake.calls["extend"] == len(states) < len(rows)
     assert fake.calls["fresh"] == 0
 
 

@@ -32,7 +32,8 @@ QUESTIONS = {
 
 
 def _stable(rec: dict) -> dict:
-    out = {k: v for k, v in rec.items() if k != "timing"}
+    # what earlier calls left in the scorer's prefix cache decides cache/cache_hit, not the answer
+    out = {k: v for k, v in rec.items() if k not in ("timing", "cache", "cache_hit")}
     out["run"] = {k: v for k, v in rec["run"].items() if k != "started_unix"}
     return out
 

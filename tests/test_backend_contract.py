@@ -11,7 +11,8 @@ paths to the same logits).
 Paths that compute the same logits must agree within the backend's tolerance on the largest |Δ logit| over
 the whole vocabulary. Measured on this project's 2-core AVX-512 CPU (a 76-token prefix, suffixes of 21, 22
 and 34 tokens; the suffixes' own logits lie 2.5 apart, so each result is also checked to be its own):
-* fake: every path is the same pure function of the token ids (drift 0): exact.
+* fake: every path is the same pure function of the token ids (drift 0): exact. ``extend`` (continue a prefix, cut
+  it short) is held to the same tolerances as prefix reuse; the remote engine refuses it.
 * openai (over the fake engines): every path sends the engine the same request (the prompt's token ids), and
   the fake engine's logits are that pure function: exact.
 * torch fp32: prefix reuse, the packed fan-out and generation steps sum in another order than a fresh
@@ -241,6 +242,72 @@ def test_prefix_reuse_equals_direct_and_leaves_the_prefix_as_it_was(backend: Bac
     assert np.array_equal(again, got[0][0])  # the first suffix did not change what the prefix holds
 
 
+def test_extend_continues_and_cuts_a_prefix_and_leaves_it_as_it_was(backend: Backend, items: list[Item],
+                                                                    tol: float) -> None:
+    prefix, suffixes = _split(items)
+    wants = _wants(items)
+    half = len(prefix) // 2
+    base = backend.prefill(prefix[:half])
+    made: list[Prefix] = [base]
+    try:
+        if not backend.extends_prefixes:  # a remote engine: its own cache does this
+            assert not backend.cuts_prefixes
+            with pytest.raises(ModelError, match="cannot continue a prefix's state"):
+                backend.extend(base, prefix[half:])
+            return
+        before = backend.score_with_prefix(base, prefix[half:] + suffixes[0], want=wants[0])[0]
+        whole = backend.extend(base, prefix[half:])  # continued: only the new tokens run
+        made.append(whole)
+        assert isinstance(whole, Prefix) and whole.ids == prefix and whole.handle is not None
+        assert whole.prefill_s >= 0 and whole.nbytes > base.nbytes > 0
+        got = backend.score_with_prefix(whole, suffixes[0], want=wants[0])[0]
+        assert _dev(got, backend.score_fresh(prefix + suffixes[0], want=wants[0])) <= tol
+        assert np.array_equal(backend.score_with_prefix(base, prefix[half:] + suffixes[0], want=wants[0])[0], before)
+        if not backend.cuts_prefixes:
+            with pytest.raises(ModelError, match="cannot cut"):
+                backend.extend(whole, [], keep=half)
+            return
+        cut = backend.extend(whole, [], keep=half)  # cut short: the first half's state, nothing run
+        branch = backend.extend(whole, suffixes[1][:-1], keep=len(prefix))  # and continued along another suffix
+        made += [cut, branch]
+        assert cut.ids == prefix[:half] and 0 < cut.nbytes < whole.nbytes
+        rest = prefix[half:] + suffixes[0]
+        assert _dev(backend.score_with_prefix(cut, rest, want=wants[0])[0],
+                    backend.score_fresh(prefix + suffixes[0], want=wants[0])) <= tol
+        assert _dev(backend.score_with_prefix(branch, suffixes[1][-1:], want=wants[1])[0],
+                    backend.score_fresh(prefix + suffixes[1], want=wants[1])) <= tol
+        cut_mid = backend.extend(whole, suffixes[2], keep=half + 1)  # cut inside, then continued
+        made.append(cut_mid)
+        assert cut_mid.ids == prefix[:half + 1] + suffixes[2]
+        assert np.array_equal(backend.score_with_prefix(whole, suffixes[0], want=wants[0])[0], got)  # left as it was
+    finally:
+        for pre in made:
+            backend.release(pre)
+
+
+def test_extend_refuses_bad_input(backend: Backend, items: list[Item]) -> None:
+    prefix, suffixes = _split(items)
+    pre = backend.prefill(prefix)
+    try:
+        if not backend.extends_prefixes:
+            with pytest.raises(ModelError):
+                backend.extend(pre, suffixes[0])
+            return
+        n, top = len(prefix), backend.n_vocab
+        for keep in (0, -1, n + 1, True, 1.5):
+            with pytest.raises(ValidationError, match="keep"):
+                backend.extend(pre, suffixes[0], keep=keep)  # type: ignore[arg-type]
+        for bad, why in [([], "extension has no tokens"), ([top], f"token id {top}"),
+                         ([0] * (backend.n_ctx - n + 1), "exceed the model's context")]:
+            with pytest.raises(ValidationError, match=why):
+                backend.extend(pre, bad)
+        backend.release(pre)
+        with pytest.raises(ValidationError, match="released"):
+            backend.extend(pre, suffixes[0])
+    finally:
+        backend.release(pre)
+
+
 @pytest.mark.parametrize("budget", [10_000, 1], ids=["one-pass", "pass-per-suffix"])
 def test_fan_out_equals_one_by_one(backend: Backend, items: list[Item], budget: int) -> None:
     tol = FAN_OUT_TOLERANCE[backend.name]
@@ -400,6 +467,6 @@ def test_close_and_the_context_manager(name: str) -> None:
     backend.close()  # idempotent
     for call in (lambda: backend.score_fresh(ids, want=want), lambda: backend.prefill(ids),
                  lambda: backend.decode_start(ids), lambda: backend.score_with_prefix(pre, ids[-1:], want=want),
-                 lambda: backend.fan_out(pre, [ids[-1:]], 64, wants=[want])):
+                 lambda: backend.fan_out(pre, [ids[-1:]], 64, wants=[want]), lambda: backend.extend(pre, ids[-1:])):
         with pytest.raises(ModelError, match="closed"):
             call()

@@ -140,7 +140,7 @@ def test_an_escalated_tie_stays_a_tie():
 
 
 # --- run_score / CLI: resume under --exact ----------------------------------------------------------------------------
-_VOLATILE = ("timing", "run", "exact", "fast_path")
+_VOLATILE = ("timing", "run", "exact", "fast_path", "cache")  # cache: what the process's earlier rows left cached
 
 
 def _stable(r):

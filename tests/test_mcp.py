@@ -32,7 +32,8 @@ ASK = {"refund": {"type": "yesno", "question": QUESTION}}
 
 
 def _stable(rec: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in rec.items() if k not in ("timing", "run")}
+    # what earlier calls left in the scorer's prefix cache decides cache/cache_hit, not the answer
+    return {k: v for k, v in rec.items() if k not in ("timing", "run", "cache", "cache_hit")}
 
 
 def _api_answer(backend: Any, **kw: Any) -> dict[str, Any]:

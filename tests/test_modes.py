@@ -74,7 +74,8 @@ def test_shared_groups_shuffled_rows_by_prefix_and_keeps_input_order():
     random.Random(7).shuffle(rows)
     fb = FakeBackend()
     shared = _run(fb, rows, "shared")
-    assert fb.calls["prefill"] == len(_STATES) and fb.calls["fan_out"] == len(_STATES)
+    # one prefix state per state (the first prefilled, the others extended from the instructions they share)
+    assert fb.calls["prefill"] + fb.calls["extend"] == len(_STATES) and fb.calls["fan_out"] == len(_STATES)
     assert [r["id"] for r in shared] == [d.id for d in rows]
     fresh = _run(FakeBackend(), rows, "direct")
     assert all(_same(a, b) for a, b in zip(fresh, shared, strict=True))
@@ -93,7 +94,8 @@ def test_serial_cache_is_keyed_by_token_ids_reordered_json_is_a_miss():
     fb = FakeBackend()
     recs = _run(fb, rows, "serial")
     assert [r["cache_hit"] for r in recs] == [False, True, False, True, True, True]
-    assert fb.calls["prefill"] == 2
+    assert [r["cache"]["lookup"] for r in recs] == ["miss", "hit", "partial", "hit", "hit", "hit"]
+    assert fb.calls["prefill"] == fb.calls["extend"] == 1
     assert recs[0]["prefix_sha256"] != recs[2]["prefix_sha256"]
     assert recs[0]["prefix_sha256"] == recs[4]["prefix_sha256"]
     fresh = _run(FakeBackend(), rows, "direct")

@@ -36,7 +36,7 @@ SUNK = {"A": -3.0, "B": -3.0, "C": -3.0, "D": -3.0}
 FALLBACK_TOL = 1e-5
 """Probabilities through llama.cpp's fallback: float32 rounding of ``logit + 100`` (a 7.6e-6 step near 100)
 moves a slot's relative log-probability by up to 3.8e-6 (the dialect's documented ~1e-5)."""
-_VOLATILE = ("timing", "run", "cache_hit")
+_VOLATILE = ("timing", "run", "cache_hit", "cache")  # cache: what the process's earlier rows left cached
 _Transport = ob.Transport
 
 

@@ -33,7 +33,7 @@ from scorer.schema import dumps_record, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("direct", "serial", "shared")
-_VOLATILE = ("timing", "run", "cache_hit")
+_VOLATILE = ("timing", "run", "cache_hit", "cache")  # cache: what the process's earlier rows left cached
 _SETTINGS = {"deadline": None, "database": None}
 CUT_EXAMPLES = 40
 """Generated cut points per mode for the torn-file properties (each a resume run of the fake backend)."""

@@ -23,7 +23,8 @@ def _fake(monkeypatch):
 
 
 def _stable(rec: dict) -> dict:
-    return {k: v for k, v in rec.items() if k not in _VOLATILE and k != "cache_hit"}
+    # how a prefix came out of the radix cache depends on what the process's earlier rows left in it
+    return {k: v for k, v in rec.items() if k not in _VOLATILE and k not in ("cache_hit", "cache")}
 
 
 def test_score_writes_valid_records_in_input_order(tmp_path, capsys):

@@ -23,7 +23,8 @@ from scorer.schema import validate_records
 from scorer.serve import build_app
 from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS, RowJob, ScoringQueue, check_batch_window
 
-GROUP_BOOKKEEPING = ("timing", "prefix_tokens", "suffix_tokens", "cache_hit", "prefix_sha256", "batch", "run")
+GROUP_BOOKKEEPING = ("timing", "prefix_tokens", "suffix_tokens", "cache_hit", "cache", "prefix_sha256", "batch",
+                     "run")
 """What a record's group decides (how much prefix it shared, its timings): not the answer."""
 TOL = 1e-4
 """The packed pass's stated tolerance on the real model (tests/test_modes_real.py)."""
@@ -75,8 +76,11 @@ def test_requests_queued_together_are_scored_in_one_pass_per_state_with_unbatche
     assert head.json()["batch"] == {"requests": 1, "group_requests": 1, "window_ms": 1.0}
     assert [g["batch"] for g in got] == [{"requests": 6, "group_requests": 3, "window_ms": 1.0}] * 6
     assert passes == 3  # the first request's own pass, then one packed pass per state for the six
-    for state in (got[:3], got[3:]):  # each state prefilled once (the first of its requests to arrive)
-        assert sorted(g["cache_hit"] for g in state) == [False, True, True]
+    # each state prefilled once: the first one by the head request (the scorer's prefix cache keeps it), the
+    # second by the first of its requests to arrive
+    assert [g["cache"]["lookup"] for g in got[:3]].count("hit") == 1
+    assert sorted(g["cache_hit"] for g in got[:3]) == [True, True, True]
+    assert sorted(g["cache_hit"] for g in got[3:]) == [False, True, True]
     for g in got:  # the same answer, naming the same run, as each request scored alone
         assert _answer(g) == _answer(want[g["id"]])
         assert g["run"]["index"] == 0

@@ -10,21 +10,29 @@ tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts
   the engine's full-vocabulary **log-probabilities** of those ids (and of whatever else it returned, such
   as its top tokens) fill the array, every other entry is ``-inf``, and :attr:`Backend.logits_normalized`
   is true (a softmax over any subset is unchanged by the shift from logits to log-probabilities).
-* A :class:`Prefix` is immutable from the caller's point of view: ``score_with_prefix`` and ``fan_out``
-  never change what a later call over the same prefix sees.
+* A :class:`Prefix` is immutable from the caller's point of view: ``score_with_prefix``, ``fan_out`` and
+  ``extend`` never change what a later call over the same prefix sees. Its :attr:`Prefix.nbytes` is the size
+  of the state the backend holds for it (what a prefix cache's memory budget counts).
+* :meth:`Backend.extend` continues a prefix: a new prefix of the first ``keep`` tokens of a held one plus more
+  tokens, computed from the held state (only the new tokens go through the model). A backend says what it can
+  do: :attr:`Backend.extends_prefixes` (continue a state at its end) and :attr:`Backend.cuts_prefixes` (also
+  keep only its first ``keep`` tokens); one that cannot (a remote engine, which keeps its own prefix cache)
+  refuses the call with a :class:`~scorer.errors.ModelError`. The radix prefix cache
+  (:mod:`scorer.radix_cache`) is written on this call.
 * Results over a prefix equal the fresh results over ``prefix.ids + suffix`` up to the backend's
   stated numerical drift; drift is measured (``semif drift``), never assumed zero.
 * Bad input is refused before any kernel runs, with a :class:`~scorer.errors.ValidationError` that says
   what was wrong: an empty id list, an id outside ``0..n_vocab-1``, more tokens than :attr:`Backend.n_ctx`
-  (never truncated), a released prefix, a ``max_batch_tokens`` below 1. A closed backend refuses every
-  call that starts work with a :class:`~scorer.errors.ModelError`.
+  (never truncated), a released prefix, a ``max_batch_tokens`` below 1, a ``keep`` outside
+  ``1..len(prefix.ids)``. A closed backend refuses every call that starts work with a
+  :class:`~scorer.errors.ModelError`.
 
-The public calls (:meth:`Backend.score_fresh`, :meth:`~Backend.prefill`, :meth:`~Backend.score_with_prefix`,
-:meth:`~Backend.fan_out`, :meth:`~Backend.decode_start`) check their input here, once, and hand it to the
-backend's kernel (``_score_fresh``…). Fan-out is written once, here: suffixes are packed into passes of at
-most ``max_batch_tokens`` tokens (:func:`pack_chunks`), and each pass is a kernel ``_branch`` (make the
-prefix state visible to the pass: copy a cache, restore a saved state) then ``_pass`` (one forward over the
-pass's suffixes).
+The public calls (:meth:`Backend.score_fresh`, :meth:`~Backend.prefill`, :meth:`~Backend.extend`,
+:meth:`~Backend.score_with_prefix`, :meth:`~Backend.fan_out`, :meth:`~Backend.decode_start`) check their input
+here, once, and hand it to the backend's kernel (``_score_fresh``…). Fan-out is written once, here: suffixes
+are packed into passes of at most ``max_batch_tokens`` tokens (:func:`pack_chunks`), and each pass is a kernel
+``_branch`` (make the prefix state visible to the pass: copy a cache, restore a saved state) then ``_pass`` (one
+forward over the pass's suffixes).
 
 Optional hooks, no-ops here (torch and the fake keep the defaults):
 
@@ -65,7 +73,10 @@ class Prefix:
     handle: Any
     """Backend-private state (a KV cache, a saved llama.cpp state…); ``None`` once released."""
     prefill_s: float = 0.0
-    """Seconds the prefill took."""
+    """Seconds the prefill took (for :meth:`Backend.extend`: the whole call, restoring or cutting included)."""
+    nbytes: int = 0
+    """Bytes of the state the backend holds for this prefix (its K/V tensors, its saved llama.cpp state…),
+    measured from the state itself; what :class:`scorer.radix_cache.RadixCache` counts against its budget."""
 
 
 @dataclass
@@ -139,6 +150,11 @@ class Backend(ABC):
     logits_normalized: bool = False
     """True when the values are log-probabilities over the full vocabulary (their logsumexp over the whole
     vocabulary is 0 even where only some are known), false for raw logits."""
+    extends_prefixes: bool = False
+    """True when :meth:`extend` can continue a held prefix's state with more tokens."""
+    cuts_prefixes: bool = False
+    """True when :meth:`extend` can also keep only the first ``keep`` tokens of a held state (every layer
+    holds every past token: no sliding window, no recurrent state)."""
     _closed: bool = False
 
     # --- the public calls: input checked here, then the kernel ------------------------------------------
@@ -155,6 +171,28 @@ class Backend(ABC):
         self._check_open()
         self._check_ids(ids, "prefix")
         return self._prefill(ids)
+
+    def extend(self, prefix: Prefix, ids: list[int], keep: int | None = None) -> Prefix:
+        """A new prefix holding ``prefix.ids[:keep] + ids`` (``keep`` defaults to all of ``prefix``), computed
+        from ``prefix``'s state: only ``ids`` go through the model. ``prefix`` is left as it was. ``ids`` may be
+        empty only when ``keep`` cuts the prefix short. Results over the new prefix equal fresh results over its
+        ids up to the backend's measured drift, as for :meth:`prefill`. Refused (:class:`ModelError`) unless
+        :attr:`extends_prefixes` (and :attr:`cuts_prefixes` for a ``keep`` short of the whole prefix)."""
+        self._check_open()
+        self._check_prefix(prefix)
+        n = len(prefix.ids)
+        keep = n if keep is None else keep
+        if isinstance(keep, bool) or not isinstance(keep, (int, np.integer)) or not 1 <= keep <= n:
+            raise ValidationError(f"keep {keep!r} (expected an integer from 1 to {n}, the prefix's length)")
+        if not self.extends_prefixes:
+            raise ModelError(f"the {self.name} backend cannot continue a prefix's state (prefill the whole prefix "
+                             "instead)")
+        if keep < n and not self.cuts_prefixes:
+            raise ModelError(f"the {self.name} backend cannot cut a prefix's state short (keep {keep} of {n} tokens); "
+                             "extend it whole or prefill the shorter prefix")
+        if ids or keep == n:
+            self._check_ids(ids, "extension", keep)
+        return self._extend(prefix, int(keep), list(ids))
 
     def score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
                           ) -> tuple[np.ndarray, float]:
@@ -248,6 +286,11 @@ class Backend(ABC):
     @abstractmethod
     def _prefill(self, ids: list[int]) -> Prefix:
         """:meth:`prefill` on checked ids; the returned handle is never ``None``."""
+
+    def _extend(self, prefix: Prefix, keep: int, ids: list[int]) -> Prefix:
+        """:meth:`extend` on a live prefix, ``1 <= keep <= len(prefix.ids)`` and checked ids (empty only when
+        ``keep`` cuts); only reached when :attr:`extends_prefixes` says the backend implements it."""
+        raise ModelError(f"the {self.name} backend does not implement extend")
 
     @abstractmethod
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None

@@ -8,6 +8,9 @@ cell 0, exactly as a fresh run does):
 * ``prefill``: the prefix decoded once, its state saved off the cache (``llama_state_seq_get_data``).
 * ``score_with_prefix`` (serial): the saved prefix restored into cells 0… (``…set_data``), the suffix
   decoded after it. Same cell layout as a fresh run, so serial equals direct exactly (measured: 0.0).
+* ``extend`` (the radix prefix cache): a saved prefix restored into cells 0…, cut to its first ``keep``
+  positions (``llama_memory_seq_rm``, which frees the cells after them, so the new tokens land in the cells a
+  fresh run would give them), the new tokens decoded after it, the state saved again.
 * ``fan_out`` (shared, kernel ``llamacpp.seq-cp-batch``): per packed pass the prefix is restored once and
   ``seq_cp``-ed to one branch per suffix (branches share the prefix's cells; no data is copied), then ALL
   suffixes go through ONE ``llama_decode`` (each token tagged with its branch's sequence id and its
@@ -205,6 +208,7 @@ class LlamaCppBackend(Backend):
     name = "llamacpp"
     kernel = KERNEL
     logits_dtype = "float32"
+    extends_prefixes = True
 
     def __init__(self, cfg: BackendConfig):
         import llama_cpp
@@ -256,6 +260,10 @@ class LlamaCppBackend(Backend):
         self.n_ctx = int(lib.llama_model_n_ctx_train(self._model))
         self.threads = cfg.threads or _usable_cores()
         ftype = int(lib.llama_model_ftype(self._model))
+        # A recurrent layer keeps no per-position state and a sliding-window cache has dropped early positions:
+        # neither can be cut back to a shorter prefix.
+        self.cuts_prefixes = not (lib.llama_model_is_recurrent(self._model) or lib.llama_model_is_hybrid(self._model)
+                                  or int(lib.llama_model_n_swa(self._model)) > 0)
         self.gguf: GGUFIdentity = identity(path, sha, ftype)
 
         # Validation 1: the whole vocabulary, then rendered probe prompts.
@@ -334,7 +342,8 @@ class LlamaCppBackend(Backend):
         """Size the context for a run from its rows (:func:`scorer.runs.score.memory_need`).
 
         Prefixes are held as saved states, not in the cache, so the cache only ever holds one prompt
-        (direct, serial) or one prefix and one packed pass of branches (shared).
+        (direct, serial) or one prefix and one packed pass of branches (shared), or one held state being cut or
+        extended (``longest_held``: a radix cache's longest, from an earlier run, restored to build a shorter one).
         """
         mode = need["mode"]
         if mode == "shared":
@@ -342,6 +351,7 @@ class LlamaCppBackend(Backend):
             batch = max(need["longest_prefix"], need["pass_tokens"])
         else:
             cells, seqs, batch = need["longest_prompt"], 1, need["longest_prompt"]
+        cells = max(cells, need.get("longest_held", 0))
         self._resize(cells, seqs, batch)
         self._plan = {"mode": mode, "cells": cells, "sequences": seqs, "batch": batch}
 
@@ -492,16 +502,32 @@ class LlamaCppBackend(Backend):
 
     def _prefill(self, ids: list[int]) -> Prefix:
         """Decode the prefix, save its state (KV of every layer) off the cache, free the cache."""
-        self._ensure(len(ids), 1)
+        return self._saved_prefix(None, 0, ids)
+
+    def _extend(self, prefix: Prefix, keep: int, ids: list[int]) -> Prefix:
+        """Restore the saved prefix, cut it to ``keep`` positions, decode ``ids`` after it, save it again."""
+        return self._saved_prefix(prefix, keep, ids)
+
+    def _saved_prefix(self, base: Prefix | None, keep: int, ids: list[int]) -> Prefix:
+        """A new saved prefix: the first ``keep`` positions of ``base`` (none without one), then ``ids`` decoded
+        after them; the cache is left empty."""
+        state = None if base is None else self._state(base)
+        self._ensure(max(keep + len(ids), 0 if state is None else state.n_past), 1)
         t0 = time.perf_counter()
         self._idle_reset()
-        s = self._take()
+        s = self._take() if state is None else self._restore(state)
         try:
-            self._run(s, ids, logits=False)
-            state = _PrefixState(self._save(s), len(ids))
+            if keep < s.n_past:
+                if not self._lib.llama_memory_seq_rm(self._mem, s.seq, keep, -1):
+                    raise ModelError(f"llama.cpp could not cut a saved prefix to its first {keep} positions")
+                s.n_past = keep
+            if ids:
+                self._run(s, ids, logits=False)
+            saved = _PrefixState(self._save(s), s.n_past)
         finally:
             self._drop(s)
-        return Prefix(list(ids), state, time.perf_counter() - t0)
+        head = [] if base is None else base.ids[:keep]
+        return Prefix(head + list(ids), saved, time.perf_counter() - t0, len(saved.data))
 
     def _state(self, prefix: Prefix) -> _PrefixState:
         if not isinstance(prefix.handle, _PrefixState):

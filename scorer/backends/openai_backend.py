@@ -26,9 +26,12 @@ the option probabilities are the softmax over the slots' entries, exactly as for
 
 Prefix reuse is the engine's own (vLLM's automatic prefix caching, llama.cpp's ``cache_prompt``): ``prefill``
 sends the prefix once so its KV blocks are cached, and a fan-out sends every suffix's request at once, at most
-:attr:`OpenAIBackend.concurrency` in flight, so the engine batches them. A request refused for load (429, 503)
-or lost on the wire is retried with exponential backoff (honouring ``Retry-After``); an engine that stays down
-is an :class:`~scorer.errors.EngineError` (exit 1) and the run keeps what it wrote (``--resume`` continues).
+:attr:`OpenAIBackend.concurrency` in flight, so the engine batches them. ``extend`` is refused
+(:attr:`~scorer.backends.base.Backend.extends_prefixes` is false): the radix prefix cache here only remembers which
+whole prefixes were sent (their ids are the local state it counts), and the engine's own cache reuses the rest.
+A request refused for load (429, 503) or lost on the wire is retried with exponential backoff (honouring
+``Retry-After``); an engine that stays down is an :class:`~scorer.errors.EngineError` (exit 1) and the run keeps
+what it wrote (``--resume`` continues).
 
 At start (before any row is scored) the engine is identified and checked: ``GET /v1/models`` (the served
 model), the engine's version (vLLM ``/version``, llama.cpp ``/props``), and a tokenize probe — the engine's
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -257,7 +261,8 @@ class OpenAIBackend(Backend):
     def _prefill(self, ids: list[int]) -> Prefix:
         t0 = time.perf_counter()
         self._d.warm(ids)
-        return Prefix(ids=list(ids), handle=tuple(ids), prefill_s=time.perf_counter() - t0)
+        held = tuple(ids)  # all this side holds: the engine keeps the K/V
+        return Prefix(ids=list(ids), handle=held, prefill_s=time.perf_counter() - t0, nbytes=sys.getsizeof(held))
 
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
                            ) -> tuple[np.ndarray, float]:

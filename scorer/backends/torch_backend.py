@@ -16,7 +16,9 @@ Two attention kernels implement that visibility rule:
 * ``torch.packed-4d-mask`` (every other architecture): the model's own SDPA attention with a 4-D
   additive mask; it computes, then masks, every suffix-to-suffix score (L × (prefix + L)).
 
-Fresh passes, prefills, serial reuse and generation always run the model's own SDPA attention.
+Fresh passes, prefills, serial reuse and generation always run the model's own SDPA attention. ``extend`` (the
+radix prefix cache) copies a prefix's cache, cut to its first positions when asked (only those are copied), and
+runs the new tokens after it; a state's ``nbytes`` is its key and value tensors' size.
 """
 
 from __future__ import annotations
@@ -100,6 +102,38 @@ def blockwise_supported(cfg: Any) -> bool:
     return (getattr(cfg, "model_type", None) in _BLOCKWISE_ARCHS
             and getattr(cfg, "_attn_implementation", None) == "sdpa"
             and not getattr(cfg, "use_sliding_window", False) and all(t == "full_attention" for t in types))
+
+
+def cuts_supported(cfg: Any) -> bool:
+    """Whether every layer's cache holds every past token (plain full attention), so a cached prefix can be cut
+    to its first tokens (a sliding-window layer has dropped the early ones)."""
+    types = getattr(cfg, "layer_types", None) or ["full_attention"]
+    return not getattr(cfg, "use_sliding_window", False) and all(t == "full_attention" for t in types)
+
+
+def cache_bytes(cache: Any) -> int:
+    """Bytes of the key and value tensors a cache holds (every layer)."""
+    return sum(int(t.numel()) * int(t.element_size()) for layer in cache.layers
+               for t in (layer.keys, layer.values) if t is not None)
+
+
+def cut_cache(cache: Any, keep: int) -> Any:
+    """A copy of ``cache`` holding its first ``keep`` positions only (the source is left as it was).
+
+    Only the kept positions are copied: the deep copy is handed each layer's cut tensors through its memo, so it
+    never copies the whole cache first. Refused for layers other than transformers' plain ``DynamicLayer``
+    (:func:`cuts_supported` is checked before any call gets here)."""
+    from transformers.cache_utils import DynamicLayer
+
+    memo: dict[int, Any] = {}
+    for layer in cache.layers:
+        if type(layer) is not DynamicLayer:
+            raise ModelError(f"cannot cut a {type(layer).__name__} cache layer (only full-attention layers hold "
+                             "every past token)")
+        for t in (layer.keys, layer.values):
+            if t is not None:
+                memo[id(t)] = t[..., :keep, :].clone()
+    return copy.deepcopy(cache, memo)
 
 
 def default_dtype(device: str) -> str:
@@ -212,6 +246,7 @@ class TorchBackend(Backend):
 
     name = "torch"
     kernel = KERNEL
+    extends_prefixes = True
 
     def __init__(self, ref: store.ModelRef, device: str = "cpu", dtype: str | None = None,
                  threads: int | None = None):
@@ -293,6 +328,7 @@ class TorchBackend(Backend):
         self._info = info
         self.kernel = KERNEL
         self._blockwise_ok = blockwise_supported(cfg)
+        self.cuts_prefixes = cuts_supported(cfg)
         if self._blockwise_ok:
             self.use_kernel(KERNEL_BLOCKWISE)
 
@@ -330,7 +366,16 @@ class TorchBackend(Backend):
         t0 = time.perf_counter()
         with self.torch.inference_mode():
             out = self.model(input_ids=self._ids(ids), use_cache=True, logits_to_keep=1)
-        return Prefix(list(ids), out.cache, time.perf_counter() - t0)
+        return Prefix(list(ids), out.cache, time.perf_counter() - t0, cache_bytes(out.cache))
+
+    def _extend(self, prefix: Prefix, keep: int, ids: list[int]) -> Prefix:
+        """Copy the prefix's cache (cut to ``keep`` positions), then run ``ids`` after it."""
+        t0 = time.perf_counter()
+        with self.torch.inference_mode():  # the cut copies are inference tensors, like the caches they come from
+            cache = cut_cache(prefix.handle, keep) if keep < len(prefix.ids) else copy.deepcopy(prefix.handle)
+            if ids:
+                cache = self.model(input_ids=self._ids(ids), cache=cache, use_cache=True, logits_to_keep=1).cache
+        return Prefix(prefix.ids[:keep] + ids, cache, time.perf_counter() - t0, cache_bytes(cache))
 
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
                            ) -> tuple[np.ndarray, float]:

@@ -97,6 +97,18 @@ def add_max_batch_tokens_arg(p: Any) -> None:
                    help="shared mode: suffix tokens per pass, >= 1")
 
 
+def add_prefix_cache_arg(p: Any) -> None:
+    """``--prefix-cache-bytes``: the radix prefix cache's memory budget (serial and shared modes), by the API's
+    rule."""
+    from scorer.radix_cache import DEFAULT_BUDGET_BYTES
+
+    p.add_argument("--prefix-cache-bytes", type=_rule(rules.byte_size, rules.cli_int), default=DEFAULT_BUDGET_BYTES,
+                   metavar="SIZE",
+                   help="serial/shared modes: memory budget of the radix prefix cache's states (bytes, or with a "
+                        f"binary unit: 512M, 2G; default {DEFAULT_BUDGET_BYTES >> 30} GiB); least recently used "
+                        "leaves are evicted past it")
+
+
 def backend_config(args: argparse.Namespace) -> BackendConfig:
     """The :class:`~scorer.backends.BackendConfig` of the ``model`` group's arguments."""
     return BackendConfig(model=args.model, revision=args.revision, backend=args.backend, device=args.device,

@@ -17,6 +17,7 @@ from scorer.cli.options import (
     add_max_batch_tokens_arg,
     add_mode_arg,
     add_model_args,
+    add_prefix_cache_arg,
     add_slots_arg,
     backend_config,
     exact_policy,
@@ -27,6 +28,7 @@ from scorer.cli.options import (
 )
 from scorer.errors import ValidationError
 from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
+from scorer.radix_cache import RadixCache
 from scorer.ray_engine import RayOptions
 from scorer.runs.score import ScoreConfig
 from scorer.store import sha256_file
@@ -40,6 +42,7 @@ def register(sub: Any) -> None:
     add_mode_arg(p, "direct")
     add_max_batch_tokens_arg(p)
     add_slots_arg(p)
+    add_prefix_cache_arg(p)
     p.add_argument("--resume", action="store_true",
                    help="continue a killed run into the same --output (refused, file unchanged, unless every record "
                         "in it is from this same configuration; an empty file is accepted)")
@@ -244,9 +247,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
         records_path = out
     sink = RecordsOutput.resume(records_path) if args.resume else RecordsOutput.create(records_path)
     mode = (routing[2] or args.mode) if routing else args.mode
+    prefixes = RadixCache(args.prefix_cache_bytes)
     cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
                       permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration,
-                      on_uncovered=args.uncovered, echo=args.echo, slots=args.slots, layout=layout, demos=demos)
+                      on_uncovered=args.uncovered, echo=args.echo, slots=args.slots, layout=layout, demos=demos,
+                      prefix_cache=prefixes)
 
     def chose(c: Any) -> None:
         print(f"[semif] {c.describe()}", file=sys.stderr)
@@ -289,6 +294,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
             finally:
                 if bar is not None:
                     bar.close()
+                prefixes.clear()
     except KeyboardInterrupt as exc:
         code = stop_code(exc)
         err(f"{stop_word(code)}; {sink.kept_note(total)}")
@@ -306,6 +312,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "
               f"{exact.block.get('max_abs_dp'):.3g}, safety {exact.safety:g}); {exact.escalated} decisions re-scored "
               f"fresh in {exact.escalate_s:.2f} s, probe {exact.probe_s:.2f} s", file=sys.stderr)
+    if prefixes.stats.hits + prefixes.stats.partial + prefixes.stats.misses:
+        print(f"[semif] {prefixes.summary()}", file=sys.stderr)
     print(f"[semif] wrote {out}", file=sys.stderr)
     if args.summary:
         from scorer.report import print_table

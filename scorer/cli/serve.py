@@ -12,6 +12,7 @@ from scorer.cli.options import (
     add_max_batch_tokens_arg,
     add_mode_arg,
     add_model_args,
+    add_prefix_cache_arg,
     add_slots_arg,
     backend_config,
     layout_options,
@@ -32,6 +33,7 @@ def register(sub: Any) -> None:
     add_max_batch_tokens_arg(p)
     add_slots_arg(p)
     add_layout_args(p)
+    add_prefix_cache_arg(p)
     p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
     p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
                    help="requests waiting for the scorer before 503")
@@ -79,7 +81,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
                       calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots, layout=layout,
-                      demos=demos, batch_window_ms=args.batch_window_ms)
+                      demos=demos, batch_window_ms=args.batch_window_ms, prefix_cache_bytes=args.prefix_cache_bytes)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))

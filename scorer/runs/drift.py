@@ -102,12 +102,15 @@ def compare(fresh: list[dict[str, Any]], fast: list[dict[str, Any]], worst: int 
 
 
 def fast_tokens(records: list[dict[str, Any]]) -> int:
-    """Tokens a run's records ran through the model: every suffix, plus each prefix when it was prefilled
-    (a cache miss); a direct record's whole prompt."""
+    """Tokens a run's records ran through the model: every suffix, plus the prefix tokens each prefilled (the
+    radix cache's ``cache.prefilled_tokens``; in records without that block, the whole prefix on a miss); a
+    direct record's whole prompt."""
     n = 0
     for r in records:
         if r["prefix_tokens"] is None:
             n += int(r["input_tokens"])
+        elif isinstance(r.get("cache"), dict):
+            n += int(r["suffix_tokens"]) + int(r["cache"]["prefilled_tokens"])
         else:
             n += int(r["suffix_tokens"]) + (0 if r["cache_hit"] else int(r["prefix_tokens"]))
     return n

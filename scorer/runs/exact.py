@@ -138,7 +138,9 @@ class ExactPolicy:
             dt = time.perf_counter() - t0
             t = dict(rec["timing"])
             timing = {**t, "escalate_s": dt, "forward_s": t["forward_s"] + dt, "total_s": t["total_s"] + dt}
-            cache = {k: rec[k] for k in ("prefix_tokens", "suffix_tokens", "cache_hit", "prefix_sha256")}
+            # the fast path's prefix fields stay: they say what the fast pass reused
+            cache: dict[str, Any] = {k: rec[k] for k in ("prefix_tokens", "suffix_tokens", "cache_hit",
+                                                         "prefix_sha256", "cache") if k in rec}
             run = {k: v for k, v in rec["run"].items() if k != "index"}
             new = make_record(it, logits, backend, info, mode, timing, cache, run)
             new.update(escalated=True, kernel=kernel_name(backend, "direct"),

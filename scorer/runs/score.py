@@ -1,9 +1,15 @@
 """Score decisions in one of three modes, written once on top of the backend protocol.
 
 * ``direct``: one fresh forward pass per decision.
-* ``serial``: prefill each state's prefix once, restore it for every criterion (LRU keyed by the
-  prefix token ids, so a reordered-but-equal JSON state is a miss, never a wrong hit).
-* ``shared``: prefill each state's prefix once, then score all of its criteria in packed passes.
+* ``serial``: each row's prefix state comes from the radix prefix cache (:mod:`scorer.radix_cache`: the longest
+  cached prefix at any depth is reused and only the rest prefilled; keyed by token ids, so a
+  reordered-but-equal JSON state is a miss, never a wrong hit), then its suffix is scored after it.
+* ``shared``: each state's prefix comes from the radix cache once, then all of its criteria are scored in
+  packed passes (the last level of reuse: :meth:`~scorer.backends.base.Backend.fan_out`).
+
+A run uses the cache it is given (a :class:`~scorer.api.Scorer`'s, which lives across calls) or one of its own,
+released at its end. Each fast-mode record says how its prefix was obtained (``cache``: lookup, reused and
+prefilled tokens, state and held bytes, the budget).
 
 Records come out in input order whatever the mode, one dict per decision (schema
 ``scorer/schema/record-v2.json``). Two readouts: the plain one (one ordering of the options) and the
@@ -24,7 +30,7 @@ import numpy as np
 import orjson
 
 from scorer import readout
-from scorer.backends.base import Backend, Prefix, pack_chunks
+from scorer.backends.base import Backend, pack_chunks
 from scorer.calibration.signature import signature_of
 from scorer.demos import Demos, prompt_for
 from scorer.errors import InputError, ValidationError, brief
@@ -48,6 +54,7 @@ from scorer.options import (
     positive_int,
 )
 from scorer.prompt import Prompt, common_prefix, prefix_ids, sha256_tokens
+from scorer.radix_cache import RadixCache
 from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, check_record, dumps_record
 
 if TYPE_CHECKING:
@@ -56,7 +63,6 @@ if TYPE_CHECKING:
 
 RECORD_LINE_PREFIX = b'{"schema":"' + RECORD_SCHEMA.encode() + b'"'
 """How every record line starts: a torn tail must be a piece of one for ``--resume`` to cut it."""
-SERIAL_CACHE_STATES = 8
 
 
 @dataclass
@@ -159,6 +165,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "suffix_tokens": cache["suffix_tokens"] if cache else None,
         "cache_hit": cache["cache_hit"] if cache else None,
         "prefix_sha256": cache["prefix_sha256"] if cache else None,
+        "cache": cache.get("cache") if cache else None,
         "escalated": False,
         "timing": timing,
         "model": model_info,
@@ -177,15 +184,18 @@ def kernel_name(backend: Backend, mode: str) -> str:
     return f"{backend.name}.{'fresh' if mode == 'direct' else 'prefix-reuse'}"
 
 
-def _cache_block(item: Item, hit: bool) -> dict[str, Any]:
+def _cache_fields(item: Item, block: dict[str, Any]) -> dict[str, Any]:
+    """A fast-mode record's prefix fields and its ``cache`` block (``block``: how the prefix state was had)."""
     return {"prefix_tokens": len(item.prefix), "suffix_tokens": len(item.prompt.ids) - len(item.prefix),
-            "cache_hit": hit, "prefix_sha256": sha256_tokens(item.prefix)}
+            "cache_hit": block["lookup"] in ("hit", "group"), "prefix_sha256": sha256_tokens(item.prefix),
+            "cache": block}
 
 
 def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> dict[str, Any]:
     """The most a run of ``mode`` over ``items`` puts through a backend at once, for backends that size a
-    fixed state up front (llama.cpp's KV cache): the longest prompt, prefix and suffix, how many prefixes
-    the serial LRU may hold, and the largest packed pass (prefix + suffix tokens, suffixes, suffix tokens)."""
+    fixed state up front (llama.cpp's KV cache): the longest prompt, prefix and suffix, how many distinct
+    prefixes a serial run may keep (a radix cache holds them off the KV cache, within its budget), and the
+    largest packed pass (prefix + suffix tokens, suffixes, suffix tokens)."""
     groups: OrderedDict[str, list[Item]] = OrderedDict()
     for it in items:
         groups.setdefault(sha256_tokens(it.prefix), []).append(it)
@@ -193,7 +203,7 @@ def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MA
         "mode": mode, "longest_prompt": max(len(it.prompt.ids) for it in items),
         "longest_prefix": max(len(it.prefix) for it in items),
         "longest_suffix": max(len(it.prompt.ids) - len(it.prefix) for it in items),
-        "held_prefixes": min(len(groups), SERIAL_CACHE_STATES + 1) if mode == "serial" else 0,
+        "held_prefixes": len(groups) if mode == "serial" else 0,
         "pass_cells": 0, "pass_branches": 0, "pass_tokens": 0,
     }
     if mode == "shared":
@@ -208,15 +218,21 @@ def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MA
 
 
 def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, Any], skip: int = 0,
-                max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS) -> Iterator[dict[str, Any]]:
+                max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                cache: RadixCache | None = None) -> Iterator[dict[str, Any]]:
     """Yield the records of ``items[skip:]`` in input order.
 
     ``skip`` is the number of leading records a resumed run already has. Shared mode recomputes any
     group that still has rows to emit, whole, so a resumed run's numbers equal an uninterrupted run's.
+    ``cache``: the radix prefix cache the fast modes take their prefix states from (kept as it is for the
+    caller's next run); without one, the run makes its own (default budget) and releases it at the end.
     """
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
-    backend.plan_memory(memory_need(items, mode, max_batch_tokens))  # a fixed-size state (llama.cpp's KV cache)
+    need = memory_need(items, mode, max_batch_tokens)
+    if cache is not None and mode != "direct":  # a held state longer than this run's prompts may be restored
+        need["longest_held"] = cache.longest_held
+    backend.plan_memory(need)  # a fixed-size state (llama.cpp's KV cache)
     info = backend.model_info()
     if mode == "direct":
         for it in items[skip:]:
@@ -225,40 +241,35 @@ def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, A
             fwd = time.perf_counter() - t0
             yield make_record(it, logits, backend, info, mode,
                               {"encode_s": it.encode_s, "forward_s": fwd, "total_s": it.encode_s + fwd}, None, run)
-    elif mode == "serial":
-        yield from _serial(backend, items, run, skip, info)
-    else:
-        yield from _shared(backend, items, run, skip, info, max_batch_tokens)
-
-
-def _serial(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
-            info: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    lru: OrderedDict[str, Prefix] = OrderedDict()
-    for it in items[skip:]:
-        key = sha256_tokens(it.prefix)
-        hit = key in lru
-        prefill_s = 0.0
-        if hit:
-            lru.move_to_end(key)
+        return
+    own = cache is None
+    prefixes = RadixCache() if cache is None else cache
+    try:
+        if mode == "serial":
+            yield from _serial(backend, items, run, skip, info, prefixes)
         else:
-            lru[key] = backend.prefill(it.prefix)
-            prefill_s = lru[key].prefill_s
-            while len(lru) > SERIAL_CACHE_STATES:
-                backend.release(lru.popitem(last=False)[1])
-        t0 = time.perf_counter()
-        logits, copy_s = backend.score_with_prefix(lru[key], it.prompt.ids[len(it.prefix):],
-                                                  want=it.prompt.slot_ids)
-        suffix_s = time.perf_counter() - t0 - copy_s
-        fwd = prefill_s + copy_s + suffix_s
+            yield from _shared(backend, items, run, skip, info, max_batch_tokens, prefixes)
+    finally:
+        if own:
+            prefixes.clear()
+
+
+def _serial(backend: Backend, items: list[Item], run: dict[str, Any], skip: int, info: dict[str, Any],
+            cache: RadixCache) -> Iterator[dict[str, Any]]:
+    for it in items[skip:]:
+        with cache.prefix(backend, it.prefix) as (state, look):
+            t0 = time.perf_counter()
+            logits, copy_s = backend.score_with_prefix(state, it.prompt.ids[len(it.prefix):],
+                                                      want=it.prompt.slot_ids)
+            suffix_s = time.perf_counter() - t0 - copy_s
+        fwd = look.prefill_s + copy_s + suffix_s
         timing = {"encode_s": it.encode_s, "forward_s": fwd, "total_s": it.encode_s + fwd,
-                  "prefill_s": prefill_s, "copy_s": copy_s, "suffix_s": suffix_s}
-        yield make_record(it, logits, backend, info, "serial", timing, _cache_block(it, hit), run)
-    for pre in lru.values():
-        backend.release(pre)
+                  "prefill_s": look.prefill_s, "copy_s": copy_s, "suffix_s": suffix_s}
+        yield make_record(it, logits, backend, info, "serial", timing, _cache_fields(it, look.block()), run)
 
 
 def _shared(backend: Backend, items: list[Item], run: dict[str, Any], skip: int, info: dict[str, Any],
-            max_batch_tokens: int) -> Iterator[dict[str, Any]]:
+            max_batch_tokens: int, cache: RadixCache) -> Iterator[dict[str, Any]]:
     groups: OrderedDict[str, list[int]] = OrderedDict()
     for it in items:
         groups.setdefault(sha256_tokens(it.prefix), []).append(it.index)
@@ -268,11 +279,14 @@ def _shared(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
         if all(i < skip for i in members):
             continue
         first = items[members[0]]
-        pre = backend.prefill(first.prefix)
         suffixes = [items[i].prompt.ids[len(first.prefix):] for i in members]
-        logits, t = backend.fan_out(pre, suffixes, max_batch_tokens,
-                                    wants=[items[i].prompt.slot_ids for i in members])
-        backend.release(pre)
+        with cache.prefix(backend, first.prefix) as (pre, look):
+            logits, t = backend.fan_out(pre, suffixes, max_batch_tokens,
+                                        wants=[items[i].prompt.slot_ids for i in members])
+        # The group's first row says how the state was had; the others reuse that state whole.
+        block = look.block()
+        follower = {**block, "lookup": "group", "reused_tokens": len(first.prefix), "prefilled_tokens": 0}
+        prefill_s = look.prefill_s
         n = len(members)
         for i, lg in zip(members, logits, strict=True):
             if i < skip:
@@ -280,12 +294,13 @@ def _shared(backend: Backend, items: list[Item], run: dict[str, Any], skip: int,
             it = items[i]
             # Prefill and pass times are shared by the group: each record carries its equal share
             # (the group totals are kept alongside so nothing is hidden by the amortisation).
-            share = (pre.prefill_s + t.copy_s + t.suffix_s) / n
+            share = (prefill_s + t.copy_s + t.suffix_s) / n
             timing = {"encode_s": it.encode_s, "forward_s": share, "total_s": it.encode_s + share,
-                      "prefill_s": pre.prefill_s / n, "copy_s": t.copy_s / n, "suffix_s": t.suffix_s / n,
-                      "group_prefill_s": pre.prefill_s, "group_copy_s": t.copy_s, "group_suffix_s": t.suffix_s,
+                      "prefill_s": prefill_s / n, "copy_s": t.copy_s / n, "suffix_s": t.suffix_s / n,
+                      "group_prefill_s": prefill_s, "group_copy_s": t.copy_s, "group_suffix_s": t.suffix_s,
                       "group_rows": n, "group_chunks": t.chunks}
-            done[i] = make_record(it, lg, backend, info, "shared", timing, _cache_block(it, i != members[0]), run)
+            fields = _cache_fields(it, block if i == members[0] else follower)
+            done[i] = make_record(it, lg, backend, info, "shared", timing, fields, run)
         while next_out in done:
             yield done.pop(next_out)
             next_out += 1
@@ -415,6 +430,10 @@ class ScoreConfig:
     """The prompt layout (:mod:`scorer.layouts`): ``state-major``, ``question-major`` or ``auto``."""
     demos: Demos | None = None
     """Demonstrations shown before each decision (:mod:`scorer.demos`)."""
+    prefix_cache: RadixCache | None = None
+    """The radix prefix cache of the fast modes (its budget, its stats for the run's summary; kept for the
+    caller); None: the run makes its own. Not part of the run's identity: it changes how much is reused, not
+    what is scored."""
 
     def __post_init__(self) -> None:
         """The options checked by the rules the command line and the API use (:mod:`scorer.options`)."""
@@ -548,7 +567,7 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
     records: Iterator[dict[str, Any]]
     if cfg.permute > 1:
         records = score_permuted(backend, decisions, cfg.permute, mode, run, skip, cfg.max_batch_tokens, cfg.layout,
-                                 cfg.slots)
+                                 cfg.slots, cfg.prefix_cache)
         if on_start:
             on_start(len(decisions), skip)
     else:
@@ -560,7 +579,7 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
             cfg.route.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if on_start:
             on_start(len(items), skip)
-        records = score_items(backend, items, mode, run, skip, cfg.max_batch_tokens)
+        records = score_items(backend, items, mode, run, skip, cfg.max_batch_tokens, cfg.prefix_cache)
         if exact is not None:
             records = exact.apply(backend, items, mode, records)
         if cfg.route is not None:
@@ -610,7 +629,8 @@ def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Pa
 # --- the order-averaged readout (semif score --permute K) ----------------------------------------------------
 def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: str, run: dict[str, Any],
                    skip: int = 0, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-                   layout: str = STATE_MAJOR, slots: str = "letters") -> Iterator[dict[str, Any]]:
+                   layout: str = STATE_MAJOR, slots: str = "letters",
+                   cache: RadixCache | None = None) -> Iterator[dict[str, Any]]:
     """Records of ``decisions[skip:]`` read out over ``k`` cyclic orderings each (pass j scores every row
     that has a j-th shift; rows with fewer options than ``k`` use all n of their rotations).
 
@@ -626,25 +646,31 @@ def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: st
     for j in range(max(len(s) for s in shifts) if rows else 0):
         sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
         passes.append(prepare(backend, sel, with_prefix=mode != "direct", layout=layout, slots=slots))
-    return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens)
+    return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens, cache)
 
 
 def _permuted_records(backend: Backend, rows: list[Decision], shifts: list[list[int]], passes: list[list[Item]],
-                      k: int, mode: str, run: dict[str, Any], skip: int,
-                      max_batch_tokens: int) -> Iterator[dict[str, Any]]:
+                      k: int, mode: str, run: dict[str, Any], skip: int, max_batch_tokens: int,
+                      cache: RadixCache | None) -> Iterator[dict[str, Any]]:
     from scorer.permute import merge_permuted
     from scorer.progress import bar
 
     by_pass = []
-    for j, items in enumerate(passes):
-        # The merged records only exist once every pass has run: show each pass's own progress meanwhile.
-        b = bar(len(items), f"permute pass {j + 1}/{len(passes)}")
-        recs = {}
-        for r in score_items(backend, items, mode, run, 0, max_batch_tokens):
-            recs[r["id"]] = r
-            b.update(1)
-        b.close()
-        by_pass.append(recs)
+    # One cache across the passes: the orderings of a row share its prompt up to the options.
+    prefixes = RadixCache() if cache is None and mode != "direct" else cache
+    try:
+        for j, items in enumerate(passes):
+            # The merged records only exist once every pass has run: show each pass's own progress meanwhile.
+            b = bar(len(items), f"permute pass {j + 1}/{len(passes)}")
+            recs = {}
+            for r in score_items(backend, items, mode, run, 0, max_batch_tokens, prefixes):
+                recs[r["id"]] = r
+                b.update(1)
+            b.close()
+            by_pass.append(recs)
+    finally:
+        if prefixes is not None and prefixes is not cache:
+            prefixes.clear()
     for i, (d, s) in enumerate(zip(rows, shifts, strict=True)):
         rec = merge_permuted([by_pass[j][d.id] for j in range(len(s))], k, s, skip + i)
         # an order-averaged readout is its own decision procedure: its signature says so
