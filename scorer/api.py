@@ -351,7 +351,7 @@ class Scorer:
 
     @classmethod
     def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
-                    calibration: str | Path | Calibration | None = None, on_uncovered: str = "error",
+                    calibration: str | Path | Calibration | None = None, *, on_uncovered: str = "error",
                     echo: bool | str | None = None, slots: str = "letters", layout: str = "state-major",
                     demos: Demos | None = None, prefix_cache_bytes: int | str | None = None) -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""

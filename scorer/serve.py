@@ -345,7 +345,8 @@ class _ServeReplica:
                  prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
         self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration,
-                                                on_uncovered, slots, prefix_cache_bytes=prefix_cache_bytes)
+                                                on_uncovered=on_uncovered, slots=slots,
+                                                prefix_cache_bytes=prefix_cache_bytes)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token, batch_window_ms)
 
@@ -528,8 +529,8 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     check_bind(cfg.host, cfg.token)  # before the model loads
     window_ms = check_batch_window(cfg.batch_window_ms, cfg.mode, cfg.layout)  # None: the mode's default
     calibration = _calibration(cfg)
-    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, cfg.on_uncovered,
-                            cfg.slots, layout=cfg.layout, demos=cfg.demos,
+    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, on_uncovered=cfg.on_uncovered,
+                            slots=cfg.slots, layout=cfg.layout, demos=cfg.demos,
                             prefix_cache_bytes=cfg.prefix_cache_bytes) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token, window_ms)
         print(f"[semif] serving {model.model} ({cfg.mode}, batch window {window_ms:g} ms) on "
