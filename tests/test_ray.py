@@ -151,7 +151,10 @@ def _assert_equal_to_local(got: list[dict], want: list[dict]) -> None:
         assert g["prompt_sha256"] == w["prompt_sha256"] and g["tokens_sha256"] == w["tokens_sha256"]
         assert g["prefix_sha256"] == w["prefix_sha256"] and g["run"]["index"] == w["run"]["index"]
         assert g["choice"] == w["choice"] and g["run"]["config_sha256"] == w["run"]["config_sha256"]
-        assert max(abs(a - b) for a, b in zip(g["probabilities"], w["probabilities"], strict=True)) <= 1e-6
+        # Each actor's radix prefix cache holds what its own rows left: a prefix extended from a cached one sums in
+        # another order than a fresh prefill (measured up to 2.9e-6 in p on smollm2 fp32, tests/test_radix_depths.py),
+        # so the bound is 1e-5, not the 1e-6 of identical passes.
+        assert max(abs(a - b) for a, b in zip(g["probabilities"], w["probabilities"], strict=True)) <= 1e-5
 
 
 def _threads() -> str:
