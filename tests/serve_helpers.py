@@ -27,12 +27,13 @@ def workload_rows() -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def live(app: Any, limits: Limits | None = None) -> Iterator[str]:
-    """Serve ``app`` with ``semif serve``'s uvicorn config on a free loopback port in a thread; yields the URL."""
+def live(app: Any, limits: Limits | None = None, http: str = "auto") -> Iterator[str]:
+    """Serve ``app`` with ``semif serve``'s uvicorn config (its ``http`` protocol) on a free loopback port in a
+    thread; yields the URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn_config(app, limits or Limits(), lifespan="on"))
+    server = uvicorn.Server(uvicorn_config(app, limits or Limits(), http, lifespan="on"))
     t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     deadline = time.monotonic() + 30

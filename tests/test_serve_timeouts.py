@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 from fakes import FakeBackend
+from serve_helpers import live
 
 from scorer import Scorer, cli
 from scorer.options import OptionError
-from scorer.serve import Limits, build_app, uvicorn_config
+from scorer.serve import Limits, build_app
 
 BOUND = 1.0
 """The header and body timeouts the tests serve with (seconds)."""
@@ -30,23 +29,8 @@ ROW = (b'{"id":"r1","state":"a state","question":"yes or no?","options":[{"id":"
 @contextlib.contextmanager
 def _live(limits: Limits, http: str = "auto") -> Iterator[tuple[int, str]]:
     """``semif serve``'s server (its uvicorn config and protocol) on a free loopback port in a thread."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    with Scorer(backend=FakeBackend()) as scorer:
-        server = uvicorn.Server(uvicorn_config(build_app(scorer, limits), limits, http, lifespan="on"))
-        t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        t.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert t.is_alive() and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
-        try:
-            yield port, f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-            t.join(timeout=30)
-            sock.close()
+    with Scorer(backend=FakeBackend()) as scorer, live(build_app(scorer, limits), limits, http) as url:
+        yield int(url.rsplit(":", 1)[1]), url
 
 
 def _connect(port: int) -> socket.socket:
