@@ -24,6 +24,7 @@ runs the new tokens after it; a state's ``nbytes`` is its key and value tensors'
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import platform
 import sys
@@ -311,6 +312,9 @@ class TorchBackend(Backend):
             weight_check.result()
         self.load_s = time.perf_counter() - t0
         self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() for modules only
+        # which name this transformers gives the KV cache (see _forward)
+        self._cache_name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else \
+            "past_key_values"
         if "quantization" in info:
             info["quantization"]["emulation"] = emulation_facts(model)
         self.tokenizer: HFTokenizer = HFTokenizer(hf_tok)
@@ -357,6 +361,15 @@ class TorchBackend(Backend):
     def _last(self, logits: Any) -> np.ndarray:
         return logits[0, -1].float().cpu().numpy()
 
+    def _forward(self, input_ids: Any, cache: Any, **kw: Any) -> tuple[Any, Any]:
+        """One cached model call: its output and the KV cache after it. transformers 5.24 (this project's pin)
+        names the cache ``cache``, argument and output; earlier 5.x (the llm-compressor environment, which runs
+        this backend on emulated quantized checkpoints) names it ``past_key_values``."""
+        if cache is not None:
+            kw[self._cache_name] = cache
+        out = self.model(input_ids=input_ids, use_cache=True, **kw)
+        return out, getattr(out, self._cache_name)
+
     def _score_fresh(self, ids: list[int], want: Sequence[int] | None = None) -> np.ndarray:
         with self.torch.inference_mode():
             out = self.model(input_ids=self._ids(ids), use_cache=False, logits_to_keep=1)
@@ -365,8 +378,8 @@ class TorchBackend(Backend):
     def _prefill(self, ids: list[int]) -> Prefix:
         t0 = time.perf_counter()
         with self.torch.inference_mode():
-            out = self.model(input_ids=self._ids(ids), use_cache=True, logits_to_keep=1)
-        return Prefix(list(ids), out.cache, time.perf_counter() - t0, cache_bytes(out.cache))
+            _out, cache = self._forward(self._ids(ids), None, logits_to_keep=1)
+        return Prefix(list(ids), cache, time.perf_counter() - t0, cache_bytes(cache))
 
     def _extend(self, prefix: Prefix, keep: int, ids: list[int]) -> Prefix:
         """Copy the prefix's cache (cut to ``keep`` positions), then run ``ids`` after it."""
@@ -374,7 +387,7 @@ class TorchBackend(Backend):
         with self.torch.inference_mode():  # the cut copies are inference tensors, like the caches they come from
             cache = cut_cache(prefix.handle, keep) if keep < len(prefix.ids) else copy.deepcopy(prefix.handle)
             if ids:
-                cache = self.model(input_ids=self._ids(ids), cache=cache, use_cache=True, logits_to_keep=1).cache
+                _out, cache = self._forward(self._ids(ids), cache, logits_to_keep=1)
         return Prefix(prefix.ids[:keep] + ids, cache, time.perf_counter() - t0, cache_bytes(cache))
 
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
@@ -383,7 +396,7 @@ class TorchBackend(Backend):
         cache = copy.deepcopy(prefix.handle)
         copy_s = time.perf_counter() - t0
         with self.torch.inference_mode():
-            out = self.model(input_ids=self._ids(suffix), cache=cache, use_cache=True, logits_to_keep=1)
+            out, _cache = self._forward(self._ids(suffix), cache, logits_to_keep=1)
         return self._last(out.logits), copy_s
 
     def _branch(self, prefix: Prefix, part: list[list[int]]) -> Any:
@@ -403,8 +416,8 @@ class TorchBackend(Backend):
             _PACK.spec = (p, *self._own_blocks(lens))
         try:
             with torch.inference_mode():
-                out = self.model(input_ids=self._ids(flat), position_ids=pos, attention_mask=mask,
-                                 cache=branched, use_cache=True, logits_to_keep=ends)
+                out, _cache = self._forward(self._ids(flat), branched, position_ids=pos, attention_mask=mask,
+                                            logits_to_keep=ends)
         finally:
             _PACK.spec = None
         logits = out.logits[0].float().cpu().numpy()
@@ -441,12 +454,12 @@ class TorchBackend(Backend):
 
     def _decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
         with self.torch.inference_mode():
-            out = self.model(input_ids=self._ids(ids), use_cache=True, logits_to_keep=1)
-        return out.cache, self._last(out.logits)
+            out, cache = self._forward(self._ids(ids), None, logits_to_keep=1)
+        return cache, self._last(out.logits)
 
     def decode_next(self, session: Any, token_id: int) -> np.ndarray:
         with self.torch.inference_mode():
-            out = self.model(input_ids=self._ids([token_id]), cache=session, use_cache=True, logits_to_keep=1)
+            out, _cache = self._forward(self._ids([token_id]), session, logits_to_keep=1)
         return self._last(out.logits)
 
     def decode_end(self, session: Any) -> None:
