@@ -112,6 +112,17 @@ def uncovered_warnings(records: Sequence[dict[str, Any]]) -> list[str]:
     return list(out.values())
 
 
+def in_batch_calibrated(records: Sequence[dict[str, Any]], estimator: str = "mean", min_rows: int = 1
+                        ) -> list[dict[str, Any]]:
+    """The records with the label-free prior fitted over themselves and applied (phase 2 of
+    ``--batch-calibrate``, in memory): each record's ``choice``, ``probabilities``, ``margin`` and ``tie`` are
+    its calibrated ones. For reports that put raw and calibrated quality side by side on the same records."""
+    recs = list(records)
+    cal = fit_prior(recs, record_signatures(recs, None, "records"), estimator, min_rows)
+    keep = ("choice", "probabilities", "margin", "tie")
+    return [{**r, **{k: v for k, v in cal.apply(r)["calibrated"].items() if k in keep}} for r in recs]
+
+
 def calibrate_raw(raw: Path, estimator: str, min_rows: int, fallback: str) -> tuple[list[bytes], Calibration,
                                                                                    list[str], float]:
     """Phase 2 on the raw file: the calibrated record lines, the calibration, the warnings, and the scoring

@@ -28,6 +28,7 @@ from typing import Any
 from scorer import metrics, store
 from scorer.backends import BackendConfig, load_backend
 from scorer.backends.base import Backend
+from scorer.calibration.batch import in_batch_calibrated
 from scorer.envelope import carried_inputs, make_report, write_report
 from scorer.errors import InputError, ModelError
 from scorer.generate import Criterion, VersusInput
@@ -163,8 +164,13 @@ def labels_summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     except InputError:
         return None
     table, _ = metrics.align(labels, records)
+    cal, _ = metrics.align(labels, in_batch_calibrated(records))
     return {"labelled": table.n, "accuracy": metrics.accuracy(table),
-            "balanced_accuracy": metrics.balanced_accuracy(table)}
+            "balanced_accuracy": metrics.balanced_accuracy(table),
+            # after the label-free in-batch prior (what --batch-calibrate applies): a few hundredths of drift can
+            # move a calibrated choice, whose margins are small, where the raw one stays
+            "accuracy_calibrated": metrics.accuracy(cal),
+            "balanced_accuracy_calibrated": metrics.balanced_accuracy(cal)}
 
 
 def _median(values: list[float]) -> float:

@@ -29,6 +29,7 @@ import gc
 import hashlib
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,12 +172,24 @@ def _log(msg: str) -> None:
     print(f"[semif quant] {msg}", file=sys.stderr, flush=True)
 
 
+BOUNDARY_MARGIN = 0.1
+"""A decision whose reference margin is below this is a "boundary decision": where a few hundredths of drift
+can flip it."""
+
+
 def _summary(records: list[dict[str, Any]], reference: list[dict[str, Any]]) -> dict[str, Any]:
-    s = compare_records(reference, records, "reference", "run")["summary"]
+    s = compare_records(reference, records, "reference", "run")["summary"]  # checks the runs pair up by id
+    mine = {r["id"]: r["choice"] for r in records}
+    flips = [r for r in reference if r["choice"] != mine[r["id"]]]
+    boundary = [r for r in reference if r["margin"] < BOUNDARY_MARGIN]
     return {"decisions": len(records), "changed_choices": s["flips"], "max_abs_dp": s["max_abs_dp"],
             "median_abs_dp": s["median_abs_dp"], "tokens_sha256_equal": s["tokens_sha256_equal"],
-            "flipped_reference_margin_max": s["flipped_margin_a_max"], "labels": labels_summary(records),
-            "median_allowed_mass": s["median_allowed_mass_b"]}
+            "flipped_reference_margin_max": s["flipped_margin_a_max"],
+            "changed_by_family": dict(sorted(Counter(str((r.get("extra") or {}).get("family", "(none)"))
+                                                     for r in flips).items())),
+            "boundary_decisions": {"reference_margin_below": BOUNDARY_MARGIN, "decisions": len(boundary),
+                                   "changed": sum(r["choice"] != mine[r["id"]] for r in boundary)},
+            "labels": labels_summary(records), "median_allowed_mass": s["median_allowed_mass_b"]}
 
 
 class _Plan:
@@ -215,12 +228,17 @@ class _Plan:
             self.f32_gguf = quant_cache.ensure(key, make)
         return self.f32_gguf
 
+    def llmcompressor_key(self, scheme: str) -> quant_cache.EntryKey:
+        """The cache key of an llm-compressor scheme: the fp32 reference, the recipe as data, the calibration."""
+        rec = {**llmcompressor.recipe(scheme, self.cfg.group_size), "calibration_samples": len(self.samples),
+               "max_seq_length": self.cfg.max_seq_length}
+        return quant_cache.EntryKey(self.fp32_sha, scheme, rec, self.calibration_sha256)
+
     def produce(self, scheme: str) -> tuple[quant_cache.EntryKey, quant_cache.Entry]:
         if scheme.startswith("gguf:"):
             return self._produce_gguf(scheme[5:])
-        rec = {**llmcompressor.recipe(scheme, self.cfg.group_size), "calibration_samples": len(self.samples),
-               "max_seq_length": self.cfg.max_seq_length}
-        key = quant_cache.EntryKey(self.fp32_sha, scheme, rec, self.calibration_sha256)
+        key = self.llmcompressor_key(scheme)
+        rec = key.recipe
 
         def make(tmp: Path) -> dict[str, Any]:
             _log(f"producing {scheme} with llm-compressor ({len(self.samples)} calibration samples) …")
@@ -349,6 +367,17 @@ class _Plan:
                          "decisions_per_s": len(records) / score_s if score_s > 0 else None}
 
 
+def cached_checkpoint(model: str, scheme: str) -> quant_cache.Entry | None:
+    """The verified output of ``semif quant --schemes SCHEME --model MODEL`` made with the defaults (recipe,
+    committed calibration text, sample count, sequence length), or None when it has not been made; nothing is
+    produced. For other programs that serve it (benchmarks/engines.py starts vLLM on the W8A8 checkpoint)."""
+    if scheme.startswith("gguf:") or scheme not in DEFAULT_SCHEMES:
+        raise ValidationError(f"cached_checkpoint: {scheme!r} is not an llm-compressor scheme (expected one of "
+                              f"{', '.join(s for s in DEFAULT_SCHEMES if not s.startswith('gguf:'))})")
+    plan = _Plan(SchemesConfig(model=model, input=Path(), output=Path(), schemes=(scheme,)), [])
+    return quant_cache.load(plan.llmcompressor_key(scheme))
+
+
 def _file(path: Path) -> dict[str, Any]:
     return {"path": str(path), "sha256": store.sha256_file(path)}
 
@@ -363,6 +392,7 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
     check_outputs(cfg)
     created = time.time()
     t_start = time.perf_counter()
+    load_before = load_average()
     plan = _Plan(cfg, decisions)
     made: list[tuple[str, quant_cache.EntryKey, quant_cache.Entry, float]] = []
     for scheme in cfg.schemes:  # every output made or verified before anything is scored
@@ -386,6 +416,7 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
     body = {
         "command": cfg.command,
         "wall_s": round(time.perf_counter() - t_start, 3),
+        "load_average": load_span(load_before),
         "model": {"key": plan.key, "source_gguf": {"file": plan.src.name, "sha256": plan.src_sha,
                                                    "bytes": plan.src.stat().st_size}},
         "reference_note": REFERENCE_NOTE,
