@@ -15,6 +15,7 @@ from scorer.site.engine_charts import draw_engines
 from scorer.site.files import object_at, unique_slug
 from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
+from scorer.site.quant_charts import draw_quant_schemes
 
 _GENERIC_MAX_ROWS = 200
 
@@ -38,6 +39,7 @@ _KINDS: dict[str, _Kind] = {
     "drift": _Kind("drift", "Fast-path drift"),
     "cache-verify": _Kind("cache-verify", "cache-verify report"),
     "quant": _Kind("quant", "Quantization ladder", draw_quant),
+    "quant-schemes": _Kind("quant", "Quantization schemes (llama.cpp types, W8A8, AWQ, GPTQ)", draw_quant_schemes),
     "compare": _Kind("compare", "Cross-backend comparison"),
     "eval": _Kind("eval", "eval report", draw_eval),
     "calibrate": _Kind("calibrate", "calibrate report", draw_calibrate),

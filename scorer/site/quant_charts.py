@@ -1,0 +1,83 @@
+"""The quantization-schemes report (``kind: quant-schemes``, ``semif quant --schemes``): per scheme and where it
+ran, how far it moves the decisions from the fp32 reference, drawn next to the llama.cpp ladder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scorer.site.formatting import finite, fmt_value
+from scorer.site.inputs import BuildError, ReportFile
+from scorer.site.svg import svg_bars, with_caption
+
+
+def _schemes(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    v = obj.get("schemes")
+    if not isinstance(v, list) or not v or not all(isinstance(x, dict) for x in v):
+        raise BuildError(f"{rel}: a quant-schemes report needs 'schemes' (a non-empty list of objects)")
+    for i, s in enumerate(v):
+        if not isinstance(s.get("scheme"), str) or not isinstance(s.get("runs"), list):
+            raise BuildError(f"{rel}: schemes[{i}] needs 'scheme' (a name such as 'w8a8') and 'runs' (a list)")
+    return v
+
+
+def _obj(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _how(run: dict[str, Any]) -> str:
+    if not run.get("ran"):
+        return f"not run: {run.get('skipped') or run.get('error') or 'no reason given'}"
+    return "its own kernels (native)" if run.get("execution") == "native" else "emulated in transformers"
+
+
+def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
+    """A bar per scheme and runner: max |Δp| against the reference, with the changed choices; then the table."""
+    schemes = _schemes(rel, rep.obj)
+    bars: list[tuple[str, float, str]] = []
+    rows: list[list[str]] = []
+    for s in schemes:
+        mib = finite(s.get("weight_bytes"))
+        for run in s["runs"]:
+            if not isinstance(run, dict):
+                raise BuildError(f"{rel}: {s['scheme']}: every run must be an object")
+            label = f"{s['scheme']} on {run.get('runner')}"
+            labels = _obj(run.get("labels"))
+            boundary = _obj(run.get("boundary_decisions"))
+            dp = finite(run.get("max_abs_dp"))
+            flips = run.get("changed_choices")
+            if run.get("ran") and dp is not None:
+                bars.append((label, dp, f"{flips} changed" if isinstance(flips, int) else ""))
+            rate = finite(run.get("decisions_per_s")) if run.get("execution") == "native" else None
+            rows.append([fmt_value(s["scheme"]), fmt_value(run.get("runner")), _how(run),
+                         fmt_value(finite(s.get("bits_per_weight"))),
+                         fmt_value(round(mib / 2**20)) if mib else "",
+                         fmt_value(finite(s.get("produce_s"))),
+                         fmt_value(flips) if run.get("ran") else "",
+                         (f"{fmt_value(boundary.get('changed'))} of {fmt_value(boundary.get('decisions'))}"
+                          if boundary else ""),
+                         fmt_value(dp) if run.get("ran") else "",
+                         fmt_value(finite(run.get("median_abs_dp"))) if run.get("ran") else "",
+                         fmt_value(finite(labels.get("balanced_accuracy"))),
+                         fmt_value(finite(labels.get("balanced_accuracy_calibrated"))),
+                         fmt_value(rate) if rate is not None else ""])
+    ref = _obj(rep.obj.get("reference"))
+    ref_labels = _obj(ref.get("labels"))
+    rows.insert(0, ["fp32 (reference)", fmt_value(ref.get("runner")), "the reference every row is compared with",
+                    "32", "", "", "—", "—", "0", "0", fmt_value(finite(ref_labels.get("balanced_accuracy"))),
+                    fmt_value(finite(ref_labels.get("balanced_accuracy_calibrated"))),
+                    fmt_value(finite(ref.get("decisions_per_s")))])
+    if bars:
+        rep.charts.append(with_caption(
+            svg_bars(bars, "max |Δp| vs fp32", "How far each scheme moves the option probabilities"),
+            "Each bar is one quantization scheme where it ran: the largest change, over every decision and option, "
+            "of the probability SemIf reads, against the same model in fp32. Shorter is closer to the original; "
+            "'changed' counts the decisions whose chosen option differs."))
+    rep.tables.insert(0, {
+        "caption": "every scheme, where it ran, against the fp32 reference on the same decisions",
+        "columns": ["scheme", "ran on", "how", "bits/weight", "MiB", "seconds to make", "changed choices",
+                    "changed boundary decisions", "max |Δp|", "median |Δp|", "balanced acc. raw",
+                    "balanced acc. calibrated", "decisions/s (native only)"],
+        "rows": rows,
+        "note": "boundary decisions: the reference's margin is below 0.1, where a few hundredths of drift can flip "
+                "the choice; calibrated: after the label-free in-batch prior; an emulated run simulates the scheme "
+                "in fp32, so no speed is claimed for it; a scheme that could not run on this machine says why"})
