@@ -35,6 +35,8 @@ def test_the_scatter_has_every_engine_and_route_and_the_tables_every_row() -> No
     assert svg.count("<circle") == 3  # two engines, one routed pair
     assert "vllm-fp32&lt;script&gt;" in svg and "<script>" not in svg  # escaped
     assert "route vllm-fp32 → llamacpp-q4 (25% escalated)" in svg
+    # engines sit at their raw accuracy (0.5, not the calibrated 0.75): routes are judged raw, so both compare
+    assert "torch-fp32: 2.5 decisions/s while scoring, 0.5 balanced accuracy (raw)" in svg
     engines, routes = rep.tables[0], rep.tables[1]
     assert [r[2] for r in engines["rows"]] == ["torch-fp32", "vllm-fp32<script>"]
     assert routes["rows"][0][:4] == ["qwen2.5-0.5b", "boundary", "vllm-fp32", "llamacpp-q4"]

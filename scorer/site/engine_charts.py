@@ -18,8 +18,9 @@ def _rows(rel: str, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 def draw_engines(rel: str, rep: ReportFile) -> None:
-    """One scatter per (model, set): decisions/s while scoring against balanced accuracy (calibrated), engines
-    and routed pairs; then the table of every configuration and of every routed pair."""
+    """One scatter per (model, set): decisions/s while scoring against balanced accuracy of the raw readout, engines
+    and routed pairs (routing is judged on raw readouts, so both kinds of dot measure the same thing); then the
+    table of every configuration (raw and calibrated) and of every routed pair."""
     table = _rows(rel, rep.obj, "table")
     routes = _rows(rel, rep.obj, "routes") if "routes" in rep.obj else []
     if not table:
@@ -30,7 +31,7 @@ def draw_engines(rel: str, rep: ReportFile) -> None:
         for r in table:
             if (str(r.get("model")), str(r.get("set"))) != (model, set_name):
                 continue
-            rate, acc = finite(r.get("decisions_per_s_scoring")), finite(r.get("balanced_accuracy_calibrated"))
+            rate, acc = finite(r.get("decisions_per_s_scoring")), finite(r.get("balanced_accuracy_raw"))
             if rate is not None and acc is not None:
                 pts.append((f"{r.get('config')}", rate, acc, 0))
         for r in routes:
@@ -42,12 +43,13 @@ def draw_engines(rel: str, rep: ReportFile) -> None:
                 share = finite(r.get("escalated_share")) or 0.0
                 pts.append((f"route {r.get('fast')} → {r.get('accurate')} ({share:.0%} escalated)", rate, acc, 1))
         if pts:
-            chart = svg_scatter(pts, "decisions/s while scoring", "balanced accuracy",
+            chart = svg_scatter(pts, "decisions/s while scoring", "balanced accuracy (raw)",
                                 f"{model} on {set_name}: throughput against balanced accuracy")
             rep.charts.append(with_caption(chart, (
                 f"{model}, {set_name}: each dot is one engine (dark) or one routed pair (light) scoring the same "
-                "decisions; right is faster, up is more often right (balanced accuracy after the label-free in-batch "
-                "calibration; routed pairs: out of fold at the threshold chosen on the other folds).")))
+                "decisions; right is faster, up is more often right (balanced accuracy of the model's own readout, "
+                "no calibration, so engines and routes compare like for like; routed pairs: out of fold at the "
+                "threshold chosen on the other folds; the table below adds the calibrated accuracy).")))
     rows = [[fmt_value(r.get("model")), fmt_value(r.get("set")), fmt_value(r.get("config")), fmt_value(r.get("rows")),
              fmt_value(finite(r.get("decisions_per_s_scoring"))),
              fmt_value(finite(r.get("decisions_per_s_whole_process"))),
