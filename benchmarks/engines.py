@@ -7,16 +7,26 @@ For each model and decision set, every configuration scores the same rows in sha
 * ``llama-server`` — llama.cpp's HTTP server (``semif engine start llama-server``) on the same GGUF, through
   ``--backend openai``;
 * ``vllm-fp32`` / ``vllm-bf16`` — vLLM's CPU build (``semif engine start vllm``) on the torch backend's fp32
-  checkpoint, through ``--backend openai``.
+  checkpoint, through ``--backend openai``;
+* ``vllm-w8a8`` — vLLM's CPU build on the W8A8 int8 checkpoint (SmoothQuant + int8 weights and activations) that
+  ``semif quant --schemes w8a8 --model MODEL`` made from the same fp32 reference (its verified cache entry; run that
+  first), computing in fp32 around vLLM's int8 kernels, through ``--backend openai``.
 
 Each run is a fresh ``semif score`` process (the user's command): ``wall_s`` is the whole process (imports, model
 load or engine handshake, scoring); ``scoring_s`` runs from the moment its progress bar appears (model loaded,
 prompts rendered and validated) to the last record written (polled), so ``decisions_per_s_scoring`` excludes the
 load; ``records_total_s`` is the sum of the records' own ``timing.total_s``. Engines are started before the first
-repeat and kept up (their own start-up time is reported apart); configurations run round-robin, ``--repeats``
-times each, and the medians are reported. Quality from the records, against the rows' labels: balanced accuracy raw and calibrated
-(the label-free in-batch prior, mean estimator, every signature: what ``--batch-calibrate`` applies), decisions
-changed and max |Δp| against ``torch-fp32``, and whether the prompt/token hashes are identical (they must be).
+repeat and kept up (their own start-up time is reported apart), but every run starts on a cold engine cache, as
+the in-process backends start on an empty radix cache in each new process: before each of its runs llama-server
+is restarted (its host-memory prompt cache, ``--cache-ram``, would otherwise serve a repeat from the last one:
+measured, 2.7 s instead of 26 s for boundary's second repeat) and vLLM's prefix cache is emptied
+(``POST /reset_prefix_cache``, a development endpoint: the engines run with ``VLLM_SERVER_DEV_MODE=1`` on
+loopback); configurations run round-robin, ``--repeats`` times each (``--repeats-of SET=N`` sets one set's count:
+a long set may run fewer), and the medians are reported.
+Quality from the records, against the rows' labels: balanced accuracy raw and calibrated (the label-free in-batch
+prior, mean estimator, every signature: what ``--batch-calibrate`` applies), decisions changed and max |Δp| against
+``torch-fp32``, and whether the prompt/token hashes are identical (they must be). Scores are deterministic per
+configuration (checked: every repeat's choices equal the first's, reported as ``repeats_identical``).
 
 Routed rows (computed from the same records, no extra run): fast = one engine, accurate = another, the margin
 threshold chosen out of fold (:func:`scorer.runs.route.choose_threshold`); time = the fast run's scoring time
@@ -47,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.record_clock import poll  # noqa: E402
 from scorer import metrics  # noqa: E402
+from scorer.calibration.batch import in_batch_calibrated  # noqa: E402
 from scorer.envelope import envelope, file_input, write_report  # noqa: E402
 from scorer.io import refuse_overwrite  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
@@ -54,9 +65,10 @@ from scorer.machine import load_average, load_span  # noqa: E402
 FORMAT = "semif-engines-v1"
 SETS = {"boundary": ROOT / "data/eval/boundary.jsonl", "authored": ROOT / "data/eval/authored.jsonl",
         "shape-small": ROOT / "data/workloads/shape-small.jsonl"}
-CONFIGS = ("torch-fp32", "llamacpp-q4", "llama-server", "vllm-fp32", "vllm-bf16")
+CONFIGS = ("torch-fp32", "llamacpp-q4", "llama-server", "vllm-fp32", "vllm-bf16", "vllm-w8a8")
 REFERENCE = "torch-fp32"
-ROUTES = (("vllm-fp32", "llamacpp-q4"), ("llamacpp-q4", "vllm-fp32"), ("llama-server", "torch-fp32"))
+ROUTES = (("vllm-fp32", "llamacpp-q4"), ("llamacpp-q4", "vllm-fp32"), ("llama-server", "torch-fp32"),
+          ("vllm-w8a8", "llamacpp-q4"), ("vllm-w8a8", "llama-server"), ("llama-server", "vllm-w8a8"))
 
 
 def _flags(config: str, model: str, engines: dict[str, dict[str, Any]], threads: int) -> list[str]:
@@ -68,17 +80,62 @@ def _flags(config: str, model: str, engines: dict[str, dict[str, Any]], threads:
             "--concurrency", "4"]
 
 
-def _start_engines(model: str, configs: list[str], threads: int) -> dict[str, dict[str, Any]]:
+def _start_engines(model: str, configs: list[str], threads: int, port: int | None = None
+                   ) -> dict[str, dict[str, Any]]:
     from scorer.engines.launcher import EngineSpec, start
 
     out = {}
     for c in configs:
         if c == "llama-server":
-            out[c] = start(EngineSpec(engine="llama-server", model=model, ctx=4096, parallel=4, threads=threads))
+            out[c] = start(EngineSpec(engine="llama-server", model=model, ctx=4096, parallel=4, threads=threads,
+                                      port=port))
+        elif c == "vllm-w8a8":
+            out[c] = start(EngineSpec(engine="vllm", model=str(_w8a8_folder(model)), ctx=4096, dtype="float32",
+                                      threads=threads, kv_cache_gib=4))
         elif c.startswith("vllm-"):
             dtype = {"vllm-fp32": "float32", "vllm-bf16": "bfloat16"}[c]
             out[c] = start(EngineSpec(engine="vllm", model=model, ctx=4096, dtype=dtype, threads=threads,
                                       kv_cache_gib=4))
+    return out
+
+
+def _cold(config: str, model: str, engines: dict[str, dict[str, Any]], threads: int) -> dict[str, Any] | None:
+    """Empty the engine's caches before a run (see the module's doc); what was done, for the report."""
+    import httpx
+
+    from scorer.engines.launcher import stop
+
+    if config == "llama-server":
+        st = engines[config]
+        stop(port=st["port"])
+        t0 = time.perf_counter()
+        engines[config] = _start_engines(model, [config], threads, port=st["port"])[config]
+        return {"action": "restarted", "seconds": round(time.perf_counter() - t0, 3)}
+    if config.startswith("vllm-"):
+        r = httpx.post(f"{engines[config]['base_url']}/reset_prefix_cache", timeout=120)
+        if r.status_code != 200 or not r.json().get("success"):
+            raise SystemExit(f"{config}: POST /reset_prefix_cache answered {r.status_code} {r.text[:200]}")
+        return {"action": "prefix cache reset", "success": True}
+    return None
+
+
+def _w8a8_folder(model: str) -> Path:
+    from scorer.runs.quant_schemes import cached_checkpoint
+
+    entry = cached_checkpoint(model, "w8a8")
+    if entry is None:
+        raise SystemExit(f"vllm-w8a8: no W8A8 checkpoint of {model} in the cache; make it first with "
+                         f"`semif quant --schemes w8a8 --model {model} --input data/eval/boundary.jsonl`")
+    return entry.folder
+
+
+def _repeats_of(text: list[str], sets: list[str], default: int) -> dict[str, int]:
+    out = dict.fromkeys(sets, default)
+    for item in text:
+        name, _, n = item.partition("=")
+        if name not in out or not n.isdigit() or int(n) < 1:
+            raise SystemExit(f"--repeats-of {item!r}: expected SET=N with SET one of {sets} and N >= 1")
+        out[name] = int(n)
     return out
 
 
@@ -119,20 +176,9 @@ def _run(config: str, flags: list[str], rows: Path, out: Path) -> dict[str, Any]
             "records_total_s": round(sum(float(r["timing"]["total_s"]) for r in recs), 3), "_records": recs}
 
 
-def _calibrated(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records with the label-free in-batch prior applied (``--batch-calibrate``'s phase 2)."""
-    from scorer.calibration.prior import fit_prior
-    from scorer.calibration.signature import record_signatures
-
-    sigs = record_signatures(recs, None, "records")
-    cal = fit_prior(recs, sigs, "mean", 1)
-    return [{**r, **{k: v for k, v in c["calibrated"].items() if k in ("choice", "probabilities", "margin", "tie")}}
-            for r, c in ((r, cal.apply(r)) for r in recs)]
-
-
 def _quality(recs: list[dict[str, Any]], labels: list[metrics.Label]) -> dict[str, Any]:
     raw, _ = metrics.align(labels, recs)
-    cal, _ = metrics.align(labels, _calibrated(recs))
+    cal, _ = metrics.align(labels, in_batch_calibrated(recs))
     return {"balanced_accuracy_raw": metrics.balanced_accuracy(raw), "accuracy_raw": metrics.accuracy(raw),
             "balanced_accuracy_calibrated": metrics.balanced_accuracy(cal),
             "accuracy_calibrated": metrics.accuracy(cal), "right_raw": round(metrics.accuracy(raw) * raw.n),
@@ -175,6 +221,8 @@ def main() -> int:
     ap.add_argument("--sets", default="boundary,authored,shape-small")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--repeats-of", action="append", default=[], metavar="SET=N",
+                    help="repeats of one set (overrides --repeats for it; repeatable)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args()
@@ -185,6 +233,8 @@ def main() -> int:
     if bad or REFERENCE not in configs:
         raise SystemExit(f"--configs: unknown {bad} or missing {REFERENCE} (the reference); known {CONFIGS}")
     sets = [s for s in args.sets.split(",") if s]
+    repeats = _repeats_of(args.repeats_of, sets, args.repeats)
+    os.environ["VLLM_SERVER_DEV_MODE"] = "1"  # the engines inherit it: /reset_prefix_cache (see _cold)
     load_before = load_average()
     from scorer.engines.launcher import stop
 
@@ -201,12 +251,14 @@ def main() -> int:
                     rows = SETS[set_name]
                     labels = metrics.labels_from_decisions(str(rows))
                     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
-                    for rep in range(args.repeats):
+                    for rep in range(repeats[set_name]):
                         for c in configs:
-                            print(f"[engines] {model} {set_name} repeat {rep + 1}/{args.repeats} {c} …",
+                            print(f"[engines] {model} {set_name} repeat {rep + 1}/{repeats[set_name]} {c} …",
                                   file=sys.stderr, flush=True)
+                            cold = _cold(c, model, engines, args.threads)
                             r = _run(c, _flags(c, model, engines, args.threads), rows,
                                      Path(tmp) / f"{model}-{set_name}-{c}-{rep}.jsonl")
+                            r["cold_start"] = cold
                             span = r["last_record_s"] - r["scoring_start_s"]
                             print(f"[engines]   wall {r['wall_s']:.1f} s, scoring {span:.1f} s", file=sys.stderr,
                                   flush=True)
@@ -227,6 +279,10 @@ def main() -> int:
                                "engine": recs[0]["model"].get("engine", {}).get("kind") or recs[0]["model"]["backend"],
                                "dtype": recs[0]["model"].get("dtype"), "score_kind": recs[0]["score_kind"],
                                **_quality(recs, labels), "vs_reference": _against(ref, recs),
+                               "repeats_identical": all([x["choice"] for x in r["_records"]]
+                                                        == [x["choice"] for x in recs] for r in mine),
+                               "scoring_s_each": [round(r["last_record_s"] - r["scoring_start_s"], 3) for r in mine],
+                               "cold_start": [r["cold_start"] for r in mine],
                                "command": mine[0]["command"]}
                         table.append(row)
                         by_config[c] = {**row, "_records": recs}
@@ -239,7 +295,7 @@ def main() -> int:
                     stop(port=st["port"])
     report = {**envelope("engines", FORMAT, {s: file_input(SETS[s]) for s in sets}),
               "title": f"Engines side by side: {args.models} on {', '.join(sets)} (shared mode)",
-              "models": args.models.split(","), "sets": sets, "configs": configs, "repeats": args.repeats,
+              "models": args.models.split(","), "sets": sets, "configs": configs, "repeats": repeats,
               "threads": args.threads, "reference": REFERENCE, "load_average": load_span(load_before),
               "engines_started": engines_started, "table": table, "routes": routes,
               "notes": ["decisions/s (scoring) = rows / (last record - the run's start of scoring: its progress bar "
