@@ -39,7 +39,7 @@ from scorer.backends import BackendConfig, load_backend
 from scorer.engines import llmcompressor
 from scorer.envelope import carried_inputs, make_report, write_report
 from scorer.errors import EngineError, InputError, ValidationError
-from scorer.gguf_tools import FTYPES, write_f32
+from scorer.gguf_tools import FTYPES, same_grid, write_f32
 from scorer.io import check_writable
 from scorer.machine import load_average, load_span
 from scorer.runs import quant_cache
@@ -411,6 +411,9 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
             "weight_bytes": quant_cache.weight_bytes(entry.folder),
             "bits_per_weight": produced.get("bits_per_weight"),
         }
+        if scheme.startswith("gguf:"):  # the confound of a dequantized reference, measured (see REFERENCE_NOTE)
+            made_file = next(entry.folder.glob("*.gguf"))
+            block["against_source"] = {"source": plan.src.name, **same_grid(plan.src, made_file)}
         block["runs"] = [plan.run(scheme, runner, entry.folder) for runner in _runs_of(scheme)]
         schemes.append(block)
     body = {
