@@ -189,7 +189,7 @@ def test_a_trace_opened_from_disk_replays(open_page: Any, site: Path, tmp_path: 
     assert page.locator(".gv .v.unparsed").count() == 21
     assert set(page.locator(".gv .v").all_text_contents()) == {"unparsed"}
     # its headline, verdict and numbers computed in the page (test_site_verdict_browser.py: equal to the build's)
-    assert "free generation: no usable array, after " in page.text_content("#headline")
+    assert "free: no usable array after " in page.text_content("#headline")
     assert "wrote no usable array (20 values for 21 criteria) in all 3 runs" in page.text_content("#verdict")
     assert page.locator("#numbers tbody tr").count() >= 6
     assert "schema and checksums OK" in page.text_content("#file-msg")

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -103,6 +105,7 @@ def _variants(tmp: Path) -> list[tuple[str, dict[str, Any], str]]:
     return out
 
 
+@pytest.mark.slow  # verifies every committed trace (a few MB) before comparing: ~20 s on this machine
 def test_the_page_computes_the_verdict_build_py_writes(tmp_path: Path) -> None:
     """verdict.js in Node against build.py's view (headline, verdict, numbers with the token account, lanes),
     on every committed trace under data/ (with the whole-workload sentence the build adds from its reports) and

@@ -58,25 +58,25 @@ def test_the_headline_is_one_sentence_for_the_whole_trace() -> None:
     doc = load(FAKE)
     s = doc["summary"]
     assert verdict.headline(trace_file(doc)) == (
-        f"Typed decisions: {s['labels']['typed_correct']} of 21 right in {fmt_seconds(s['typed_median_s'])}, with no "
-        f"output tokens; free generation: {s['labels']['generated_correct']} of 21 right in "
-        f"{fmt_seconds(s['generated_median_s'])} ({s['wall_ratio']:.2f}× as long).")
-    assert "; free generation: no usable array, after " in verdict.headline(trace_file(load(FAKE_INVALID)))
+        f"Typed: {s['labels']['typed_correct']} of 21 right in {fmt_seconds(s['typed_median_s'])}, no output "
+        f"tokens; free: {s['labels']['generated_correct']} of 21 right in {fmt_seconds(s['generated_median_s'])} "
+        f"({s['wall_ratio']:.2f}× as long).")
+    assert "; free: no usable array after " in verdict.headline(trace_file(load(FAKE_INVALID)))
     capped = verdict.headline(trace_file(capped_trace()))
-    assert "; free generation: no answer, stopped at its 12-token limit after " in capped
+    assert "; free: no answer, hit its 12-token limit at " in capped
     v2 = load(V2)
     head = verdict.headline(trace_file(v2))
-    assert head.count("; ") == 2 and "; constrained generation: " in head and head.endswith(".")
+    assert head.count("; ") == 2 and "; constrained: " in head and head.endswith(".")
     if v2["summary"]["labels"].get("typed_calibrated_correct") is not None:
-        assert head.startswith(f"Typed decisions: {v2['summary']['labels']['typed_calibrated_correct']} of ")
+        assert head.startswith(f"Typed: {v2['summary']['labels']['typed_calibrated_correct']} of ")
         assert " right (calibrated) in " in head
     unlabelled = load(FAKE)
     for c in unlabelled["inputs"]["criteria"]:
         c.pop("label", None)
-    assert verdict.headline(trace_file(unlabelled)).startswith("Typed decisions: all 21 criteria in ")
+    assert verdict.headline(trace_file(unlabelled)).startswith("Typed: all 21 criteria in ")
     control = load(V2)
     control["model"]["key"] = "x-random"
-    assert verdict.headline(trace_file(control)).startswith(verdict.CONTROL_LEAD + "Typed decisions: ")
+    assert verdict.headline(trace_file(control)).startswith(verdict.CONTROL_LEAD + "Typed: ")
 
 
 def test_verdict_names_an_incomplete_array_and_counts_none_of_it() -> None:

@@ -108,16 +108,17 @@ def headline(t: TraceFile) -> str:
         what += " (calibrated)" if cal else ""
     else:
         what = f"all {n} criteria" if n > 1 else "1 criterion"
-    parts = [f"Typed decisions: {what} in {fmt_seconds(typed.median_s)}, with no output tokens"]
+    # Short on purpose (lane keys, not names): on a phone it shares the first screen with the controls and lanes.
+    parts = [f"Typed: {what} in {fmt_seconds(typed.median_s)}, no output tokens"]
     for g in t.lanes[1:]:
         took = fmt_seconds(g.median_s) + ("" if g.ratio is None else f" ({g.ratio:.2f}× as long)")
         if g.usable:
             got = "a valid array" if g.correct is None else f"{g.correct} of {g.labelled} right"
-            parts.append(f"{g.name.lower()}: {got} in {took}")
+            parts.append(f"{g.key}: {got} in {took}")
         elif g.capped_runs:
-            parts.append(f"{g.name.lower()}: no answer, stopped at its {g.limit}-token limit after {took}")
+            parts.append(f"{g.key}: no answer, hit its {g.limit}-token limit at {took}")
         else:
-            parts.append(f"{g.name.lower()}: no usable array, after {took}")
+            parts.append(f"{g.key}: no usable array after {took}")
     return (CONTROL_LEAD if t.control else "") + "; ".join(parts) + "."
 
 

@@ -118,12 +118,12 @@
     } else {
       what = n > 1 ? "all " + n + " criteria" : "1 criterion";
     }
-    var parts = ["Typed decisions: " + what + " in " + fmtS(typed.median_s) + ", with no output tokens"];
+    var parts = ["Typed: " + what + " in " + fmtS(typed.median_s) + ", no output tokens"];
     lanes.slice(1).forEach(function (g) {
-      var took = fmtS(g.median_s) + (g.ratio === null ? "" : " (" + ratio(g.ratio) + " as long)"), name = g.name.toLowerCase() + ": ";
+      var took = fmtS(g.median_s) + (g.ratio === null ? "" : " (" + ratio(g.ratio) + " as long)"), name = g.key + ": ";
       if (g.usable) parts.push(name + (g.correct === null ? "a valid array" : g.correct + " of " + g.labelled + " right") + " in " + took);
-      else if (g.capped_runs) parts.push(name + "no answer, stopped at its " + g.limit + "-token limit after " + took);
-      else parts.push(name + "no usable array, after " + took);
+      else if (g.capped_runs) parts.push(name + "no answer, hit its " + g.limit + "-token limit at " + took);
+      else parts.push(name + "no usable array after " + took);
     });
     return (control ? CONTROL_LEAD : "") + parts.join("; ") + ".";
   }

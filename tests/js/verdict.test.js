@@ -29,7 +29,8 @@ test("fmtCount writes a median token count as build.py's fmt_value does", () => 
   assert.equal(V.fmtCount(12), "12");
   assert.equal(V.fmtCount(12.5), "12.5");
   assert.equal(V.fmtCount(104.5), "104.5");
-  assert.equal(V.fmtCount(2.5e6), "2.500e+06");
+  assert.equal(V.fmtCount(2.5e6), "2500000");  // whole: an int, as Python writes it
+  assert.equal(V.fmtCount(2500000.5), "2.500e+06");
 });
 
 test("isControl: random weights, said in the model key or the experiment id", () => {
@@ -42,7 +43,7 @@ test("isControl: random weights, said in the model key or the experiment id", ()
 test("view: the headline is one sentence, typed first, each generated lane with its time ratio", () => {
   const v = V.view(V2);
   assert.deepEqual(v.lanes.map((l) => l.key), ["typed", "free", "constrained"]);
-  assert.match(v.headline, /^Typed decisions: \d+ of \d+ right( \(calibrated\))? in [\d.]+ m?s, with no output tokens; free generation: .*; constrained generation: .*\.$/);
+  assert.match(v.headline, /^Typed: \d+ of \d+ right( \(calibrated\))? in [\d.]+ m?s, no output tokens; free: .*; constrained: .*\.$/);
   assert.equal((v.headline.match(/\. /g) || []).length, 0);
   const ratio = V2.summary.free.wall_ratio.toFixed(2);
   assert.ok(v.headline.includes("(" + ratio + "× as long)"), v.headline);
@@ -55,7 +56,7 @@ test("view: a v1 trace, and one whose array never closed", () => {
   assert.deepEqual(ok.lanes.map((l) => [l.key, l.path]), [["typed", "typed"], ["free", "generated"]]);
   assert.match(ok.verdict[1].text, /^wrote a valid array \(/);
   const bad = V.view(INVALID);
-  assert.ok(bad.headline.includes("free generation: no usable array, after "), bad.headline);
+  assert.ok(bad.headline.includes("free: no usable array after "), bad.headline);
   assert.ok(bad.verdict[1].text.startsWith("wrote no usable array (20 values for 21 criteria) in all 3 runs"), bad.verdict[1].text);
   const agree = bad.numbers.rows.filter((r) => r.label === "agree with typed (first run)")[0];
   assert.deepEqual(agree.cells[1], { text: "—", note: "no usable array", warn: true });
