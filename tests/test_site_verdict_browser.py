@@ -20,7 +20,8 @@ SIZES = [(1280, 800), (390, 844)]
 FIXTURE_TRACES = ["trace-fake", "trace-hostile", "trace-v1-capped", "trace-v1-cut", "trace-v2", "trace-v2-free-valid"]
 # What a reader sees of the verdict: the headline, the paragraph, the numbers table, the token account, the basis.
 SHOWN = """() => Object.fromEntries(["headline", "verdict", "account", "basis"].map(id =>
-    [id, document.getElementById(id).textContent]).concat([["numbers", document.getElementById("numbers").innerText]]))"""
+    [id, document.getElementById(id).textContent])
+    .concat([["numbers", document.getElementById("numbers").innerText]]))"""
 
 
 def box(page: Any, selector: str) -> dict[str, float]:
@@ -97,7 +98,8 @@ def test_the_page_computes_the_builds_view_on_every_committed_trace(
             await window.semifReplay.select(slug);
             const data = window.SemifTraces[slug];
             const note = data.view.verdict.filter(v => v.name === "On the whole workload:")[0];
-            return {build: data.view, page: window.SemifReplayVerdict.view(JSON.parse(data.text), note ? note.text : "")};
+            const workload = note ? note.text : "";
+            return {build: data.view, page: window.SemifReplayVerdict.view(JSON.parse(data.text), workload)};
         }""", t.slug)
         assert got["page"] == {k: v for k, v in got["build"].items() if k not in ("slug", "label")}, t.rel
     assert log.errors == []
