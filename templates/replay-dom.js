@@ -1,5 +1,6 @@
 /* The replay page's DOM helpers (window.SemifReplayDom): elements built from text only (never markup: every
-   string from a trace is untrusted), SVG elements, and writes skipped when nothing changed. */
+   string from a trace is untrusted), SVG elements, writes skipped when nothing changed, and the wait for the
+   first paint. */
 (function () {
   "use strict";
   function el(tag, cls, text) {
@@ -22,5 +23,26 @@
   }
   function setText(node, text) { if (node.textContent !== text) node.textContent = text; }  // no write when unchanged
 
-  window.SemifReplayDom = { el: el, svgEl: svgEl, clear: clear, scrollable: scrollable, setText: setText };
+  function afterFirstPaint() {
+    // Once the browser reports the first contentful paint (the page as build.py rendered it). A tab in the
+    // background paints nothing, so there the data loads after the load event. A visible tab waits for the
+    // paint report itself: a timer would fire before a late paint on a busy machine and put the trace's data
+    // (hundreds of kB) ahead of it; the long safety timer only covers a browser that never reports paints.
+    return new Promise(function (resolve) {
+      var done = false;
+      var go = function () { if (!done) { done = true; setTimeout(resolve, 0); } };
+      var observed = false;
+      try {
+        new PerformanceObserver(function (list) {
+          if (list.getEntries().some(function (e) { return e.name === "first-contentful-paint"; })) go();
+        }).observe({ type: "paint", buffered: true });
+        observed = (PerformanceObserver.supportedEntryTypes || []).indexOf("paint") >= 0;
+      } catch (err) { /* no paint timing here: the load event below */ }
+      var later = function () {
+        if (!observed || document.visibilityState === "hidden") go(); else setTimeout(go, 15000);
+      };
+      if (document.readyState === "complete") later(); else window.addEventListener("load", later, { once: true });
+    });
+  }
+  window.SemifReplayDom = { el: el, svgEl: svgEl, clear: clear, scrollable: scrollable, setText: setText, afterFirstPaint: afterFirstPaint };
 })();

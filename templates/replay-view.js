@@ -1,6 +1,6 @@
 /* The static parts of the replay's view for the selected trace (window.SemifReplayView): the pickers, the
-   verdict, the numbers, the notes, the lanes and the criteria rows, and one row's typed decision. build.py
-   renders the same markup for the first trace at t = 0 (templates/demo.html.j2); these take it over or
+   headline and the verdict, the numbers, the notes, the lanes and the criteria rows, and one row's typed decision.
+   build.py renders the same markup for the first trace at t = 0 (templates/demo.html.j2); these take it over or
    rebuild it. Each function gets the selection (``cur``, from SemifReplayPrepare.prepare) it builds for. */
 (function () {
   "use strict";
@@ -33,15 +33,11 @@
     sel.value = String(cur.repeat);
     sel.disabled = reps.length < 2;
   }
-  function buildVerdict(cur) {  // written by build.py for built-in traces; a file from disk has none
+  // The view: written by build.py for a built-in trace, computed in the page for any other (replay/verdict.js).
+  function buildVerdict(cur) {
     var p = $("verdict"), v = cur.entry.view;
+    D.setText($("headline"), v.headline);
     clear(p);
-    if (!v) {
-      p.appendChild(el("strong", null, "Opened from your disk: "));
-      p.appendChild(document.createTextNode("the verdict in words and the numbers are written when the site is built " +
-        "(python build.py with the file under data/traces/). The file was checked here and replays below; its own summary is under Run details."));
-      return;
-    }
     v.verdict.forEach(function (s, i) {
       var span = el("span", "vs vs-" + s.lane);
       if (s.name) { span.appendChild(el("strong", null, s.name)); span.appendChild(document.createTextNode(" ")); }
@@ -53,9 +49,8 @@
   function buildNumbers(cur) {
     var host = $("numbers"), v = cur.entry.view;
     clear(host);
-    $("account").textContent = v ? v.numbers.account : "";
-    $("basis").textContent = v ? v.numbers.basis : "";
-    if (!v) { host.appendChild(el("caption", null, "Numbers are written by the site build; see Run details for this file's summary.")); return; }
+    $("account").textContent = v.numbers.account;
+    $("basis").textContent = v.numbers.basis;
     var thead = el("thead"), hr = el("tr");
     hr.appendChild(el("td"));
     v.numbers.columns.forEach(function (c, i) { var th = el("th", "col-" + v.numbers.keys[i], c); th.scope = "col"; hr.appendChild(th); });

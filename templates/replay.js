@@ -51,8 +51,9 @@
 
   // ---- loading and checking traces -----------------------------------------------------------------------
   var checker = null;
-  function loadChecker() {  // the schema validator, canonical JSON and SHA-256, with both schemas: only when needed
-    if (!checker) checker = loadScript("../assets/check.js").then(function () { return window.SemifCheck; });
+  function loadChecker() {  // only when needed: the schema validator, canonical JSON and SHA-256, with both schemas,
+    // and the verdict's code (a trace from disk gets its headline, verdict and numbers computed here)
+    if (!checker) checker = Promise.all([loadScript("../assets/check.js"), loadScript("../assets/verdict.js")]).then(function () { return window.SemifCheck; });
     return checker;
   }
   function checkTrace(check, obj, text) {
@@ -267,7 +268,6 @@
     });
   }
 
-  // ---- the timeline chart (drawn for the selected run; only the playhead moves) ---------------------------
   // ---- the timeline chart (templates/replay-chart.js; drawn for the selected run, only the playhead moves) --
   var tl = null;
   function drawTimeline() { tl = Chart.draw($("timeline"), cur); updatePlayhead(); }
@@ -445,14 +445,17 @@
         try { checks = checkTrace(check, obj, text); }
         catch (err) { showFileMessage("error", file.name + " could not be checked: " + err.message); return; }
         if (!checks.ok) { showFileMessage("error", file.name + " was not opened: it " + checks.stage + ".", checks.problems); return; }
+        var view;
+        try { view = window.SemifReplayVerdict.view(obj); }
+        catch (err) { showFileMessage("error", file.name + " passed its checks, but its verdict could not be computed: " + err.message); return; }
         localCount++;
         var entry = { slug: "local-" + localCount, label: obj.model.key + " · " + obj.model.backend + " · " + obj.model.dtype + " (" + file.name + ")",
-          file: null, fileName: file.name, sha256: check.sha256Bytes(buf), bytes: buf.length, local: true, trace: obj, text: text, view: null,
+          file: null, fileName: file.name, sha256: check.sha256Bytes(buf), bytes: buf.length, local: true, trace: obj, text: text, view: view,
           checks: checks, blobUrl: URL.createObjectURL(new Blob([buf], { type: "application/json" })) };
         entries.push(entry);
         pause();
         select(entries.length - 1, undefined, false);
-        showFileMessage("info", "Opened " + file.name + " from your disk: schema and checksums OK. It stays in this tab; to share it, share the file (a link cannot carry it).");
+        showFileMessage("info", "Opened " + file.name + " from your disk: schema and checksums OK; its verdict and numbers were computed here. It stays in this tab; to share it, share the file (a link cannot carry it).");
         writeHash();
         if (!reduceMotion) play();
       }, function (err) { showFileMessage("error", "The checker could not be loaded: " + err.message); });
@@ -545,27 +548,6 @@
   }
 
   // ---- start ----------------------------------------------------------------------------------------------
-  function afterFirstPaint() {
-    // Once the browser reports the first contentful paint (the page as build.py rendered it). A tab in the
-    // background paints nothing, so there the data loads after the load event. A visible tab waits for the
-    // paint report itself: a timer would fire before a late paint on a busy machine and put the trace's data
-    // (hundreds of kB) ahead of it; the long safety timer only covers a browser that never reports paints.
-    return new Promise(function (resolve) {
-      var done = false;
-      var go = function () { if (!done) { done = true; setTimeout(resolve, 0); } };
-      var observed = false;
-      try {
-        new PerformanceObserver(function (list) {
-          if (list.getEntries().some(function (e) { return e.name === "first-contentful-paint"; })) go();
-        }).observe({ type: "paint", buffered: true });
-        observed = (PerformanceObserver.supportedEntryTypes || []).indexOf("paint") >= 0;
-      } catch (err) { /* no paint timing here: the load event below */ }
-      var later = function () {
-        if (!observed || document.visibilityState === "hidden") go(); else setTimeout(go, 15000);
-      };
-      if (document.readyState === "complete") later(); else window.addEventListener("load", later, { once: true });
-    });
-  }
   // A small, stable hook for tests and for anyone scripting the page (defined once the first trace is shown).
   var api = {
     seek: function (t) { pause(); seek(t); return this.state(); },
@@ -607,7 +589,7 @@
     window.semifReplay = api;
   } else {
     // The page is readable as rendered; the trace's data (hundreds of kB) is fetched only once that is painted.
-    afterFirstPaint().then(applyHash).then(function (restored) {
+    D.afterFirstPaint().then(applyHash).then(function (restored) {
       writeHash();
       window.semifReplay = api;
       if (!restored && !reduceMotion) play();

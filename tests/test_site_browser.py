@@ -188,7 +188,10 @@ def test_a_trace_opened_from_disk_replays(open_page: Any, site: Path, tmp_path: 
     # an incomplete array cannot be matched to its criteria: every value reads "unparsed" (not "missing")
     assert page.locator(".gv .v.unparsed").count() == 21
     assert set(page.locator(".gv .v").all_text_contents()) == {"unparsed"}
-    assert "Opened from your disk" in page.text_content("#verdict")
+    # its headline, verdict and numbers computed in the page (test_site_verdict_browser.py: equal to the build's)
+    assert "free: no usable array after " in page.text_content("#headline")
+    assert "wrote no usable array (20 values for 21 criteria) in all 3 runs" in page.text_content("#verdict")
+    assert page.locator("#numbers tbody tr").count() >= 6
     assert "schema and checksums OK" in page.text_content("#file-msg")
     assert hashlib.sha256(FAKE_INVALID.read_bytes()).hexdigest() in page.text_content("#trace-meta")
     assert log.errors == []

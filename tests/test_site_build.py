@@ -66,13 +66,15 @@ def test_build_writes_pages_traces_and_checksums(built: tuple[Path, Path]) -> No
         slug, payload = data_file((out / "traces" / name.replace(".json", ".js")).read_text())
         assert slug == name[:-5] and json.loads(payload["text"]) == json.loads(raw)
         assert trace_mod.verify(json.loads(payload["text"])) == []
-        assert payload["view"]["verdict"] and payload["view"]["numbers"]["rows"]
+        assert payload["view"]["verdict"] and payload["view"]["numbers"]["rows"] and payload["view"]["headline"]
     demo = (out / "demo/index.html").read_text()
     meta = embedded_json(demo, "semif-index")
     assert [m["slug"] for m in meta] == ["trace-fake", "trace-hostile"]
     # the page loads the replay's code, which loads the first trace's data once the page is painted, others when
     # picked
     assert re.findall(r'<script src="([^"]+)"', demo) == ["../assets/replay.js"]
+    # loaded on demand with the checker: the code that computes a verdict in the page (for a trace from disk)
+    assert (out / "assets/verdict.js").read_bytes() == (ROOT / "templates/replay/verdict.js").read_bytes()
     check = (out / "assets/check.js").read_text()
     schemas = json.loads(check.split("window.SemifSchemas = ", 1)[1].rstrip().rstrip(";"))
     assert schemas == {f: trace_mod.schema(f) for f in trace_mod.FORMATS}

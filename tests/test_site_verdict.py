@@ -54,6 +54,31 @@ def test_verdict_of_a_v1_trace_with_a_valid_array() -> None:
     assert s["basis"].strip() == "(Times are medians of 3 runs per lane; answers and matches are the first run's.)"
 
 
+def test_the_headline_is_one_sentence_for_the_whole_trace() -> None:
+    doc = load(FAKE)
+    s = doc["summary"]
+    assert verdict.headline(trace_file(doc)) == (
+        f"Typed: {s['labels']['typed_correct']} of 21 right in {fmt_seconds(s['typed_median_s'])}, no output "
+        f"tokens; free: {s['labels']['generated_correct']} of 21 right in {fmt_seconds(s['generated_median_s'])} "
+        f"({s['wall_ratio']:.2f}× as long).")
+    assert "; free: no usable array after " in verdict.headline(trace_file(load(FAKE_INVALID)))
+    capped = verdict.headline(trace_file(capped_trace()))
+    assert "; free: no answer, hit its 12-token limit at " in capped
+    v2 = load(V2)
+    head = verdict.headline(trace_file(v2))
+    assert head.count("; ") == 2 and "; constrained: " in head and head.endswith(".")
+    if v2["summary"]["labels"].get("typed_calibrated_correct") is not None:
+        assert head.startswith(f"Typed: {v2['summary']['labels']['typed_calibrated_correct']} of ")
+        assert " right (calibrated) in " in head
+    unlabelled = load(FAKE)
+    for c in unlabelled["inputs"]["criteria"]:
+        c.pop("label", None)
+    assert verdict.headline(trace_file(unlabelled)).startswith("Typed: all 21 criteria in ")
+    control = load(V2)
+    control["model"]["key"] = "x-random"
+    assert verdict.headline(trace_file(control)).startswith(verdict.CONTROL_LEAD + "Typed: ")
+
+
 def test_verdict_names_an_incomplete_array_and_counts_none_of_it() -> None:
     s = sentences(load(FAKE_INVALID))
     assert "wrote no usable array (20 values for 21 criteria) in all 3 runs, so none of its values count" in s["free"]
@@ -174,6 +199,9 @@ def test_demo_page_reads_without_javascript(tmp_path: Path) -> None:
     assert first.slug == "a-v2"
     for v in verdict.verdict_sentences(first):
         assert v["text"] in text
+    # the headline first, above the lanes; the paragraph below them
+    assert verdict.headline(first) in text
+    assert html.index('id="headline"') < html.index('id="lanes"') < html.index('id="verdict"')
     for row in trace_view.numbers_table(first)["rows"]:
         assert row["label"] in text
     for lane in ("Typed decisions", "Free generation", "Constrained generation"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -320,6 +321,40 @@ def test_cli_refuses_existing_output_and_bad_input(tmp_path: Path, capsys):
     bad = _write(tmp_path, {"id": "x", "state": "s", "criteria": [{"id": "a"}]}, "bad.json")
     assert main(["versus", "--input", str(bad), "--output", str(tmp_path / "new.json")]) == 2
     assert "criteria[0].question" in capsys.readouterr().err
+
+
+def test_cli_prints_progress_per_lane_and_repeat(tmp_path: Path, monkeypatch, capsys):
+    """A line as each lane's run starts and one as it ends, numbered among all the runs, warm-ups first; then the
+    direct-mode check; the trace's summary alone on stdout."""
+    from scorer import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: SlowFakeBackend(
+        FakeTokenizer(merges=MERGES), script='["yes","no","no"]'))
+    out = tmp_path / "t.json"
+    argv = ["versus", "--input", str(_write(tmp_path, SMALL)), "--output", str(out), "--model", "smollm2-135m",
+            "--repeats", "2", "--warmup", "1"]
+    assert cli.main(argv) == 0 and out.is_file()
+    captured = capsys.readouterr()
+    lines = [ln for ln in captured.err.splitlines() if ln.startswith("[semif] versus ")]
+    assert lines[0] == ("[semif] versus mini: 3 criteria; 1 warm-up and 2 measured run(s) of each lane (typed, free, "
+                        "constrained): 9 runs, after the untimed set-up (prompts, grammar, exact policy)")
+    steps = [re.fullmatch(r"\[semif\] versus run (\d)/9 \(\d+ s\) (\w+) +(warm-up 1/1|repeat [12]/2): (.*)", ln)
+             for ln in lines[1:-1]]
+    assert all(steps), lines
+    got = [(int(m[1]), m[2], m[3], "done" if m[4].startswith("done in ") else m[4]) for m in steps if m]
+    doing = {"typed": "scoring every criterion…", "free": "generating the array…",
+             "constrained": "generating the array under the grammar…"}
+    want = []
+    for k, kind in enumerate(["warm-up 1/1", "repeat 1/2", "repeat 2/2"]):
+        for j, path in enumerate(("typed", "free", "constrained")):
+            want += [(3 * k + j + 1, path, kind, doing[path]), (3 * k + j + 1, path, kind, "done")]
+    assert got == want
+    gen_done = [m[4] for m in steps if m and m[2] != "typed" and m[4].startswith("done in ")]
+    assert all(re.fullmatch(r"done in [\d.]+ s, first token at [\d.]+ s, \d+ tokens, (valid|invalid|capped).*", x)
+               for x in gen_done), gen_done
+    assert lines[-1] == "[semif] versus all runs done; checking the typed choices against direct mode (untimed)…"
+    assert "[semif] versus" not in captured.out
 
 
 def test_a_mismatched_default_drift_report_falls_back_to_a_probe(small, tmp_path: Path, monkeypatch):

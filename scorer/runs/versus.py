@@ -418,11 +418,17 @@ def _check_direct(backend: Backend, decisions: list[Decision], typed_run: dict[s
 
 
 RunFn = Callable[[dict[str, Any]], None]
+StartFn = Callable[[str, int, bool], None]
+"""Told ``(path, repeat, warmup)`` as each run starts (``typed``, ``free``, ``constrained``)."""
 
 
 def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: str = "",
-               on_run: RunFn | None = None, calibration: Calibrator | None = None) -> dict[str, Any]:
-    """Run the whole protocol and return the finalized ``semif-trace-v2`` trace (not yet written)."""
+               on_run: RunFn | None = None, calibration: Calibrator | None = None,
+               on_start: StartFn | None = None) -> dict[str, Any]:
+    """Run the whole protocol and return the finalized ``semif-trace-v2`` trace (not yet written).
+
+    ``on_start`` is told each run as it starts, ``on_run`` gets each run's record as it ends (progress: a
+    generated run can take minutes, and nothing else is said meanwhile)."""
     if cfg.repeats < 1 or cfg.warmup < 0:
         raise ValidationError(f"--repeats must be ≥ 1 and --warmup ≥ 0 (got {cfg.repeats}, {cfg.warmup})")
     n = len(inp.criteria)
@@ -450,6 +456,8 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     clock0 = time.perf_counter()
     schedule = [(True, i) for i in range(cfg.warmup)] + [(False, i) for i in range(cfg.repeats)]
     for warm, rep in schedule:
+        if on_start:
+            on_start("typed", rep, warm)
         typed, items = run_typed(backend, decisions, rep, warm, clock0, cfg.max_batch_tokens, cfg.top_k, info,
                                  policy, calibration)
         if [it.prompt.sha256 for it in items] != prompts["typed"]["prompt_sha256"]:
@@ -459,6 +467,8 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
             on_run(typed)
         choices = [d["choice"] for d in typed["decisions"]]
         for lane_grammar, limit in ((None, max_new), (compiled, max_con)):
+            if on_start:
+                on_start("free" if lane_grammar is None else "constrained", rep, warm)
             gen = run_generated(backend, inp, rep, warm, clock0, limit, cfg.top_k, want_gen, lane_grammar)
             gen["agreement"] = trace.agreement(gen["parsed"], gen["complete"], choices)
             runs.append(gen)

@@ -6,11 +6,12 @@ anything (a bad file stops the build with a message that names it), and renders 
 ``templates/`` into the output directory:
 
 * ``index.html`` — what SemIf is, each showcase trace's verdict in words, results charts, links;
-* ``demo/index.html`` — the replay, its first trace rendered server-side (verdict, numbers, lanes, rows);
+* ``demo/index.html`` — the replay, its first trace rendered server-side (headline, verdict, numbers, lanes, rows);
 * ``traces/`` — every trace byte for byte, its sha256, a listing page, and per trace a JS data file
   (``<slug>.js``: the verdict and numbers written here, and the trace's JSON text) that the replay loads
   with a ``<script>`` element: the first one at load, the others when picked, so ``file://`` works too;
-* ``assets/`` — the replay's scripts, and the in-page checker with the trace schemas (loaded on demand);
+* ``assets/`` — the replay's scripts, and (loaded on demand, once a trace is opened from disk) the in-page
+  checker with the trace schemas and the code that computes a trace's headline, verdict and numbers in the page;
 * ``results/`` — every report byte for byte, and a page per report with its charts and all its tables.
 
 Pages make no request outside the site, carry no inline script (their CSP allows scripts from the site

@@ -28,6 +28,10 @@ REPLAY_SCRIPTS = ("details.js", "replay/format.js", "replay/link.js", "replay/pr
 (``assets/replay.js``: no bundler, and it works from ``file://``). The pure parts come before the page code
 that uses them (``window.SemifReplay*``): the pure modules under replay/ (unit-tested in Node), then the page's
 DOM parts (replay-dom, replay-view, replay-chart: tested in the browser), then the page code itself."""
+ON_DEMAND_SCRIPTS = {"assets/verdict.js": "replay/verdict.js"}
+"""Pure modules under replay/ that the replay loads only when it needs them (with the checker, once a trace is
+opened from disk), as their own files: they are not part of the script before the first paint, whose bytes have a
+budget (tests/test_site_lighthouse.py). verdict.js computes a trace's headline, verdict and numbers in the page."""
 
 
 def script_json(obj: Any) -> Markup:
@@ -125,6 +129,8 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile],
     files["traces/index.html"] = env.get_template("traces.html.j2").render(root="../", csp=static_csp,
                                                                            **common).encode()
     files["assets/replay.js"] = "\n".join(_asset(name) for name in REPLAY_SCRIPTS).encode()
+    for out, name in ON_DEMAND_SCRIPTS.items():
+        files[out] = _asset(name).encode()
     files["assets/check.js"] = (_asset("validate.js") + "\nwindow.SemifSchemas = " + str(script_json(schemas))
                                 + ";\n").encode()
     sums = []

@@ -1,5 +1,5 @@
 """What the replay shows about a built-in trace that the build writes rather than the page: the numbers table,
-the verdict, the lanes' names, and when the replay of a repeat ends."""
+the headline and the verdict, the lanes' names, and when the replay of a repeat ends."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from scorer.site.formatting import fmt_count, fmt_seconds, fmt_value
 from scorer.site.inputs import Lane, TraceFile
-from scorer.site.verdict import verdict_sentences
+from scorer.site.verdict import headline, verdict_sentences
 
 
 def _cell(text: str, note: str = "", warn: bool = False) -> dict[str, Any]:
@@ -78,6 +78,8 @@ def replay_end(obj: dict[str, Any], repeat: int) -> float:
 
 def trace_view(t: TraceFile) -> dict[str, Any]:
     """Everything the replay shows about a built-in trace that this build writes rather than the page:
-    the verdict, the numbers, the lanes' names."""
-    return {"slug": t.slug, "label": t.label, "control": t.control, "verdict": verdict_sentences(t),
-            "numbers": numbers_table(t), "lanes": [{"key": x.key, "path": x.path, "name": x.name} for x in t.lanes]}
+    the headline, the verdict, the numbers, the lanes' names. For a trace the build did not see, the page
+    computes the same from the trace (``view`` in templates/replay/verdict.js; tests prove the two equal)."""
+    return {"slug": t.slug, "label": t.label, "control": t.control, "headline": headline(t),
+            "verdict": verdict_sentences(t), "numbers": numbers_table(t),
+            "lanes": [{"key": x.key, "path": x.path, "name": x.name} for x in t.lanes]}

@@ -1,6 +1,6 @@
-"""The replay's verdict in plain words: one sentence per lane (what it answered, how many were right, how long
-it took, and what a capped or invalid run does to its numbers), and the whole-workload context of a
-calibrated trace."""
+"""The replay's verdict in plain words: the headline (one sentence for the whole trace), one sentence per lane
+(what it answered, how many were right, how long it took, and what a capped or invalid run does to its numbers),
+and the whole-workload context of a calibrated trace."""
 
 from __future__ import annotations
 
@@ -91,6 +91,35 @@ def verdict_sentences(t: TraceFile) -> list[dict[str, str]]:
                 "text": f"(Times are medians of {runs} runs per lane; answers and matches are the first run's.)"
                 if runs > 1 else "(One measured run per lane.)"})
     return out
+
+
+CONTROL_LEAD = "Timing control (random weights; only the times mean anything) — "
+
+
+def headline(t: TraceFile) -> str:
+    """The verdict in one sentence, shown above the lanes (in a phone's first screen; the paragraph of
+    :func:`verdict_sentences` stays below them): per lane, how many match the labels (else what it answered)
+    and its median time, a generated lane's time as a multiple of the typed time, and what a capped or
+    invalid lane did instead of answering. templates/replay/verdict.js writes the same sentence in the page."""
+    typed, n = t.lanes[0], len(t.obj["inputs"]["criteria"])
+    if typed.correct is not None:
+        cal = typed.calibrated_correct is not None
+        what = f"{typed.calibrated_correct if cal else typed.correct} of {typed.labelled} right"
+        what += " (calibrated)" if cal else ""
+    else:
+        what = f"all {n} criteria" if n > 1 else "1 criterion"
+    # Short on purpose (lane keys, not names): on a phone it shares the first screen with the controls and lanes.
+    parts = [f"Typed: {what} in {fmt_seconds(typed.median_s)}, no output tokens"]
+    for g in t.lanes[1:]:
+        took = fmt_seconds(g.median_s) + ("" if g.ratio is None else f" ({g.ratio:.2f}× as long)")
+        if g.usable:
+            got = "a valid array" if g.correct is None else f"{g.correct} of {g.labelled} right"
+            parts.append(f"{g.key}: {got} in {took}")
+        elif g.capped_runs:
+            parts.append(f"{g.key}: no answer, hit its {g.limit}-token limit at {took}")
+        else:
+            parts.append(f"{g.key}: no usable array after {took}")
+    return (CONTROL_LEAD if t.control else "") + "; ".join(parts) + "."
 
 
 STORED_PRIOR = "prior mean · stored (fitted on the other folds) · plain"

@@ -10,10 +10,17 @@
 })(this, function () {
   "use strict";
 
+  // x.toFixed(d) as Python's format() writes it, so the page and build.py write the same digits: an exact tie
+  // (a binary value exactly halfway, 12.5 or 0.125) goes to the even digit, where toFixed rounds it up.
+  // (x.toFixed(d + 30) is x's exact expansion far enough to tell a tie from a value near one.)
+  function fixed(x, d) {
+    var long = x.toFixed(d + 30), head = long.slice(0, -30).replace(/\.$/, "");
+    return x > 0 && /^50*$/.test(long.slice(-30)) && /[02468]$/.test(head) ? head : x.toFixed(d);
+  }
   // Seconds as the site writes them: "—" when unknown, milliseconds below one second (two decimals below 10 ms).
   function fmtS(s) {
     if (s === null || s === undefined || !isFinite(s)) return "—";
-    return s < 1 ? (s * 1000).toFixed(s < 0.01 ? 2 : 0) + " ms" : s.toFixed(2) + " s";
+    return s < 1 ? fixed(s * 1000, s < 0.01 ? 2 : 0) + " ms" : fixed(s, 2) + " s";
   }
   function fmtClock(s) { return s.toFixed(3) + " s"; }
   function fmtP(p) { return typeof p === "number" ? p.toFixed(2) : "—"; }
@@ -43,6 +50,6 @@
       (alt ? " · the model's top choices: " + alt : "");
   }
 
-  return { fmtS: fmtS, fmtClock: fmtClock, fmtP: fmtP, fmtTick: fmtTick, readableError: readableError, plural: plural,
+  return { fixed: fixed, fmtS: fmtS, fmtClock: fmtClock, fmtP: fmtP, fmtTick: fmtTick, readableError: readableError, plural: plural,
            runVerdict: runVerdict, tokenInfo: tokenInfo };
 });

@@ -14,6 +14,21 @@ test("fmtS writes milliseconds below one second and seconds above, a dash when u
   assert.equal(F.fmtS(2.5), "2.50 s");
 });
 
+test("fixed rounds an exact tie to the even digit, as Python's format() does, and anything else as toFixed", () => {
+  assert.equal(F.fixed(12.5, 0), "12");   // toFixed: "13"
+  assert.equal(F.fixed(13.5, 0), "14");
+  assert.equal(F.fixed(0.125, 2), "0.12");  // toFixed: "0.13"
+  assert.equal(F.fixed(0.375, 2), "0.38");
+  assert.equal(F.fixed(2.625, 2), "2.62");
+  assert.equal(F.fixed(1.005, 2), "1.00");  // 1.005 is a little below the tie in binary
+  assert.equal(F.fixed(0.0125 * 1000, 0), "12");
+  assert.equal(F.fixed(12.500001, 0), "13");
+  assert.equal(F.fixed(0, 2), "0.00");
+  assert.equal(F.fixed(3.14159, 3), "3.142");
+  assert.equal(F.fmtS(0.0125), "12 ms");
+  assert.equal(F.fmtS(2.125), "2.12 s");
+});
+
 test("fmtClock, fmtP and plural", () => {
   assert.equal(F.fmtClock(1.23456), "1.235 s");
   assert.equal(F.fmtClock(0), "0.000 s");

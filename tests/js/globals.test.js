@@ -9,7 +9,7 @@ const vm = require("node:vm");
 
 const DIR = path.join(__dirname, "..", "..", "templates", "replay");
 const MODULES = { "format.js": "SemifReplayFormat", "link.js": "SemifReplayLink", "prepare.js": "SemifReplayPrepare",
-                  "timeline.js": "SemifReplayTimeline" };
+                  "timeline.js": "SemifReplayTimeline", "verdict.js": "SemifReplayVerdict" };
 
 test("every file under templates/replay/ is a module this test knows", () => {
   assert.deepEqual(fs.readdirSync(DIR).sort(), Object.keys(MODULES).sort());
