@@ -64,6 +64,8 @@ KINDS: dict[str, str] = {
     "serve-batching": "semif-serve-batching-v1",  # benchmarks/serve_batching.py
     "grammar-mask-probe": "semif-grammar-mask-probe-v1",  # benchmarks/grammar-mask-probe.py
     "engines": "semif-engines-v1",  # benchmarks/engines.py
+    "quality-study": "semif-quality-study-v1",  # benchmarks/quality_study.py
+    "preset": "semif-preset-v1",  # benchmarks/quality_study.py --write-preset (read by --preset, scorer.presets)
 }
 """Every report kind and the format its writer writes now."""
 

@@ -11,6 +11,7 @@ from scorer import __version__
 from scorer.cli.calibrate import add_score_args as add_calibration_args
 from scorer.cli.calibrate import check_score_args as check_calibration_args
 from scorer.cli.calibrate import report_batch
+from scorer.cli.preset import add_preset_arg, check_rows, preset_args
 from scorer.cli.options import (
     add_exact_args,
     add_layout_args,
@@ -56,6 +57,7 @@ def register(sub: Any) -> None:
     add_layout_args(p)
     add_exact_args(p)
     add_calibration_args(p)
+    add_preset_arg(p)
     _add_engine_args(p)
     _add_route_args(p)
     p.set_defaults(func=_cmd_score)
@@ -209,7 +211,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
+    preset = preset_args(args)  # a preset fills the options not given, its files checked by sha256
     layout, demos = layout_options(args)  # and every demonstration
+    check_rows(preset, demos, decisions)  # never rows whose state a preset's demonstration shows
     exact = exact_policy(args)
     ray_opts = _ray_options(args) if args.engine == "ray" else None  # refused before anything is opened
     if exact is not None and exact.report is not None:
@@ -251,7 +255,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
                       permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration,
                       on_uncovered=args.uncovered, echo=args.echo, slots=args.slots, layout=layout, demos=demos,
-                      prefix_cache=prefixes)
+                      prefix_cache=prefixes, preset=preset)
 
     def chose(c: Any) -> None:
         print(f"[semif] {c.describe()}", file=sys.stderr)
