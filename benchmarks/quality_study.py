@@ -80,6 +80,10 @@ def _ints(text: str, flag: str) -> list[int]:
         raise InputError(flag, None, None, f"{text!r}", "a comma list of integers") from None
 
 
+_META_KEYS = ("run", "set", "layout", "k", "readout", "fold", "rows", "config_sha256", "scoring_s", "decisions", "cost",
+              "resumed", "records_sha256")
+
+
 # --- the runs' files ------------------------------------------------------------------------------------------------
 class Work:
     """The work folder: one records file and one meta file per run (module docstring)."""
@@ -102,7 +106,13 @@ class Work:
         if not meta_p.exists():
             raise InputError(str(rec_p), None, None, "records without their .meta.jsonl (the run did not finish)",
                              "remove both files to score the run again")
-        meta = orjson.loads(meta_p.read_bytes())
+        try:
+            meta = orjson.loads(meta_p.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise InputError(str(meta_p), 1, None, f"invalid JSON ({exc})", "the meta line this study wrote") from None
+        missing = [k for k in _META_KEYS if not isinstance(meta, dict) or k not in meta]
+        if missing:
+            raise InputError(str(meta_p), 1, missing[0], "missing", "the meta line this study wrote")
         records = read_records(rec_p)  # every record schema-checked
         got = [rec.get("id") for rec in records]
         if got != ids:
@@ -119,11 +129,14 @@ class Work:
                              "a work folder of this very study (or another --work)")
         return meta
 
-    def write(self, r: RunSpec, records: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    def write(self, r: RunSpec, records: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+        """Write the run's records, then its meta (with the records' sha256), each whole and create-only; returns
+        the meta as written."""
         data = b"".join(dumps_record(rec) for rec in records)
         write_atomic(self.records_path(r), data)
         meta = {**meta, "records_sha256": hashlib.sha256(data).hexdigest()}
         write_atomic(self.meta_path(r), orjson.dumps(meta) + b"\n")
+        return meta
 
 
 # --- scoring --------------------------------------------------------------------------------------------------------
@@ -248,6 +261,15 @@ def _work_folder(args: argparse.Namespace) -> Path:
     return out.with_name(out.name.removesuffix(".json") + ".runs")
 
 
+def _meta_or_none(path: Path) -> dict[str, Any] | None:
+    """A finished run's meta for the dry run's estimate (unchecked: the run itself checks it on --resume)."""
+    try:
+        meta = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("scoring_s"), (int, float)) else None
+
+
 def _estimate(p: Plan, done: dict[str, dict[str, Any]], rate_given: float | None) -> str:
     todo = sum(len(r.rows) for r in p.runs if r.key not in done)
     timed = [m for m in done.values() if m.get("decisions")]
@@ -279,7 +301,7 @@ def cmd_run(args: argparse.Namespace, load: Loader) -> int:
                          "--resume to reuse them (each one checked), or another --work")
     pre = plan(sets, layouts, ks, readouts, cals, demos_file is not None)  # the grid checked before the model loads
     if args.dry_run:
-        done = {r.key: orjson.loads(work.meta_path(r).read_bytes()) for r in pre.runs if work.meta_path(r).exists()}
+        done = {r.key: m for r in pre.runs if (m := _meta_or_none(work.meta_path(r))) is not None}
         print(f"{len(pre.configs)} configurations × {len(cals)} calibrations = {len(pre.configs) * len(cals)} table "
               f"rows; {len(pre.skipped)} skipped; {len(pre.runs)} scoring runs ({len(done)} finished), "
               f"{pre.decisions()} decisions in all")
@@ -323,7 +345,7 @@ def cmd_run(args: argparse.Namespace, load: Loader) -> int:
             meta = {"run": r.key, "set": s.name, "layout": r.config.layout, "k": r.config.k,
                     "readout": r.config.readout, "fold": r.fold, "rows": len(r.rows), "config_sha256": expected,
                     "scoring_s": secs, "decisions": len(recs), "cost": run_cost(recs, secs), "resumed": False}
-            work.write(r, recs, meta)
+            meta = work.write(r, recs, meta)
             done_n += len(r.rows)
             rate = (time.perf_counter() - t_start) / max(done_n, 1)
             left = sum(len(x.rows) for x in p.runs[n:])

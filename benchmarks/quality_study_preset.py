@@ -21,14 +21,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from benchmarks.quality_study_plan import StudySet
+from benchmarks.quality_study_table import fitter
 from scorer.calibration.core import write_calibration
 from scorer.errors import InputError
 from scorer.io import check_writable
 from scorer.presets import preset_body, write_preset
 from scorer.store import sha256_file
-
-from benchmarks.quality_study_plan import StudySet
-from benchmarks.quality_study_table import fitter
 
 
 def _rel(target: Path, folder: Path) -> str:

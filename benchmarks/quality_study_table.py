@@ -23,27 +23,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchmarks.quality_study_plan import Plan, StudySet
 from scorer import metrics
+from scorer.calibration import bias, prior
 from scorer.calibration.apply import calibrated_view
-from scorer.calibration.bias import DEFAULT_L2, fit_bias
-from scorer.calibration.bias import DEFAULT_MIN_ROWS as BIAS_MIN_ROWS
-from scorer.calibration.bias import LEVELS as BIAS_LEVELS
 from scorer.calibration.core import Calibration
 from scorer.calibration.evaluate import apply_held_out
-from scorer.calibration.prior import DEFAULT_MIN_ROWS as PRIOR_MIN_ROWS
-from scorer.calibration.prior import fit_prior
-
-from benchmarks.quality_study_plan import Config, Plan, StudySet
 
 METRIC = "balanced_accuracy"
 SHOWN = ("balanced_accuracy", "accuracy", "macro_f1", "nll", "brier", "ece")
 BASELINE = ("state-major", 0, "letters", "none")
 """Today's default: what every configuration is compared with."""
-PRIOR = {"estimator": "mean", "min_rows": PRIOR_MIN_ROWS, "fallback": "pooled", "labels": "none"}
+PRIOR = {"estimator": "mean", "min_rows": prior.DEFAULT_MIN_ROWS, "fallback": "pooled", "labels": "none"}
 """``semif calibrate prior --estimator mean --fallback pooled`` (a signature with too few rows is covered by its
 family, its option set, then per option id)."""
-BIAS = {"min_rows": BIAS_MIN_ROWS, "l2": DEFAULT_L2, "temperature": False, "balanced": False,
-        "levels": list(BIAS_LEVELS), "labels": "the training folds' labels"}
+BIAS = {"min_rows": bias.DEFAULT_MIN_ROWS, "l2": bias.DEFAULT_L2, "temperature": False, "balanced": False,
+        "levels": list(bias.LEVELS), "labels": "the training folds' labels"}
 """``semif calibrate bias`` with its defaults."""
 
 Records = dict[int, dict[str, Any]]
@@ -53,10 +48,10 @@ Records = dict[int, dict[str, Any]]
 def fitter(kind: str, gold: dict[str, str]) -> Callable[[list[dict[str, Any]]], Calibration]:
     """The fit of a calibration kind on records (their own signatures)."""
     if kind == "prior":
-        return lambda recs: fit_prior(recs, [r["signature"] for r in recs], PRIOR["estimator"], PRIOR["min_rows"],
+        return lambda recs: prior.fit_prior(recs, [r["signature"] for r in recs], PRIOR["estimator"], PRIOR["min_rows"],
                                       PRIOR["fallback"])
     if kind == "bias":
-        return lambda recs: fit_bias(recs, [r["signature"] for r in recs], gold, BIAS["min_rows"], BIAS["temperature"],
+        return lambda recs: bias.fit_bias(recs, [r["signature"] for r in recs], gold, BIAS["min_rows"], BIAS["temperature"],
                                      BIAS["l2"], BIAS["balanced"], BIAS["levels"])
     raise ValueError(f"no fit for calibration {kind!r}")
 

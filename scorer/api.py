@@ -316,6 +316,7 @@ class Scorer:
                  **options: Any) -> None:
         from scorer.backends import BackendConfig
         from scorer.calibration.apply import check_on_uncovered
+        from scorer.demos import Demos
         from scorer.echo import check_echo
         from scorer.layouts import STATE_MAJOR, check_layout, check_slots_layout
 
@@ -325,9 +326,11 @@ class Scorer:
             p = self.preset
             slots = p.slots if slots is None else slots
             layout = p.layout if layout is None else layout
-            if demos is None and p.demos_path is not None:
-                demos, demos_k, seed = p.demos_path, p.demos_k if demos_k is None else demos_k, \
-                    p.demos_seed if seed is None else seed
+            if p.demos_path is not None:  # its k and seed also apply to demonstrations given explicitly
+                demos = p.demos_path if demos is None else demos
+                if not isinstance(demos, Demos):
+                    demos_k = p.demos_k if demos_k is None else demos_k
+                    seed = p.demos_seed if seed is None else seed
             calibration = p.calibration_path if calibration is None else calibration
         # One validation for the API and the command line (scorer.options): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(

@@ -27,7 +27,7 @@ def preset_args(args: argparse.Namespace) -> Preset | None:
     preset = load_preset(args.preset, "--preset")
     named = given(args)
     fill: dict[str, Any] = {"layout": preset.layout, "slots": preset.slots}
-    if preset.demos_path is not None and "demos" not in named:
+    if preset.demos_path is not None:  # its k and seed also apply to demonstrations given explicitly
         fill.update(demos=str(preset.demos_path), demos_k=preset.demos_k, seed=preset.demos_seed)
     if preset.calibration_path is not None and not getattr(args, "batch_calibrate", None):
         fill["calibration"] = str(preset.calibration_path)

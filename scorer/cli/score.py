@@ -11,7 +11,6 @@ from scorer import __version__
 from scorer.cli.calibrate import add_score_args as add_calibration_args
 from scorer.cli.calibrate import check_score_args as check_calibration_args
 from scorer.cli.calibrate import report_batch
-from scorer.cli.preset import add_preset_arg, check_rows, preset_args
 from scorer.cli.options import (
     add_exact_args,
     add_layout_args,
@@ -27,6 +26,7 @@ from scorer.cli.options import (
     positive_float,
     positive_int,
 )
+from scorer.cli.preset import add_preset_arg, check_rows, preset_args
 from scorer.errors import ValidationError
 from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
 from scorer.radix_cache import RadixCache
