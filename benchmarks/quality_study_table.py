@@ -6,7 +6,7 @@ cost of each configuration, the winner and the README table.
   (:mod:`benchmarks.quality_study_plan`); ``prior`` and ``bias`` are fitted on that run's records of the rows
   outside fold ``f`` only (:func:`scorer.calibration.prior.fit_prior`, :func:`scorer.calibration.bias.fit_bias`) and
   applied to the held-out ones (:func:`scorer.calibration.evaluate.apply_held_out`: a held-out record the fit does
-  not cover keeps its raw numbers, and is counted as ``uncovered``).
+  not cover keeps its raw numbers, and is counted as ``uncovered``, as is one whose entry had too few rows).
 * **Metrics.** :mod:`scorer.metrics`, as ``semif eval`` computes them: the headline is balanced accuracy (within each
   family, averaged over families), with the 95 % interval of a seeded group bootstrap; the paired difference with
   the baseline (state-major, k 0, letters, no calibration) on the same rows has its own paired interval, and a
@@ -58,7 +58,7 @@ def fitter(kind: str, gold: dict[str, str]) -> Callable[[list[dict[str, Any]]], 
 
 def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str) -> tuple[list[dict[str, Any]], int]:
     """Every row's out-of-fold record as a consumer of ``calibration`` sees it (row order), and how many held-out
-    records the training folds' fit did not cover. ``by_fold(f)``: the records of the run that served fold ``f``."""
+    records the training folds' fit left raw (no entry covered them, or only one fitted on too few rows). ``by_fold(f)``: the records of the run that served fold ``f``."""
     gold = {lb.id: lb.label for lb in s.labels}
     out: dict[int, dict[str, Any]] = {}
     uncovered = 0
@@ -70,8 +70,8 @@ def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str) -
             continue
         cal = fitter(calibration, gold)([recs[i] for i in s.rows_outside(f)])
         for i in held:
-            rec, covered = apply_held_out(cal, recs[i], recs[i]["signature"])
-            uncovered += not covered
+            rec, _ = apply_held_out(cal, recs[i], recs[i]["signature"])
+            uncovered += not rec["calibrated"]["applied"]  # no entry, or one fitted on too few rows: raw numbers
             out[i] = calibrated_view(rec)
     return [out[i] for i in range(len(s.decisions))], uncovered
 

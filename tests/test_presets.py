@@ -15,7 +15,8 @@ from scorer import cli
 from scorer.api import Scorer
 from scorer.calibration.core import write_calibration
 from scorer.calibration.prior import fit_prior
-from scorer.errors import InputError
+from scorer.envelope import ENVELOPE_KEYS
+from scorer.errors import InputError, OutputExistsError
 from scorer.presets import PRESET_FORMAT, load_preset, preset_body, write_preset
 from scorer.schema import read_records, validate_records
 from scorer.store import sha256_file
@@ -43,7 +44,7 @@ def _preset(folder: Path, name: str = "good", layout: str = "question-major", k:
     if calibrated:
         with Scorer(backend=FakeBackend(), layout=layout, demos=demos if k else None, demos_k=k or None) as sc:
             recs = [d.record for d in sc.decide_many(_rows(8))]
-        cal = fit_prior(recs, [r["signature"] for r in recs], "mean", 1, "pooled")
+        cal = fit_prior(recs, [r["signature"] for r in recs], "mean", 1, "none")  # these signatures only
         sha = write_calibration(cal, folder / f"{name}-cal.json")
         cal_file = {"path": f"{name}-cal.json", "sha256": sha}
     body = preset_body(name, layout, "letters", k,
@@ -177,7 +178,7 @@ def test_unknown_presets_and_files_that_are_not_presets(tmp_path, monkeypatch, c
     (tmp_path / "v0.json").write_bytes(orjson.dumps({**doc, "format": "semif-preset-v0"}))
     with pytest.raises(InputError, match=f"field 'format'.*expected '{PRESET_FORMAT}'"):
         load_preset(tmp_path / "v0.json")
-    with pytest.raises(Exception, match="refusing to overwrite"):
-        write_preset(folder / "good.json", doc)
+    with pytest.raises(OutputExistsError, match="refusing to overwrite"):
+        write_preset(folder / "good.json", {k: v for k, v in doc.items() if k not in ENVELOPE_KEYS})
     with pytest.raises(InputError, match="^preset: "):
         Scorer(backend=FakeBackend(), preset="no-such-preset-here")

@@ -212,6 +212,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
     preset = preset_args(args)  # a preset fills the options not given, its files checked by sha256
+    if preset is not None and (args.engine == "ray" or args.fast is not None):
+        from scorer.errors import InputError
+
+        raise InputError("--preset", None, None, "given with " + ("--engine ray" if args.engine == "ray" else "--fast"),
+                         "the local engine without live routing (their records could not name the preset)")
     layout, demos = layout_options(args)  # and every demonstration
     check_rows(preset, demos, decisions)  # never rows whose state a preset's demonstration shows
     exact = exact_policy(args)
