@@ -6,6 +6,7 @@ smollm2 (slow)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -354,3 +355,16 @@ def test_a_tiny_real_study_on_smollm2(tmp_path, smol_torch, capsys):
     skipped = {(s["set"], s["layout"], s["k"], s["readout"]): s["reason"] for s in report["skipped"]}
     assert ("shape-tiny", "state-major", 0, "ids") not in skipped  # yes/no are one token each on smollm2
     assert all(r["cost"]["decisions"] > 0 and r["cost"]["scoring_s"] > 0 for r in report["runs"])
+
+
+@pytest.mark.parametrize(("table", "what"), [("x", "'table'"), ([], "'table'"), ([{"set": "a"}], "table[0].layout"),
+                                             ([{"set": "a", "layout": "state-major", "k": 0, "readout": "letters",
+                                                "calibration": "none", "balanced_accuracy": 0.5, "cost": 1}],
+                                              "table[0].cost")])
+def test_a_malformed_study_report_stops_the_site_build(table, what):
+    from scorer.site.inputs import BuildError
+
+    rep = {"kind": "quality-study", "format": quality_study.FORMAT, "created_utc": "2026-12-01T12:00:00Z",
+           "machine": {}, "versions": {}, "inputs": {}, "table": table}
+    with pytest.raises(BuildError, match=re.escape(f"r.json: a quality-study report needs {what}")):
+        load_report("r.json", b"{}", rep, set())
