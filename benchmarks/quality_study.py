@@ -48,7 +48,16 @@ from benchmarks.quality_study_plan import (  # noqa: E402
     load_set,
     plan,
 )
-from benchmarks.quality_study_table import BASELINE, BIAS, PRIOR, markdown, run_cost, table, winner  # noqa: E402
+from benchmarks.quality_study_table import (  # noqa: E402
+    BASELINE,
+    BIAS,
+    PRIOR,
+    demo_costs,
+    markdown,
+    run_cost,
+    table,
+    winner,
+)
 from scorer import __version__, metrics  # noqa: E402
 from scorer.calibration.temperature import DEFAULT_FOLDS  # noqa: E402
 from scorer.envelope import carried_inputs, make_report, write_report  # noqa: E402
@@ -409,6 +418,7 @@ def build_report(args: argparse.Namespace, sets: list[StudySet], p: Plan, cals: 
                  for r in p.runs],
         "skipped": p.skipped,
         "table": rows,
+        "demo_costs": demo_costs(rows),
         "winner": winner(rows, [s.name for s in sets]),
         "load_average": load_span(before),
     }

@@ -48,17 +48,18 @@ Records = dict[int, dict[str, Any]]
 def fitter(kind: str, gold: dict[str, str]) -> Callable[[list[dict[str, Any]]], Calibration]:
     """The fit of a calibration kind on records (their own signatures)."""
     if kind == "prior":
-        return lambda recs: prior.fit_prior(recs, [r["signature"] for r in recs], PRIOR["estimator"], PRIOR["min_rows"],
-                                      PRIOR["fallback"])
+        return lambda recs: prior.fit_prior(recs, [r["signature"] for r in recs], PRIOR["estimator"],
+                                            PRIOR["min_rows"], PRIOR["fallback"])
     if kind == "bias":
-        return lambda recs: bias.fit_bias(recs, [r["signature"] for r in recs], gold, BIAS["min_rows"], BIAS["temperature"],
-                                     BIAS["l2"], BIAS["balanced"], BIAS["levels"])
+        return lambda recs: bias.fit_bias(recs, [r["signature"] for r in recs], gold, BIAS["min_rows"],
+                                          BIAS["temperature"], BIAS["l2"], BIAS["balanced"], BIAS["levels"])
     raise ValueError(f"no fit for calibration {kind!r}")
 
 
 def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str) -> tuple[list[dict[str, Any]], int]:
     """Every row's out-of-fold record as a consumer of ``calibration`` sees it (row order), and how many held-out
-    records the training folds' fit left raw (no entry covered them, or only one fitted on too few rows). ``by_fold(f)``: the records of the run that served fold ``f``."""
+    records the training folds' fit left raw (no entry covered them, or only one fitted on too few rows).
+    ``by_fold(f)``: the records of the run that served fold ``f``."""
     gold = {lb.id: lb.label for lb in s.labels}
     out: dict[int, dict[str, Any]] = {}
     uncovered = 0
@@ -84,7 +85,8 @@ def run_cost(records: Sequence[dict[str, Any]], scoring_s: float) -> dict[str, A
                                                                                                  strict=True))
     suffix = sum(int(r.get("suffix_tokens") or 0) for r in records)
     return {"decisions": len(records), "scoring_s": scoring_s,
-            "input_tokens": sum(int(r["input_tokens"]) for r in records), "reused_tokens": reused, "prefilled_tokens": prefilled, "suffix_tokens": suffix,
+            "input_tokens": sum(int(r["input_tokens"]) for r in records), "reused_tokens": reused,
+            "prefilled_tokens": prefilled, "suffix_tokens": suffix,
             "records_total_s": sum(float(r["timing"]["total_s"]) for r in records)}
 
 
@@ -148,6 +150,27 @@ def table(sets: list[StudySet], p: Plan, calibrations: list[str], records: Calla
     return rows
 
 
+def demo_costs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What demonstrations cost: for each set, layout and readout, every k's seconds and computed tokens per decision
+    over k = 0's (issue #22: k = 8 should stay within 1.15x k = 0's time, the demonstrations' prefill paid once per
+    distinct prefix)."""
+    first: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+    for r in rows:  # the cost does not depend on the calibration: one row per configuration
+        first.setdefault((r["set"], r["layout"], r["readout"], r["k"]), r["cost"])
+    out = []
+    for (s, layout, readout, k), cost in first.items():
+        base = first.get((s, layout, readout, 0))
+        if k == 0 or base is None:
+            continue
+        out.append({"set": s, "layout": layout, "readout": readout, "k": k,
+                    "time_ratio": cost["seconds_per_decision"] / base["seconds_per_decision"]
+                    if base["seconds_per_decision"] > 0 else None,
+                    "computed_tokens_ratio": cost["computed_tokens_per_decision"] / base["computed_tokens_per_decision"]
+                    if base["computed_tokens_per_decision"] > 0 else None,
+                    "reused_share": cost["reused_share"]})
+    return out
+
+
 def config_name(layout: str, k: int, readout: str, calibration: str) -> str:
     return f"{layout} · k={k} · {readout} · calibration {calibration}"
 
@@ -199,6 +222,15 @@ def markdown(report: dict[str, Any]) -> str:
     for s in report.get("skipped", []):
         out.append(f"| {s['set']} | {s['layout']} | {s['k']} | {s['readout']} | — | skipped: {s['reason']} "
                    "| | | | | | |")
+    costs = report.get("demo_costs") or []
+    if costs:
+        out += ["", "| set | layout | readout | k | time ÷ k = 0 | computed tokens ÷ k = 0 | reused |",
+                "|---|---|---|---:|---:|---:|---:|"]
+        for c in costs:
+            t, tok = c["time_ratio"], c["computed_tokens_ratio"]
+            out.append(f"| {c['set']} | {c['layout']} | {c['readout']} | {c['k']} | "
+                       f"{'—' if t is None else f'{t:.2f}×'} | {'—' if tok is None else f'{tok:.2f}×'} | "
+                       f"{c['reused_share']:.0%} |")
     w = report.get("winner")
     if w:
         out.append("")
