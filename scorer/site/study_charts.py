@@ -81,15 +81,16 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
                                        for s in skipped if isinstance(s, dict)], "note": ""})
     costs = rep.obj.get("demo_costs")
     if isinstance(costs, list) and costs:  # after the skipped ones, before the report's every-field tables
-        rep.tables.insert(2 if isinstance(skipped, list) and skipped else 1, {"caption": "what solved examples cost (against the same way of asking without them)",
-                              "columns": ["set", "layout", "read out", "examples (k)", "time × k = 0",
-                                          "tokens computed × k = 0", "share of tokens reused"],
-                              "rows": [[fmt_value(c.get(k)) for k in ("set", "layout", "readout", "k")]
-                                       + [fmt_value(finite(c.get(k))) for k in ("time_ratio", "computed_tokens_ratio",
-                                                                               "reused_share")]
-                                       for c in costs if isinstance(c, dict)],
-                              "note": "the examples sit in the part of the prompt the cache reuses, so their cost is "
-                                      "paid once per distinct prefix, not once per decision"})
+        rows_c = [[fmt_value(c.get(k)) for k in ("set", "layout", "readout", "k")]
+                  + [fmt_value(finite(c.get(k))) for k in ("time_ratio", "computed_tokens_ratio", "reused_share")]
+                  for c in costs if isinstance(c, dict)]
+        rep.tables.insert(2 if isinstance(skipped, list) and skipped else 1, {
+            "caption": "what solved examples cost (against the same way of asking without them)",
+            "columns": ["set", "layout", "read out", "examples (k)", "time × k = 0", "tokens computed × k = 0",
+                        "share of tokens reused"],
+            "rows": rows_c,
+            "note": "the examples sit in the part of the prompt the cache reuses, so their cost is paid once per "
+                    "distinct prefix, not once per decision"})
     w = rep.obj.get("winner")
     if isinstance(w, dict) and w.get("name"):
         rep.note = (f"The best way of asking on these sets: {w['name']} (balanced accuracy "
