@@ -164,10 +164,13 @@ class RunSpec:
     config: Config
     fold: int | None
     rows: tuple[int, ...]
+    held_only: bool = False
+    """Only the fold's own rows (no calibration is fitted on the others): a run of its own, under its own name."""
 
     @property
     def key(self) -> str:
-        return f"{self.config.key}.{'all' if self.fold is None else f'fold{self.fold}'}"
+        where = "all" if self.fold is None else f"fold{self.fold}{'-held' if self.held_only else ''}"
+        return f"{self.config.key}.{where}"
 
 
 @dataclass
@@ -225,7 +228,8 @@ def plan(sets: list[StudySet], layouts: list[str], ks: list[int], readouts: list
                         out.runs.append(RunSpec(c, ALL_FOLDS, everything))
                         continue
                     for f in range(s.folds):  # the fold's training rows too when a calibration is fitted on them
-                        out.runs.append(RunSpec(c, f, everything if fitted else tuple(s.rows_in(f))))
+                        out.runs.append(RunSpec(c, f, everything) if fitted else
+                                        RunSpec(c, f, tuple(s.rows_in(f)), held_only=True))
     return out
 
 
