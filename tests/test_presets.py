@@ -35,7 +35,7 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def _preset(folder: Path, name: str = "good", layout: str = "question-major", k: int = 2, calibrated: bool = True,
-            **over: Any) -> Path:
+            over: dict[str, Any] | None = None) -> Path:
     """A preset in ``folder`` with a demonstrations file and (``calibrated``) a prior fitted on the rows it is used on
     in the tests, in that very configuration."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -52,7 +52,7 @@ def _preset(folder: Path, name: str = "good", layout: str = "question-major", k:
                        "prior" if calibrated else "none", cal_file,
                        {"study": {"path": "study.json", "sha256": "0" * 64}, "metric": "balanced_accuracy",
                         "value": 0.75})
-    body.update(over)
+    body.update(over or {})
     path = folder / f"{name}.json"
     write_preset(path, body)
     return path
@@ -145,7 +145,7 @@ def test_semif_ask_with_a_preset(tmp_path, monkeypatch, capsys):
     ({"layout": "question-major", "slots": "ids"}, "slots"), ({"name": "Not A Name"}, "name"),
 ])
 def test_a_bad_preset_is_refused_naming_file_and_field(tmp_path, monkeypatch, capsys, over, field):
-    path = _preset(tmp_path / "p", calibrated=False, **over)
+    path = _preset(tmp_path / "p", calibrated=False, over=over)
     with pytest.raises(InputError) as err:
         load_preset(path)
     assert err.value.path == str(path) and err.value.field == field
@@ -180,5 +180,5 @@ def test_unknown_presets_and_files_that_are_not_presets(tmp_path, monkeypatch, c
         load_preset(tmp_path / "v0.json")
     with pytest.raises(OutputExistsError, match="refusing to overwrite"):
         write_preset(folder / "good.json", {k: v for k, v in doc.items() if k not in ENVELOPE_KEYS})
-    with pytest.raises(InputError, match="^preset: "):
+    with pytest.raises(InputError, match=r"^preset: "):
         Scorer(backend=FakeBackend(), preset="no-such-preset-here")

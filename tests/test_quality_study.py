@@ -277,7 +277,7 @@ def test_bad_sets_are_refused_with_file_line_field(tmp_path, capsys, edit, field
 
 
 def test_a_demos_file_that_shows_a_state_of_a_set_is_refused(tmp_path, capsys):
-    a, b = _sets(tmp_path)
+    a, _ = _sets(tmp_path)
     shown = orjson.loads(a.read_bytes().split(b"\n")[3])
     demos = _jsonl(tmp_path / "demos.jsonl", [_rows(1, 1, prefix="d")[0], shown])
     assert _study(tmp_path, "--demos", str(demos)) == 2
@@ -318,7 +318,7 @@ def test_the_winner_becomes_a_preset_only_with_demonstrations_from_a_disjoint_fi
 
 def test_a_winner_with_demonstrations_from_the_sets_own_folds_is_not_a_preset(tmp_path):
     report = {"winner": {"k": 2, "name": "question-major · k=2 · letters · calibration none", "calibration": "none"}}
-    with pytest.raises(InputError, match="training folds.*would show rows of the sets it is judged on"):
+    with pytest.raises(InputError, match=r"training folds.*would show rows of the sets it is judged on"):
         write_winner("x", tmp_path, report, tmp_path / "r.json", [], [], None, 0)
     assert not (tmp_path / "x.json").exists()
 

@@ -68,7 +68,7 @@ _SECTIONS = (
     ("peers", "Compared with other tools (lm-eval, vLLM, SGLang)"),
     ("serving", "Serving and scaling out (HTTP service, Ray Data)"),
     ("engines", "Engines side by side: throughput against decision quality (vLLM, llama.cpp, torch)"),
-    ("quality-study", "Which way of asking gets decisions right (layout, examples, read-out, calibration; out of fold)"),
+    ("quality-study", "Which way of asking gets decisions right (layout, examples, readout, calibration; out of fold)"),
 )
 
 
