@@ -155,6 +155,24 @@ def write_report(path: Path, report: Mapping[str, Any], overwrite: bool = False,
     write_atomic(path, report_bytes(report), overwrite, hint)
 
 
+def read_json_file(path: Path, expected: str) -> tuple[bytes, dict[str, Any]]:
+    """The bytes and the JSON object of a report-like input file; a missing file, broken JSON or another JSON value
+    is an :class:`~scorer.errors.InputError` naming the file and saying what was ``expected``."""
+    from scorer.errors import InputError
+
+    where = str(path)
+    if not path.is_file():
+        raise InputError(where, None, None, "file not found", expected)
+    data = path.read_bytes()
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(where, None, None, f"invalid JSON ({exc})", expected) from None
+    if not isinstance(doc, dict):
+        raise InputError(where, None, None, f"a JSON {type(doc).__name__}", f"a JSON object: {expected}")
+    return data, doc
+
+
 def envelope_problems(obj: Any) -> list[str]:
     """What is wrong with ``obj``'s envelope (empty: a well-formed report of a known kind)."""
     if not isinstance(obj, dict):

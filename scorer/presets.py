@@ -35,8 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from scorer.echo import state_sha256
 from scorer.errors import InputError, brief
 from scorer.layouts import LAYOUTS, check_slots_layout
@@ -123,19 +121,11 @@ def _file(raw: Any, path: str, name: str, base: Path) -> tuple[Path, str]:
 def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_DIR) -> Preset:
     """Read and check a preset (:func:`preset_path` finds it). Every problem is an :class:`InputError` naming the
     file and the field (exit 2 on the command line)."""
-    from scorer.envelope import envelope_problems
+    from scorer.envelope import envelope_problems, read_json_file
 
     p = preset_path(name, option, presets_dir)
     where = str(p)
-    if not p.is_file():
-        raise InputError(where, None, None, "file not found", "a preset file (data/presets/NAME.json)")
-    data = p.read_bytes()
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(where, None, None, f"invalid JSON ({exc})", "a preset file") from None
-    if not isinstance(doc, dict):
-        raise InputError(where, None, None, f"a JSON {type(doc).__name__}", "a JSON object")
+    data, doc = read_json_file(p, "a preset file (data/presets/NAME.json)")
     if doc.get("kind") != PRESET_KIND:
         raise InputError(where, None, "kind", f"{brief(doc.get('kind'))}", f"{PRESET_KIND!r}")
     if doc.get("format") != PRESET_FORMAT:

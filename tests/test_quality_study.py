@@ -337,23 +337,19 @@ def test_the_grid_takes_every_readout_the_code_accepts(tmp_path):
 # --- a tiny real study ----------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_tiny_real_study_on_smollm2(tmp_path, smol_torch, capsys):
-    shape = [json.loads(x) for x in (ROOT / "data/workloads/shape-full.jsonl").read_text().splitlines()]
-    by_state: dict[str, list[dict[str, Any]]] = {}
-    for r in shape:
-        by_state.setdefault(r["state_id"], []).append(r)
-    small = [r for sid in list(by_state)[:3] for r in by_state[sid][:4]]  # 3 states x 4 yes/no criteria
-    shape_set = _jsonl(tmp_path / "shape-tiny.jsonl", small)
-    authored = [json.loads(x) for x in (ROOT / "data/eval/authored.jsonl").read_text().splitlines()][:9]
-    authored_set = _jsonl(tmp_path / "authored-tiny.jsonl", authored)  # 3 groups of 3 evidence rows
-    rc = quality_study.main(["run", "--model", "smollm2-135m", "--sets", f"{shape_set},{authored_set}", "--k", "0,2",
-                             "--folds", "3", "--reps", "50", "--output", str(tmp_path / "q.json")],
+    rule = [json.loads(x) for x in (ROOT / "data/eval/authored.jsonl").read_text().splitlines()
+            if json.loads(x)["family"] == "rule"][:9]  # 3 groups of 3 yes/no rows with short states
+    tiny = _jsonl(tmp_path / "rule-tiny.jsonl", rule)
+    rc = quality_study.main(["run", "--model", "smollm2-135m", "--sets", str(tiny), "--k", "0,2", "--folds", "3",
+                             "--readouts", "letters,ids", "--reps", "50", "--output", str(tmp_path / "q.json")],
                             load=lambda cfg: smol_torch)
     assert rc == 0, capsys.readouterr().err
     report = orjson.loads((tmp_path / "q.json").read_bytes())
     _check_report(report)
     assert report["model"]["key"] == "smollm2-135m"
-    skipped = {(s["set"], s["layout"], s["k"], s["readout"]): s["reason"] for s in report["skipped"]}
-    assert ("shape-tiny", "state-major", 0, "ids") not in skipped  # yes/no are one token each on smollm2
+    skipped = {(s["set"], s["layout"], s["k"], s["readout"]) for s in report["skipped"]}
+    assert ("rule-tiny", "state-major", 0, "ids") not in skipped  # yes/no are one token each on smollm2
+    assert len(report["table"]) == 5 * 3 and len(report["runs"]) == 3 + 2 * 3
     assert all(r["cost"]["decisions"] > 0 and r["cost"]["scoring_s"] > 0 for r in report["runs"])
 
 
