@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from scorer.backends import BackendConfig
     from scorer.calibration.core import Calibration
     from scorer.demos import Demos
+    from scorer.presets import Preset
 
 DECIDE_SOURCE = "decision"
 """The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
@@ -297,25 +298,44 @@ class Scorer:
     ``prefix_cache_bytes`` is the memory budget of the scorer's radix prefix cache (:attr:`prefix_cache`; bytes or
     text such as ``"512M"``; default 1 GiB): serial and shared modes reuse the longest cached prefix of every row,
     across calls, and evict the least recently used leaves past the budget.
+    ``preset`` is a committed configuration (a name, ``data/presets/NAME.json``, a path to a preset file, or a loaded
+    :class:`~scorer.presets.Preset`; ``semif score --preset``): its layout, readout (``slots``), demonstrations
+    (``demos``, ``demos_k``, ``seed``) and calibration file fill every one of those left as None here, so an explicit
+    value always wins; every record then carries ``preset`` (name, path, sha256), and a row whose state is the state
+    of one of the preset's demonstrations is refused (:func:`scorer.presets.check_states_disjoint`).
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
 
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
                  calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
-                 on_uncovered: str = "error", echo: bool | str | None = None, slots: str = "letters",
-                 layout: str = "state-major",
+                 on_uncovered: str = "error", echo: bool | str | None = None, slots: str | None = None,
+                 layout: str | None = None,
                  demos: str | Path | Demos | None = None, demos_k: int | None = None, seed: int | None = None,
-                 prefix_cache_bytes: int | str | None = None, **options: Any) -> None:
+                 prefix_cache_bytes: int | str | None = None, preset: str | Path | Preset | None = None,
+                 **options: Any) -> None:
         from scorer.backends import BackendConfig
         from scorer.calibration.apply import check_on_uncovered
+        from scorer.demos import Demos
         from scorer.echo import check_echo
-        from scorer.layouts import check_layout, check_slots_layout
+        from scorer.layouts import STATE_MAJOR, check_layout, check_slots_layout
 
+        # A preset fills what the call leaves unset (None); whatever is given explicitly wins.
+        self.preset = _load_preset(preset)
+        if self.preset is not None:
+            p = self.preset
+            slots = p.slots if slots is None else slots
+            layout = p.layout if layout is None else layout
+            if p.demos_path is not None:  # its k and seed also apply to demonstrations given explicitly
+                demos = p.demos_path if demos is None else demos
+                if not isinstance(demos, Demos):
+                    demos_k = p.demos_k if demos_k is None else demos_k
+                    seed = p.demos_seed if seed is None else seed
+            calibration = p.calibration_path if calibration is None else calibration
         # One validation for the API and the command line (scorer.options): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(
             mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
-        self.slots = check_slots(slots)
+        self.slots = check_slots("letters" if slots is None else slots)
         self.prefix_cache = RadixCache(DEFAULT_BUDGET_BYTES if prefix_cache_bytes is None
                                        else byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
         """The radix prefix cache every call of this scorer shares (``prefix_cache.stats``, ``.summary()``)."""
@@ -340,8 +360,10 @@ class Scorer:
             from scorer.calibration.apply import check_config
 
             check_config(self.calibration, self._config)  # a file for another model: refused before it loads
-        self.layout = check_layout(layout)
+        self.layout = check_layout(STATE_MAJOR if layout is None else layout)
         self.demos = _load_demos(demos, demos_k, seed)
+        self._preset_demos = self.preset is not None and self.demos is not None \
+            and self.demos.source.get("path") == str(self.preset.demos_path)
         check_slots_layout(self.slots, self.layout, self.demos is not None)
         self.model = model
         self._backend: Backend | None = None if isinstance(backend, str) else backend
@@ -453,7 +475,8 @@ class Scorer:
         return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
                                     self.max_batch_tokens, calibration=self.calibration,
                                     on_uncovered=self.on_uncovered, echo=self.echo, layout=layout,
-                                    demos=self.demos, slots=self.slots)
+                                    demos=self.demos, slots=self.slots,
+                                    preset=None if self.preset is None else self.preset.sha256)
 
     def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
                         indices: Sequence[int] | None = None, mode: str | None = None) -> list[dict[str, Any]]:
@@ -469,9 +492,13 @@ class Scorer:
         """
         from scorer.calibration.apply import apply_records
         from scorer.echo import with_echo
+        from scorer.presets import check_states_disjoint, with_preset
         from scorer.runs.score import config_sha256, prepare, resolve_layout, score_items
 
         mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
+        if self.preset is not None and self._preset_demos:
+            assert self.demos is not None
+            check_states_disjoint(self.demos.states(), decisions, self.preset)
         with self._lock:
             backend = self._load_locked()
             cal = self.calibration
@@ -484,11 +511,20 @@ class Scorer:
             records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache))
             if cal is not None:
                 records = list(apply_records(cal, records, self.on_uncovered))
-            records = list(with_echo(records, decisions, self.echo))
+            records = list(with_preset(with_echo(records, decisions, self.echo), self.preset))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):
                 rec["run"]["index"] = index
         return records
+
+
+def _load_preset(preset: str | Path | Preset | None) -> Preset | None:
+    """A preset named or given by path is read and checked now (its files' sha256 too), before any model loads."""
+    if preset is None:
+        return None
+    from scorer.presets import Preset, load_preset
+
+    return preset if isinstance(preset, Preset) else load_preset(preset)
 
 
 def _load_demos(demos: str | Path | Demos | None, k: int | None, seed: int | None) -> Demos | None:

@@ -131,6 +131,10 @@ class Demos:
     def __len__(self) -> int:
         return len(self._rows)
 
+    def states(self) -> list[tuple[str, Any]]:
+        """``(id, state)`` of every demonstration (what a preset's disjointness check compares rows with)."""
+        return [(d.shown.id, d.shown.decision.state) for d in self._rows]
+
     def config(self) -> dict[str, Any]:
         """What identifies the demonstrations of a run (its configuration hash names them)."""
         return {"sha256": self.source.get("sha256"), "rows": len(self._rows), "k": self.k, "seed": self.seed}

@@ -64,6 +64,8 @@ KINDS: dict[str, str] = {
     "serve-batching": "semif-serve-batching-v1",  # benchmarks/serve_batching.py
     "grammar-mask-probe": "semif-grammar-mask-probe-v1",  # benchmarks/grammar-mask-probe.py
     "engines": "semif-engines-v1",  # benchmarks/engines.py
+    "quality-study": "semif-quality-study-v1",  # benchmarks/quality_study.py
+    "preset": "semif-preset-v1",  # benchmarks/quality_study.py --write-preset (read by --preset, scorer.presets)
 }
 """Every report kind and the format its writer writes now."""
 
@@ -151,6 +153,24 @@ def write_report(path: Path, report: Mapping[str, Any], overwrite: bool = False,
     """Write ``report`` to ``path`` atomically; an existing file is refused unless ``overwrite``
     (:func:`scorer.io.write_atomic`, ``hint`` completes the refusal)."""
     write_atomic(path, report_bytes(report), overwrite, hint)
+
+
+def read_json_file(path: Path, expected: str) -> tuple[bytes, dict[str, Any]]:
+    """The bytes and the JSON object of a report-like input file; a missing file, broken JSON or another JSON value
+    is an :class:`~scorer.errors.InputError` naming the file and saying what was ``expected``."""
+    from scorer.errors import InputError
+
+    where = str(path)
+    if not path.is_file():
+        raise InputError(where, None, None, "file not found", expected)
+    data = path.read_bytes()
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(where, None, None, f"invalid JSON ({exc})", expected) from None
+    if not isinstance(doc, dict):
+        raise InputError(where, None, None, f"a JSON {type(doc).__name__}", f"a JSON object: {expected}")
+    return data, doc
 
 
 def envelope_problems(obj: Any) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scorer import abstain
+from scorer import abstain, presets
 from scorer.calibration.core import CALIBRATION_FORMAT, load_calibration
 from scorer.envelope import (
     ENVELOPE_KEYS,
@@ -78,11 +78,12 @@ def test_writers_write_the_format_listed_for_their_kind() -> None:
                "quant-schemes": quant_schemes.REPORT_FORMAT,
                "compare": compare.REPORT_FORMAT, "prior": CALIBRATION_FORMAT, "bias": CALIBRATION_FORMAT,
                **dict.fromkeys(("eval", "calibrate", "calibration", "order", "route", "route-threshold"),
-                               ev.REPORT_FORMAT), "abstain-thresholds": abstain.THRESHOLDS_FORMAT}
+                               ev.REPORT_FORMAT), "abstain-thresholds": abstain.THRESHOLDS_FORMAT,
+               "preset": presets.PRESET_FORMAT}
     assert {k: KINDS[k] for k in written} == written
     scripts = {"peers": "peers/main.py", "cache-verify": "cache_verify.py", "ray-scale": "ray_scale.py",
                "serve-load": "serve_load.py", "grammar-mask-probe": "grammar-mask-probe.py", "engines": "engines.py",
-               "serve-batching": "serve_batching.py"}
+               "serve-batching": "serve_batching.py", "quality-study": "quality_study.py"}
     assert {k: _script(ROOT / "benchmarks" / f).FORMAT for k, f in scripts.items()} == {k: KINDS[k] for k in scripts}
     assert set(KINDS) == set(written) | set(scripts)  # every kind has its writer checked here
 

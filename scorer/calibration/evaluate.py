@@ -73,12 +73,8 @@ def out_of_fold(records: Sequence[dict[str, Any]], signatures: Sequence[str], la
         uncovered = 0
         levels: dict[str, int] = {}
         for i in held:
-            try:
-                rec = cal.apply(records[i], signatures[i])
-            except InputError:
-                uncovered += 1
-                skip = Skipped(signatures[i], "", 0, "no entry of this fold's fit covers the record")
-                rec = {**records[i], "calibrated": cal.block(records[i], skip, signatures[i])}
+            rec, covered = apply_held_out(cal, records[i], signatures[i])
+            uncovered += not covered
             out[i] = rec
             lv = str(rec["calibrated"].get("level"))
             levels[lv] = levels.get(lv, 0) + 1
@@ -86,6 +82,17 @@ def out_of_fold(records: Sequence[dict[str, Any]], signatures: Sequence[str], la
                       "groups": sorted({group[records[i]["id"]] for i in held}), "levels": levels,
                       "uncovered": uncovered})
     return [out[i] for i in idx if i in out], folds
+
+
+def apply_held_out(cal: Calibration, record: dict[str, Any], signature: str) -> tuple[dict[str, Any], bool]:
+    """``record`` calibrated by a fit on other rows, and whether the fit covered it: a record no entry of the fit
+    covers keeps its raw numbers in a block with ``applied: false`` (never an error: a held-out fold may hold a
+    signature the training folds never saw)."""
+    try:
+        return cal.apply(record, signature), True
+    except InputError:
+        skip = Skipped(signature, "", 0, "no entry of this fold's fit covers the record")
+        return {**record, "calibrated": cal.block(record, skip, signature)}, False
 
 
 def print_before_after(title: str, ev: dict[str, Any]) -> None:

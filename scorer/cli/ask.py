@@ -21,6 +21,7 @@ import orjson
 
 from scorer.cli.calibrate import add_uncovered_arg
 from scorer.cli.options import add_max_batch_tokens_arg, add_model_args, backend_config
+from scorer.cli.preset import add_preset_arg
 from scorer.cli.score import add_echo_arg, add_policy_args, policy_arg
 from scorer.errors import InputError
 
@@ -45,6 +46,7 @@ def register(sub: Any) -> None:
     add_policy_args(p)
     add_max_batch_tokens_arg(p)
     add_model_args(p)
+    add_preset_arg(p)
     p.set_defaults(func=_cmd_ask)
 
 
@@ -96,6 +98,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     from scorer.api import Scorer, ask_decisions
     from scorer.calibration.core import load_calibration
     from scorer.io import check_writable, write_atomic
+    from scorer.presets import load_preset
     from scorer.schema import dumps_record
 
     questions: dict[str, dict[str, Any]] = {}
@@ -109,7 +112,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise InputError("--choice/--yesno/--score", None, None, "no question given", "at least one question spec")
     state = _state(args)
     policy = policy_arg(args)
-    if args.uncovered != "error" and not args.calibration:
+    preset = load_preset(args.preset, "--preset") if args.preset else None  # checked before the model loads
+    if args.uncovered != "error" and not args.calibration and (preset is None or preset.calibration_path is None):
         raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
                          "--calibration FILE --uncovered raw")
     out = Path(args.records) if args.records else None
@@ -117,11 +121,12 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         check_writable(out)
     ask_decisions(state, questions, args.id)  # every question checked before the model loads
     cfg = backend_config(args)
-    cal = load_calibration(args.calibration) if args.calibration else None
+    cal_file = args.calibration or (preset.calibration_path if preset is not None else None)  # explicit one wins
+    cal = load_calibration(cal_file) if cal_file else None
     if cal is not None:
         cli.check_calibration_model(cal, cfg)  # a file for another model: refused before the model loads
     with Scorer(backend=cli.load_backend(cfg), mode="shared", calibration=cal, max_batch_tokens=args.max_batch_tokens,
-                on_uncovered=args.uncovered, echo=args.echo) as scorer:
+                on_uncovered=args.uncovered, echo=args.echo, preset=preset) as scorer:
         answers = scorer.ask(state, questions, args.id)
     doc: dict[str, Any] = {"answers": answers.to_json()}
     if policy is not None:

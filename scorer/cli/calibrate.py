@@ -17,7 +17,7 @@ from typing import Any
 from scorer import metrics
 from scorer.calibration.core import Calibration, load_calibration, write_calibration
 from scorer.calibration.signature import load_rows, record_signatures
-from scorer.cli.options import add_model_args, add_report_args, backend_config, comma_list
+from scorer.cli.options import Given, add_model_args, add_report_args, backend_config, comma_list
 from scorer.errors import InputError
 from scorer.io import FORCE_HINT, check_writable, write_atomic
 from scorer.store import sha256_file
@@ -211,8 +211,9 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
 
     g = p.add_argument_group("calibration (records keep their raw numbers and gain a `calibrated` block)")
     x = g.add_mutually_exclusive_group()
-    x.add_argument("--calibration", metavar="FILE", help="apply a prior or bias file (semif calibrate prior|bias); "
-                                                         "checked against the model and every row's signature")
+    x.add_argument("--calibration", metavar="FILE", action=Given,
+                   help="apply a prior or bias file (semif calibrate prior|bias); checked against the model and every "
+                        "row's signature")
     x.add_argument("--batch-calibrate", nargs="?", const="mean", choices=BATCH_ESTIMATORS, metavar="ESTIMATOR",
                    help="fit the option prior per signature over this run's own rows, then apply it "
                         f"(estimator {', '.join(BATCH_ESTIMATORS)}; default mean). Raw records go to OUT.raw.jsonl "

@@ -35,6 +35,21 @@ def _rule(check: Callable[[Any], Any], word: Callable[[str], Any] = lambda t: t)
     return parse
 
 
+class Given(argparse.Action):
+    """``store``, and the option's ``dest`` remembered in ``namespace.given`` (a set): a preset (``--preset``) fills
+    only the options the command line did not give, whatever value they were given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given = {*getattr(namespace, "given", ()), self.dest}
+
+
+def given(args: argparse.Namespace) -> set[str]:
+    """The ``dest`` of every :class:`Given` option the command line named."""
+    return set(getattr(args, "given", ()))
+
+
 positive_int = _rule(rules.positive_int, rules.cli_int)
 """argparse type: an integer >= 1 (``0`` and negatives are refused, never silently ignored)."""
 positive_float = _rule(rules.positive_float, rules.cli_float)
@@ -85,7 +100,7 @@ def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = 
 
 def add_slots_arg(p: Any) -> None:
     """``--slots letters|ids``: what the decision is read out through, by the API's rule."""
-    p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters",
+    p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters", action=Given,
                    help="letters: the options lettered A, B, ... and each letter's token read (default); ids: the "
                         "options listed under their ids and each id's own token read (every id one token, e.g. "
                         "yes/no; a row whose id is not is refused naming options[i].id)")
@@ -135,17 +150,17 @@ def add_layout_args(p: argparse.ArgumentParser, auto: bool = True) -> None:
 
     names = LAYOUT_CHOICES if auto else LAYOUTS
     g = p.add_argument_group("prompt")
-    g.add_argument("--layout", type=choice(names), choices=names, default=STATE_MAJOR,
+    g.add_argument("--layout", type=choice(names), choices=names, default=STATE_MAJOR, action=Given,
                    help="state-major: system, state, question, options (semif-direct-v1); question-major: system, "
                         "demonstrations, question, options, then the state (semif-question-major-v1)"
                         + ("; auto: per run, whichever shares more prefix tokens over the rows" if auto else "")
                         + f" (default {STATE_MAJOR})")
-    g.add_argument("--demos", metavar="FILE",
+    g.add_argument("--demos", metavar="FILE", action=Given,
                    help="labelled rows (input schema, with label) shown before each decision as earlier chat turns: "
                         "per signature, else family, else any; never the row or a row of its group")
-    g.add_argument("--demos-k", type=positive_int, metavar="K",
+    g.add_argument("--demos-k", type=positive_int, metavar="K", action=Given,
                    help=f"--demos: demonstrations per decision, balanced over labels (default {DEFAULT_K})")
-    g.add_argument("--seed", type=_rule(rules.non_negative_int, rules.cli_int), metavar="S",
+    g.add_argument("--seed", type=_rule(rules.non_negative_int, rules.cli_int), metavar="S", action=Given,
                    help=f"--demos: the seed that orders the candidates (default {DEFAULT_SEED})")
 
 

@@ -26,6 +26,7 @@ from scorer.cli.options import (
     positive_float,
     positive_int,
 )
+from scorer.cli.preset import add_preset_arg, check_rows, preset_args
 from scorer.errors import ValidationError
 from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
 from scorer.radix_cache import RadixCache
@@ -56,6 +57,7 @@ def register(sub: Any) -> None:
     add_layout_args(p)
     add_exact_args(p)
     add_calibration_args(p)
+    add_preset_arg(p)
     _add_engine_args(p)
     _add_route_args(p)
     p.set_defaults(func=_cmd_score)
@@ -209,7 +211,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
+    preset = preset_args(args)  # a preset fills the options not given, its files checked by sha256
+    if preset is not None and (args.engine == "ray" or args.fast is not None):
+        from scorer.errors import InputError
+
+        raise InputError("--preset", None, None, "given with " + ("--engine ray" if args.engine == "ray" else "--fast"),
+                         "the local engine without live routing (their records could not name the preset)")
     layout, demos = layout_options(args)  # and every demonstration
+    check_rows(preset, demos, decisions)  # never rows whose state a preset's demonstration shows
     exact = exact_policy(args)
     ray_opts = _ray_options(args) if args.engine == "ray" else None  # refused before anything is opened
     if exact is not None and exact.report is not None:
@@ -251,7 +260,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
                       permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration,
                       on_uncovered=args.uncovered, echo=args.echo, slots=args.slots, layout=layout, demos=demos,
-                      prefix_cache=prefixes)
+                      prefix_cache=prefixes, preset=preset)
 
     def chose(c: Any) -> None:
         print(f"[semif] {c.describe()}", file=sys.stderr)

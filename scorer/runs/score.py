@@ -60,6 +60,7 @@ from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, check_record, dum
 if TYPE_CHECKING:
     from scorer.calibration.batch import BatchResult
     from scorer.calibration.core import Calibration
+    from scorer.presets import Preset
 
 RECORD_LINE_PREFIX = b'{"schema":"' + RECORD_SCHEMA.encode() + b'"'
 """How every record line starts: a torn tail must be a piece of one for ``--resume`` to cut it."""
@@ -434,6 +435,8 @@ class ScoreConfig:
     """The radix prefix cache of the fast modes (its budget, its stats for the run's summary; kept for the
     caller); None: the run makes its own. Not part of the run's identity: it changes how much is reused, not
     what is scored."""
+    preset: Preset | None = None
+    """The preset whose values the run took (:mod:`scorer.presets`): named in every record and in the run's hash."""
 
     def __post_init__(self) -> None:
         """The options checked by the rules the command line and the API use (:mod:`scorer.options`)."""
@@ -456,13 +459,14 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
                          calibration: Calibration | None = None,
                          exact: RecordPolicy | None = None, route: RecordPolicy | None = None,
                          on_uncovered: str = "error", echo: str | None = None, layout: str = STATE_MAJOR,
-                         demos: Demos | None = None, slots: str = "letters") -> dict[str, Any]:
+                         demos: Demos | None = None, slots: str = "letters", preset: str | None = None
+                         ) -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
     API and the Ray engine all name their runs through this one function. ``on_uncovered="raw"`` (only the
     calibration's model is checked then), ``echo``, ``layout`` (a resolved one) and ``demos`` enter the hash
-    only when set."""
+    only when set, and so does ``preset`` (the sha256 of the preset file that ran: :mod:`scorer.presets`)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r} must be resolved before the run is named (resolve_layout)")
     parts = config_parts(info, run_parts, mode, max_batch_tokens)
@@ -489,6 +493,8 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
             parts["uncovered"] = on_uncovered
     if echo is not None:
         parts["echo"] = echo
+    if preset is not None:
+        parts["preset"] = preset
     if exact is not None:
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
@@ -549,7 +555,8 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
                                  permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
                                  exact=cfg.exact, route=cfg.route, on_uncovered=cfg.on_uncovered, echo=cfg.echo,
-                                 layout=cfg.layout, demos=cfg.demos, slots=cfg.slots)
+                                 layout=cfg.layout, demos=cfg.demos, slots=cfg.slots,
+                                 preset=None if cfg.preset is None else cfg.preset.sha256)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
         return _score_into(output, decisions, backend, cfg, chash, on_record, on_start)
@@ -597,6 +604,10 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         from scorer.echo import with_echo
 
         records = with_echo(records, decisions, cfg.echo)
+    if cfg.preset is not None:
+        from scorer.presets import with_preset
+
+        records = with_preset(records, cfg.preset)
     written = 0
     for rec in records:
         sink.write_line(dumps_record(rec))

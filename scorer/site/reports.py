@@ -16,6 +16,7 @@ from scorer.site.files import object_at, unique_slug
 from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.quant_charts import draw_quant_schemes
+from scorer.site.study_charts import draw_quality_study
 
 _GENERIC_MAX_ROWS = 200
 
@@ -54,6 +55,7 @@ _KINDS: dict[str, _Kind] = {
     "serve-batching": _Kind("serving", "HTTP decision service: cross-request batching, before/after"),
     "engines": _Kind("engines", "Engines side by side", draw_engines),
     "route-threshold": _Kind("route", "Routing threshold chosen out of fold"),
+    "quality-study": _Kind("quality-study", "Decision quality study", draw_quality_study),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -68,6 +70,7 @@ _SECTIONS = (
     ("peers", "Compared with other tools (lm-eval, vLLM, SGLang)"),
     ("serving", "Serving and scaling out (HTTP service, Ray Data)"),
     ("engines", "Engines side by side: throughput against decision quality (vLLM, llama.cpp, torch)"),
+    ("quality-study", "Which way of asking gets decisions right (layout, examples, readout, calibration; out of fold)"),
 )
 
 

@@ -1,0 +1,238 @@
+"""The quality study's numbers (benchmarks/quality_study.py), from its runs' records alone: every decision
+calibrated out of fold, metrics with group-bootstrap intervals, the paired comparison with today's default, the
+cost of each configuration, the winner and the README table.
+
+* **Out of fold.** Fold ``f``'s held-out rows take their records from the run that served fold ``f``
+  (:mod:`benchmarks.quality_study_plan`); ``prior`` and ``bias`` are fitted on that run's records of the rows
+  outside fold ``f`` only (:func:`scorer.calibration.prior.fit_prior`, :func:`scorer.calibration.bias.fit_bias`) and
+  applied to the held-out ones (:func:`scorer.calibration.evaluate.apply_held_out`: a held-out record the fit does
+  not cover keeps its raw numbers, and is counted as ``uncovered``, as is one whose entry had too few rows).
+* **Metrics.** :mod:`scorer.metrics`, as ``semif eval`` computes them: the headline is balanced accuracy (within each
+  family, averaged over families), with the 95 % interval of a seeded group bootstrap; the paired difference with
+  the baseline (state-major, k 0, letters, no calibration) on the same rows has its own paired interval, and a
+  configuration whose interval does not lie above 0 is published as not helping.
+* **Cost.** From the runs' records and clocks: decisions scored, scoring seconds (the public API call, prompts
+  rendered included), prompt tokens, tokens reused from the radix prefix cache, prefix tokens prefilled and suffix
+  tokens computed (``cache`` block, ``suffix_tokens``; a direct-mode record computes all its tokens).
+
+Pure: records in, numbers out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from benchmarks.quality_study_plan import Plan, StudySet
+from scorer import metrics
+from scorer.calibration import bias, prior
+from scorer.calibration.apply import calibrated_view
+from scorer.calibration.core import Calibration
+from scorer.calibration.evaluate import apply_held_out
+
+METRIC = "balanced_accuracy"
+SHOWN = ("balanced_accuracy", "accuracy", "macro_f1", "nll", "brier", "ece")
+BASELINE = ("state-major", 0, "letters", "none")
+"""Today's default: what every configuration is compared with."""
+PRIOR = {"estimator": "mean", "min_rows": prior.DEFAULT_MIN_ROWS, "fallback": "pooled", "labels": "none"}
+"""``semif calibrate prior --estimator mean --fallback pooled`` (a signature with too few rows is covered by its
+family, its option set, then per option id)."""
+BIAS = {"min_rows": bias.DEFAULT_MIN_ROWS, "l2": bias.DEFAULT_L2, "temperature": False, "balanced": False,
+        "levels": list(bias.LEVELS), "labels": "the training folds' labels"}
+"""``semif calibrate bias`` with its defaults."""
+
+Records = dict[int, dict[str, Any]]
+"""A run's records by row index in its set."""
+
+
+def fitter(kind: str, gold: dict[str, str]) -> Callable[[list[dict[str, Any]]], Calibration]:
+    """The fit of a calibration kind on records (their own signatures)."""
+    if kind == "prior":
+        return lambda recs: prior.fit_prior(recs, [r["signature"] for r in recs], PRIOR["estimator"],
+                                            PRIOR["min_rows"], PRIOR["fallback"])
+    if kind == "bias":
+        return lambda recs: bias.fit_bias(recs, [r["signature"] for r in recs], gold, BIAS["min_rows"],
+                                          BIAS["temperature"], BIAS["l2"], BIAS["balanced"], BIAS["levels"])
+    raise ValueError(f"no fit for calibration {kind!r}")
+
+
+def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str) -> tuple[list[dict[str, Any]], int]:
+    """Every row's out-of-fold record as a consumer of ``calibration`` sees it (row order), and how many held-out
+    records the training folds' fit left raw (no entry covered them, or only one fitted on too few rows).
+    ``by_fold(f)``: the records of the run that served fold ``f``."""
+    gold = {lb.id: lb.label for lb in s.labels}
+    out: dict[int, dict[str, Any]] = {}
+    uncovered = 0
+    for f in range(s.folds):
+        recs = by_fold(f)
+        held = s.rows_in(f)
+        if calibration == "none":
+            out.update({i: recs[i] for i in held})
+            continue
+        cal = fitter(calibration, gold)([recs[i] for i in s.rows_outside(f)])
+        for i in held:
+            rec, _ = apply_held_out(cal, recs[i], recs[i]["signature"])
+            uncovered += not rec["calibrated"]["applied"]  # no entry, or one fitted on too few rows: raw numbers
+            out[i] = calibrated_view(rec)
+    return [out[i] for i in range(len(s.decisions))], uncovered
+
+
+def run_cost(records: Sequence[dict[str, Any]], scoring_s: float) -> dict[str, Any]:
+    """What one run cost, from its records (module docstring) and its clock."""
+    cache = [r.get("cache") or {} for r in records]
+    reused = sum(int(c.get("reused_tokens", 0)) for c in cache)
+    prefilled = sum(int(c["prefilled_tokens"]) if c else int(r["input_tokens"]) for c, r in zip(cache, records,
+                                                                                                 strict=True))
+    suffix = sum(int(r.get("suffix_tokens") or 0) for r in records)
+    return {"decisions": len(records), "scoring_s": scoring_s,
+            "input_tokens": sum(int(r["input_tokens"]) for r in records), "reused_tokens": reused,
+            "prefilled_tokens": prefilled, "suffix_tokens": suffix,
+            "records_total_s": sum(float(r["timing"]["total_s"]) for r in records)}
+
+
+def config_cost(costs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of one configuration summed, with the per-decision figures the table shows."""
+    tot = {k: sum(c[k] for c in costs) for k in ("decisions", "scoring_s", "input_tokens", "reused_tokens",
+                                                  "prefilled_tokens", "suffix_tokens", "records_total_s")}
+    n = max(tot["decisions"], 1)
+    computed = tot["prefilled_tokens"] + tot["suffix_tokens"]
+    return {"runs": len(costs), **tot, "computed_tokens": computed, "seconds_per_decision": tot["scoring_s"] / n,
+            "computed_tokens_per_decision": computed / n,
+            "reused_share": tot["reused_tokens"] / tot["input_tokens"] if tot["input_tokens"] else 0.0}
+
+
+def _verdict(delta: dict[str, float]) -> str:
+    if delta["ci_lo"] > 0:
+        return "helps"
+    if delta["ci_hi"] < 0:
+        return "hurts"
+    return "no clear difference"
+
+
+def table(sets: list[StudySet], p: Plan, calibrations: list[str], records: Callable[[Any], Records],
+          costs: Callable[[Any], dict[str, Any]], reps: int, seed: int) -> list[dict[str, Any]]:
+    """One row per (configuration, calibration): metrics out of fold with intervals, the paired comparison with the
+    baseline (when it is in the grid), uncovered rows and the configuration's cost. ``records(run)`` and
+    ``costs(run)`` give each run's records and :func:`run_cost`."""
+    by_name = {s.name: s for s in sets}
+    rows: list[dict[str, Any]] = []
+    tables: dict[tuple[str, str, int, str, str], metrics.Table] = {}
+    for c in p.configs:
+        s = by_name[c.set]
+        runs = p.runs_of(c)
+        fold_run = {r.fold: r for r in runs}
+
+        def by_fold(f: int, fold_run: dict[Any, Any] = fold_run) -> Records:
+            return records(fold_run.get(f, fold_run.get(None)))
+
+        cost = config_cost([costs(r) for r in runs])
+        for cal in calibrations:
+            recs, uncovered = held_out(s, by_fold, cal)
+            t, _ = metrics.align(s.labels, recs, f"{c.key}.{cal}")
+            tables[(c.set, c.layout, c.k, c.readout, cal)] = t
+            boot = metrics.bootstrap(t, reps, seed)
+            rows.append({"set": c.set, "layout": c.layout, "k": c.k, "readout": c.readout, "calibration": cal,
+                         "rows": t.n, **{m: boot[m] for m in SHOWN}, "counts": t.counts(), "uncovered": uncovered,
+                         "cost": cost})
+    for row in rows:
+        base = tables.get((row["set"], *BASELINE))
+        if base is None:
+            row["vs_baseline"] = None
+            continue
+        d = metrics.paired(base, tables[(row["set"], row["layout"], row["k"], row["readout"], row["calibration"])],
+                           reps, seed)["deltas"][METRIC]
+        brow = next(r for r in rows if (r["set"], r["layout"], r["k"], r["readout"], r["calibration"])
+                    == (row["set"], *BASELINE))
+        ratio = (row["cost"]["seconds_per_decision"] / brow["cost"]["seconds_per_decision"]
+                 if brow["cost"]["seconds_per_decision"] > 0 else None)
+        row["vs_baseline"] = {"balanced_accuracy_delta": d["delta"], "ci_lo": d["ci_lo"], "ci_hi": d["ci_hi"],
+                              "verdict": "baseline" if row is brow else _verdict(d), "time_ratio": ratio}
+    return rows
+
+
+def demo_costs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What demonstrations cost: for each set, layout and readout, every k's seconds and computed tokens per decision
+    over k = 0's (issue #22: k = 8 should stay within 1.15x k = 0's time, the demonstrations' prefill paid once per
+    distinct prefix)."""
+    first: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+    for r in rows:  # the cost does not depend on the calibration: one row per configuration
+        first.setdefault((r["set"], r["layout"], r["readout"], r["k"]), r["cost"])
+    out = []
+    for (s, layout, readout, k), cost in first.items():
+        base = first.get((s, layout, readout, 0))
+        if k == 0 or base is None:
+            continue
+        out.append({"set": s, "layout": layout, "readout": readout, "k": k,
+                    "time_ratio": cost["seconds_per_decision"] / base["seconds_per_decision"]
+                    if base["seconds_per_decision"] > 0 else None,
+                    "computed_tokens_ratio": cost["computed_tokens_per_decision"] / base["computed_tokens_per_decision"]
+                    if base["computed_tokens_per_decision"] > 0 else None,
+                    "reused_share": cost["reused_share"]})
+    return out
+
+
+def config_name(layout: str, k: int, readout: str, calibration: str) -> str:
+    return f"{layout} · k={k} · {readout} · calibration {calibration}"
+
+
+def winner(rows: list[dict[str, Any]], sets: list[str]) -> dict[str, Any] | None:
+    """The configuration with the highest balanced accuracy averaged over the sets, among those measured on every
+    set (ties: fewer computed tokens per decision, then the grid's order)."""
+    grouped: dict[tuple[str, int, str, str], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        grouped.setdefault((r["layout"], r["k"], r["readout"], r["calibration"]), {})[r["set"]] = r
+    full = {key: per for key, per in grouped.items() if set(per) == set(sets)}
+    if not full:
+        return None
+
+    def score(key: tuple[str, int, str, str]) -> tuple[float, float]:
+        per = full[key]
+        mean = sum(per[s][METRIC]["value"] for s in sets) / len(sets)
+        cost = sum(per[s]["cost"]["computed_tokens_per_decision"] for s in sets) / len(sets)
+        return mean, -cost
+
+    best = max(full, key=score)  # max keeps the first of equals: the grid's order
+    layout, k, readout, cal = best
+    return {"layout": layout, "k": k, "readout": readout, "calibration": cal,
+            "name": config_name(layout, k, readout, cal), "metric": METRIC,
+            "metric_words": "balanced accuracy (within each family, averaged over families), out of fold, averaged "
+                            "over the sets",
+            "value": score(best)[0], "per_set": {s: full[best][s][METRIC] for s in sets}}
+
+
+def _ci(m: dict[str, float]) -> str:
+    return f"{m['value']:.3f} [{m['ci_lo']:.3f}, {m['ci_hi']:.3f}]"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The README table of a study report: one line per set and configuration, then the skipped ones."""
+    out = ["| set | layout | k | readout | calibration | balanced accuracy [95 % CI] | vs default [95 % CI] | "
+           "verdict | accuracy | s / decision | computed tokens / decision | reused |",
+           "|---|---|---:|---|---|---:|---:|---|---:|---:|---:|---:|"]
+    for r in report["table"]:
+        vs = r.get("vs_baseline")
+        delta = (f"{vs['balanced_accuracy_delta']:+.3f} [{vs['ci_lo']:+.3f}, {vs['ci_hi']:+.3f}]"
+                 if vs and vs["verdict"] != "baseline" else "—")
+        verdict = vs["verdict"] if vs else "no baseline in the grid"
+        c = r["cost"]
+        out.append(f"| {r['set']} | {r['layout']} | {r['k']} | {r['readout']} | {r['calibration']} | "
+                   f"{_ci(r['balanced_accuracy'])} | {delta} | {verdict} | {r['accuracy']['value']:.3f} | "
+                   f"{c['seconds_per_decision']:.3f} | {c['computed_tokens_per_decision']:.0f} | "
+                   f"{c['reused_share']:.0%} |")
+    for s in report.get("skipped", []):
+        out.append(f"| {s['set']} | {s['layout']} | {s['k']} | {s['readout']} | — | skipped: {s['reason']} "
+                   "| | | | | | |")
+    costs = report.get("demo_costs") or []
+    if costs:
+        out += ["", "| set | layout | readout | k | time ÷ k = 0 | computed tokens ÷ k = 0 | reused |",
+                "|---|---|---|---:|---:|---:|---:|"]
+        for c in costs:
+            t, tok = c["time_ratio"], c["computed_tokens_ratio"]
+            out.append(f"| {c['set']} | {c['layout']} | {c['readout']} | {c['k']} | "
+                       f"{'—' if t is None else f'{t:.2f}×'} | {'—' if tok is None else f'{tok:.2f}×'} | "
+                       f"{c['reused_share']:.0%} |")
+    w = report.get("winner")
+    if w:
+        out.append("")
+        out.append(f"Winner ({w['metric_words']}): **{w['name']}**, {w['value']:.3f}.")
+    return "\n".join(out) + "\n"

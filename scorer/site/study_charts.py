@@ -1,0 +1,97 @@
+"""The quality study report (``kind: quality-study``, benchmarks/quality_study.py): for each decision set, how often
+each way of asking the model gets the decision right (out of fold), against today's default, and what it costs; in
+words a newcomer can follow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scorer.site.formatting import ci_note, finite, fmt_value, metric_value
+from scorer.site.inputs import BuildError, ReportFile
+from scorer.site.svg import svg_bars, with_caption
+
+_NEEDS = ("set", "layout", "k", "readout", "calibration", "balanced_accuracy", "cost")
+_VERDICT = {"helps": "helps", "hurts": "hurts", "no clear difference": "no clear difference",
+            "baseline": "today's default"}
+
+
+def _table(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = obj.get("table")
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise BuildError(f"{rel}: a quality-study report needs 'table' (a non-empty list of objects)")
+    for i, r in enumerate(rows):
+        missing = [k for k in _NEEDS if k not in r]
+        if missing or not isinstance(r["cost"], dict):
+            raise BuildError(f"{rel}: a quality-study report needs table[{i}].{(missing or ['cost'])[0]}")
+    return rows
+
+
+def _how(r: dict[str, Any]) -> str:
+    k = r.get("k")
+    demos = "no examples" if k == 0 else f"{fmt_value(k)} solved examples"
+    cal = {"none": "raw", "prior": "label-free prior", "bias": "fitted bias"}.get(str(r.get("calibration")),
+                                                                                  str(r.get("calibration")))
+    return f"{r.get('layout')}, {demos}, {r.get('readout')}, {cal}"
+
+
+def draw_quality_study(rel: str, rep: ReportFile) -> None:
+    """Per set: a bar per configuration (balanced accuracy out of fold, today's default as the dashed line); then
+    the whole table with the paired comparison, the cost, and the configurations that were skipped and why."""
+    rows = _table(rel, rep.obj)
+    for set_name in dict.fromkeys(str(r["set"]) for r in rows):
+        mine = [r for r in rows if str(r["set"]) == set_name]
+        bars = [(_how(r), metric_value(r["balanced_accuracy"]) or 0.0, ci_note(r["balanced_accuracy"])) for r in mine]
+        base = next((r for r in mine if (r.get("vs_baseline") or {}).get("verdict") == "baseline"), None)
+        ref = ("today's default", metric_value(base["balanced_accuracy"]) or 0.0) if base else None
+        chart = svg_bars(bars, "balanced accuracy, out of fold", f"{set_name}: decisions right, by way of asking",
+                         label_w=300, ref=ref)
+        rep.charts.append(with_caption(chart, (
+            f"{set_name}: each bar is one way of asking the model — the prompt layout, how many solved examples come "
+            "before the question, what is read out (the option letters or ids) and how the answer is calibrated. "
+            "Longer is more often right (balanced accuracy: every answer class counts the same, 0.5 is a coin flip "
+            "for yes/no), measured only on rows the examples and the calibration never saw.")))
+    table = []
+    for r in rows:
+        vs = r.get("vs_baseline") or {}
+        cost = r["cost"]
+        delta = finite(vs.get("balanced_accuracy_delta"))
+        table.append([fmt_value(r["set"]), fmt_value(r["layout"]), fmt_value(r["k"]), fmt_value(r["readout"]),
+                      fmt_value(r["calibration"]), fmt_value(metric_value(r["balanced_accuracy"])),
+                      ci_note(r["balanced_accuracy"]),
+                      "—" if delta is None or vs.get("verdict") == "baseline" else f"{delta:+.3f}",
+                      _VERDICT.get(str(vs.get("verdict")), "no default in this study"),
+                      fmt_value(finite(cost.get("seconds_per_decision"))),
+                      fmt_value(finite(cost.get("computed_tokens_per_decision"))),
+                      fmt_value(finite(cost.get("reused_share")))])
+    rep.tables.insert(0, {"caption": "every way of asking, on every set (out of fold)",
+                          "columns": ["set", "layout", "examples (k)", "read out", "calibration", "balanced accuracy",
+                                      "95 % interval", "vs today's default", "verdict", "seconds / decision",
+                                      "tokens computed / decision", "share of tokens reused"],
+                          "rows": table,
+                          "note": "verdict: helps or hurts only when the paired 95 % interval of the difference with "
+                                  "today's default (state-major, no examples, letters, raw) excludes 0; a "
+                                  "configuration that does not help is shown as such. Cost: the scoring call's seconds "
+                                  "and the tokens the model computed, per decision; reused tokens came from the prefix "
+                                  "cache."})
+    skipped = rep.obj.get("skipped")
+    if isinstance(skipped, list) and skipped:
+        rep.tables.insert(1, {"caption": "ways of asking that were not run, and why",
+                              "columns": ["set", "layout", "examples (k)", "read out", "reason"],
+                              "rows": [[fmt_value(s.get(k)) for k in ("set", "layout", "k", "readout", "reason")]
+                                       for s in skipped if isinstance(s, dict)], "note": ""})
+    costs = rep.obj.get("demo_costs")
+    if isinstance(costs, list) and costs:  # after the skipped ones, before the report's every-field tables
+        rows_c = [[fmt_value(c.get(k)) for k in ("set", "layout", "readout", "k")]
+                  + [fmt_value(finite(c.get(k))) for k in ("time_ratio", "computed_tokens_ratio", "reused_share")]
+                  for c in costs if isinstance(c, dict)]
+        rep.tables.insert(2 if isinstance(skipped, list) and skipped else 1, {
+            "caption": "what solved examples cost (against the same way of asking without them)",
+            "columns": ["set", "layout", "read out", "examples (k)", "time × k = 0", "tokens computed × k = 0",
+                        "share of tokens reused"],
+            "rows": rows_c,
+            "note": "the examples sit in the part of the prompt the cache reuses, so their cost is paid once per "
+                    "distinct prefix, not once per decision"})
+    w = rep.obj.get("winner")
+    if isinstance(w, dict) and w.get("name"):
+        rep.note = (f"The best way of asking on these sets: {w['name']} (balanced accuracy "
+                    f"{fmt_value(finite(w.get('value')))}, averaged over the sets, out of fold).")
