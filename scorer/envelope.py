@@ -64,6 +64,7 @@ KINDS: dict[str, str] = {
     "serve-batching": "semif-serve-batching-v1",  # benchmarks/serve_batching.py
     "grammar-mask-probe": "semif-grammar-mask-probe-v1",  # benchmarks/grammar-mask-probe.py
     "engines": "semif-engines-v1",  # benchmarks/engines.py
+    "agent-example": "semif-agent-example-v1",  # benchmarks/agent_example.py (the README's examples/agent.py)
 }
 """Every report kind and the format its writer writes now."""
 
