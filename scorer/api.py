@@ -211,10 +211,10 @@ def ask_rows(state: Any, questions: Any, id: str | None = None, **extra: Any) ->
                          "a non-empty mapping name -> Choice/YesNo/Score (or {type, question, options})")
     if id is not None and not nonempty_str(id):
         raise InputError(ASK_SOURCE, None, "id", f"{brief(id)} is not a non-empty string", "a non-empty string")
-    clash = sorted(k for k in extra if k in ("id", "state", *_QUESTION_FIELDS))
-    if clash:
+    clash = sorted(k for k in extra if k in ("id", "state", *_QUESTION_FIELDS, "echo"))
+    if clash:  # echo is an argument of ask (the call's echo), so it can be no row's extra field here
         raise InputError(ASK_SOURCE, None, clash[0], "given as an extra field",
-                         "extra fields other than id, state, question, options, type")
+                         "extra fields other than id, state, question, options, type, echo")
     rows = []
     for name, spec in questions.items():
         if not nonempty_str(name):
@@ -249,7 +249,7 @@ def ask_decisions(state: Any, questions: Any, id: str | None = None,
 def ask_call(doc: Any, source: str = "body") -> tuple[Any, Any, str | None, dict[str, Any]]:
     """``(state, questions, id, extra)`` of an ask request in JSON (``{"state", "questions", "id"?, "extra"?}``:
     the service's ``/v1/ask`` body), every question validated (:func:`ask_decisions`); errors name ``source``
-    and the field."""
+    and the field. An ``echo`` in ``extra`` is refused: it is the call's option (:meth:`Scorer.ask`)."""
     if not isinstance(doc, dict):
         raise InputError(source, None, None, f"a JSON {type(doc).__name__}",
                          'an object {"state", "questions", "id"?, "extra"?}')
@@ -262,10 +262,10 @@ def ask_call(doc: Any, source: str = "body") -> tuple[Any, Any, str | None, dict
     extra = doc.get("extra", {})
     if not isinstance(extra, dict):
         raise InputError(source, None, "extra", f"a {type(extra).__name__}", "an object of extra fields")
-    clash = sorted(k for k in extra if k in ("state", "questions", "id", *_QUESTION_FIELDS))
+    clash = sorted(k for k in extra if k in ("state", "questions", "id", *_QUESTION_FIELDS, "echo"))
     if clash:
-        raise InputError(source, None, f"extra.{clash[0]}", "a field of the row itself",
-                         "extra fields other than state, questions, id, question, options, type")
+        raise InputError(source, None, f"extra.{clash[0]}", "a field of the row itself, or the request's echo",
+                         "extra fields other than state, questions, id, question, options, type, echo")
     ask_decisions(doc["state"], doc["questions"], doc.get("id"), **extra)
     return doc["state"], doc["questions"], doc.get("id"), extra
 
@@ -287,7 +287,8 @@ class Scorer:
     file is read and checked at construction (bad JSON, wrong version or NaN raise
     :class:`~scorer.errors.InputError`), and so is its model: a file that holds nothing for the model this
     scorer would load is refused before the model loads. ``echo`` (True/``"digest"`` or ``"full"``) stores the
-    question, options and a state digest (or the state) in every record (:mod:`scorer.echo`).
+    question, options and a state digest (or the state) in every record (:mod:`scorer.echo`); every scoring method
+    takes ``echo=`` too, for that call only (None: the scorer's; False: none), as the service's and MCP's requests do.
     ``slots`` is what is read out: ``"letters"`` (the options lettered A, B, …; the default) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
     refused naming ``options[i].id``), as ``semif score --slots``.
@@ -418,27 +419,30 @@ class Scorer:
 
     # --- scoring ------------------------------------------------------------------------------------
     def decide(self, state: str | dict[str, Any] | list[Any], question: str, options: Any,
-               id: str = "decision", **extra: Any) -> DecisionRecord:
+               id: str = "decision", *, echo: bool | str | None = None, **extra: Any) -> DecisionRecord:
         """Score one decision. ``options``: a list of ids, ``{id: description}`` or ``[{"id", "description"}, …]``
         (2–16, lettered A, B, … in this order; :func:`scorer.questions.normalize_options`). ``extra`` fields are
         carried into the record, never into the prompt (``type="yesno"``/``"score"`` types the readout:
-        :attr:`DecisionRecord.answer`). Raises :class:`InputError` with the field-level message a JSONL row
-        would get."""
+        :attr:`DecisionRecord.answer`); ``echo`` is this call's echo (None: the scorer's), not an extra field.
+        Raises :class:`InputError` with the field-level message a JSONL row would get."""
         row = {"id": id, "state": state, "question": question,
                "options": normalize_options(options, DECIDE_SOURCE, None), **extra}
-        return self.decide_row(row, DECIDE_SOURCE)
+        return self.decide_row(row, DECIDE_SOURCE, echo=echo)
 
-    def decide_row(self, row: Any, source: str = "row") -> DecisionRecord:
-        """Score one row given in the JSONL row schema (a dict); errors name ``source`` (no line number)."""
+    def decide_row(self, row: Any, source: str = "row", *, echo: bool | str | None = None) -> DecisionRecord:
+        """Score one row given in the JSONL row schema (a dict); errors name ``source`` (no line number).
+        ``echo``: this call's (None: the scorer's)."""
         decision, line = _parse_row(row, source, None)
-        return self._score([decision], [line])[0]
+        return self._score([decision], [line], echo)[0]
 
-    def decide_many(self, rows: Iterable[Mapping[str, Any]]) -> list[DecisionRecord]:
+    def decide_many(self, rows: Iterable[Mapping[str, Any]], *, echo: bool | str | None = None
+                    ) -> list[DecisionRecord]:
         """Score rows (dicts in the JSONL row schema: id, state, question, options, extra fields), all
         validated before any is scored. In shared mode rows that share a state are prefilled once and scored
-        together. Records come back in input order and equal ``semif score``'s for a file of these rows."""
+        together. Records come back in input order and equal ``semif score``'s for a file of these rows (with
+        ``--echo`` when this call or the scorer echoes). ``echo``: this call's (None: the scorer's)."""
         decisions, plain = parse_rows(rows)
-        return self._score(decisions, plain)
+        return self._score(decisions, plain, echo)
 
     def ask_rows(self, state: str | dict[str, Any] | list[Any], questions: Mapping[str, Question | Mapping[str, Any]],
                  id: str | None = None, **extra: Any) -> list[dict[str, Any]]:
@@ -446,27 +450,38 @@ class Scorer:
         return ask_rows(state, questions, id, **extra)
 
     def ask(self, state: str | dict[str, Any] | list[Any], questions: Mapping[str, Question | Mapping[str, Any]],
-            id: str | None = None, **extra: Any) -> Answers:
+            id: str | None = None, *, echo: bool | str | None = None, **extra: Any) -> Answers:
         """Ask several named questions about one state: ``{"team": Choice(q, options), "refund": YesNo(q),
         "severity": Score(q, labels)}`` -> :class:`~scorer.questions.Answers`, name -> typed answer
         (:class:`~scorer.questions.ChoiceAnswer`, :class:`~scorer.questions.YesNoAnswer`,
         :class:`~scorer.questions.ScoreAnswer`). The state is prefilled once and the questions scored in packed
         passes (shared mode, whatever this scorer's ``mode``). Every question is validated before any is scored
-        (:func:`ask_decisions`); a bad one raises :class:`InputError` naming ``questions.NAME.FIELD``."""
+        (:func:`ask_decisions`); a bad one raises :class:`InputError` naming ``questions.NAME.FIELD``. ``echo``:
+        this call's (None: the scorer's), not an extra field."""
         names, decisions, plain = ask_decisions(state, questions, id, **extra)
         records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__},
-                                       mode="shared")
+                                       mode="shared", echo=echo)
         return Answers({name: answer_of(rec, name) for name, rec in zip(names, records, strict=True)})
 
-    def _score(self, decisions: list[Decision], plain: list[bytes]) -> list[DecisionRecord]:
-        records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__})
+    def _score(self, decisions: list[Decision], plain: list[bytes], echo: bool | str | None) -> list[DecisionRecord]:
+        records = self.score_decisions(decisions, {"input_sha256": rows_sha256(plain), "semif": __version__},
+                                       echo=echo)
         return [DecisionRecord.from_record(r) for r in records]
 
+    def echo_level(self, echo: bool | str | None = None) -> str | None:
+        """The echo level a call with ``echo`` records: the scorer's when None, else ``echo`` checked
+        (:func:`scorer.echo.check_echo`: False is none, True is ``digest``)."""
+        from scorer.echo import check_echo
+
+        return self.echo if echo is None else check_echo(echo)
+
     def run_config(self, decisions: Sequence[Decision], run_parts: Mapping[str, Any], info: dict[str, Any],
-                   mode: str | None = None, layout: str | None = None) -> dict[str, Any]:
+                   mode: str | None = None, layout: str | None = None, echo: bool | str | None = None
+                   ) -> dict[str, Any]:
         """What names a run of ``decisions`` by this scorer (:func:`scorer.runs.score.checked_config_parts` with
         every option of this scorer), checked: the one place the API and the service's batching name runs.
-        ``layout``: the resolved one (default: this scorer's, resolved for these decisions alone)."""
+        ``layout``: the resolved one (default: this scorer's, resolved for these decisions alone); ``echo``: the
+        call's (None: the scorer's)."""
         from scorer.runs.score import checked_config_parts, resolve_layout
 
         if layout is None:
@@ -474,12 +489,13 @@ class Scorer:
                                                                                  self.demos)[0]
         return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
                                     self.max_batch_tokens, calibration=self.calibration,
-                                    on_uncovered=self.on_uncovered, echo=self.echo, layout=layout,
+                                    on_uncovered=self.on_uncovered, echo=self.echo_level(echo), layout=layout,
                                     demos=self.demos, slots=self.slots,
                                     preset=None if self.preset is None else self.preset.sha256)
 
     def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
-                        indices: Sequence[int] | None = None, mode: str | None = None) -> list[dict[str, Any]]:
+                        indices: Sequence[int] | None = None, mode: str | None = None,
+                        echo: bool | str | None = None) -> list[dict[str, Any]]:
         """Engine-level entry: the records of already validated ``decisions`` (one run of
         :func:`scorer.runs.score.score_items`, so shared mode groups them by state prefix).
 
@@ -488,7 +504,8 @@ class Scorer:
         0, 1, …) when these decisions are a slice of it; ``resumed_from`` is recorded as is. With a
         calibration every decision's signature is checked before any is scored, and the records carry the
         ``calibrated`` block (the run's configuration then names the calibration file's sha256, as the
-        CLI's does). ``mode`` overrides the scorer's mode for this call (``ask`` scores in shared mode).
+        CLI's does). ``mode`` overrides the scorer's mode for this call (``ask`` scores in shared mode), ``echo``
+        its echo (None: the scorer's; checked before anything is scored).
         """
         from scorer.calibration.apply import apply_records
         from scorer.echo import with_echo
@@ -499,11 +516,12 @@ class Scorer:
         if self.preset is not None and self._preset_demos:
             assert self.demos is not None
             check_states_disjoint(self.demos.states(), decisions, self.preset)
+        level = self.echo_level(echo)
         with self._lock:
             backend = self._load_locked()
             cal = self.calibration
             layout, _ = resolve_layout(backend, decisions, self.layout, self.demos)
-            parts = self.run_config(decisions, run_parts, backend.model_info(), mode, layout)
+            parts = self.run_config(decisions, run_parts, backend.model_info(), mode, layout, level or False)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=mode != "direct", layout=layout, demos=self.demos,
@@ -511,7 +529,7 @@ class Scorer:
             records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache))
             if cal is not None:
                 records = list(apply_records(cal, records, self.on_uncovered))
-            records = list(with_preset(with_echo(records, decisions, self.echo), self.preset))
+            records = list(with_preset(with_echo(records, decisions, level), self.preset))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):
                 rec["run"]["index"] = index

@@ -9,8 +9,9 @@
             ...
 
 Answers are the service's records as :class:`~scorer.api.DecisionRecord` (the type :class:`~scorer.api.Scorer`
-returns), so agent code reads a local and a served decision the same way. Requests are JSON in the row schema
-(``semif-row-v1``), built as :meth:`Scorer.decide` builds them.
+returns), and :meth:`AsyncClient.ask`'s are :class:`~scorer.questions.Answers`, so agent code reads a local and a
+served decision the same way. Requests are JSON in the row schema (``semif-row-v1``), built as
+:meth:`Scorer.decide` builds them; ``echo=`` is the request's ``?echo=`` (None: the server's ``--echo``).
 
 Retries (``retries`` more tries, exponential backoff from ``backoff_s`` up to ``max_backoff_s``, a 503's
 ``Retry-After`` honoured up to ``max_backoff_s``): on a refused or dropped connection, a connect timeout, a 503
@@ -36,7 +37,7 @@ import orjson
 from scorer.api import DecisionRecord
 from scorer.errors import SemifError
 from scorer.options import non_negative_float, non_negative_int, positive_float
-from scorer.questions import normalize_options
+from scorer.questions import Answers, Choice, Question, Score, YesNo, answer_of, normalize_options
 from scorer.serve import TOKEN_ENV
 
 RETRY_STATUSES = frozenset({408, 503})
@@ -95,22 +96,37 @@ class AsyncClient:
 
     # --- decisions ------------------------------------------------------------------------------------------------
     async def decide(self, state: str | dict[str, Any] | list[Any], question: str, options: Any,
-                     id: str = "decision", **extra: Any) -> DecisionRecord:
+                     id: str = "decision", *, echo: bool | str | None = None, **extra: Any) -> DecisionRecord:
         """One decision, as :meth:`scorer.api.Scorer.decide` takes it (``options``: ``{id: description}`` or
         the row list form); ``extra`` fields go into the record, never into the prompt."""
         row = {"id": id, "state": state, "question": question, "options": normalize_options(options, "decision", None),
                **extra}
-        return await self.decide_row(row)
+        return await self.decide_row(row, echo=echo)
 
-    async def decide_row(self, row: Mapping[str, Any]) -> DecisionRecord:
+    async def decide_row(self, row: Mapping[str, Any], *, echo: bool | str | None = None) -> DecisionRecord:
         """One row in the JSONL row schema (``POST /v1/decide``)."""
-        return DecisionRecord.from_record(await self._call("POST", "/v1/decide", row))
+        return DecisionRecord.from_record(await self._call("POST", "/v1/decide", row, echo))
 
-    async def decide_many(self, rows: Iterable[Mapping[str, Any]]) -> list[DecisionRecord]:
+    async def decide_many(self, rows: Iterable[Mapping[str, Any]], *, echo: bool | str | None = None
+                          ) -> list[DecisionRecord]:
         """Rows scored as one request (``POST /v1/decide/batch``: rows that share a state prefilled once); the
         records in input order."""
-        doc = await self._call("POST", "/v1/decide/batch", {"rows": list(rows)})
+        doc = await self._call("POST", "/v1/decide/batch", {"rows": list(rows)}, echo)
         return [DecisionRecord.from_record(r) for r in doc["records"]]
+
+    async def ask(self, state: str | dict[str, Any] | list[Any], questions: Mapping[str, Question | Mapping[str, Any]],
+                  id: str | None = None, *, echo: bool | str | None = None, **extra: Any) -> Answers:
+        """Named questions about one state (``POST /v1/ask``), as :meth:`scorer.api.Scorer.ask` takes them
+        (``Choice``/``YesNo``/``Score`` or their JSON form): name -> typed answer."""
+        wire = {name: q.row_fields() if isinstance(q, Choice | YesNo | Score) else q
+                for name, q in questions.items()} if isinstance(questions, Mapping) else questions  # else: its 422
+        body: dict[str, Any] = {"state": state, "questions": wire}
+        if id is not None:
+            body["id"] = id
+        if extra:
+            body["extra"] = extra
+        doc = await self._call("POST", "/v1/ask", body, echo)
+        return Answers({name: answer_of(rec, name) for name, rec in zip(doc["answers"], doc["records"], strict=True)})
 
     async def models(self) -> dict[str, Any]:
         """``GET /v1/models``: the served model's record block, the mode, the batching window and the limits."""
@@ -123,14 +139,16 @@ class AsyncClient:
         return doc
 
     # --- the wire -------------------------------------------------------------------------------------------------
-    async def _call(self, method: str, path: str, body: Any = None) -> Any:
+    async def _call(self, method: str, path: str, body: Any = None, echo: bool | str | None = None) -> Any:
         content = None if body is None else orjson.dumps(body)
+        # ?echo= spells the API's values as text (scorer.echo.QUERY_VALUES); a wrong one is the service's 422
+        params = None if echo is None else {"echo": "true" if echo is True else "false" if echo is False else str(echo)}
         last = ""  # the last failure, for the message once the retries are spent
         status: int | None = None
         wait: float | None = None
         for attempt in range(self.retries + 1):
             try:
-                r = await self._http.request(method, path, content=content)
+                r = await self._http.request(method, path, content=content, params=params)
             except httpx.ReadTimeout:  # the request may be queued or scoring: a resend would queue it twice
                 raise ServiceUnavailable(f"{self._http.base_url} did not answer {method} {path} within "
                                          f"{self.timeout_s:g} s (not resent: it may still be queued; a long "

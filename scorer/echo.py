@@ -6,6 +6,11 @@ A record always carries hashes of its prompt and tokens; with ``echo`` it also c
   order) and ``state_sha256``, the sha256 of the state (its UTF-8 text, or for a JSON state the compact JSON
   ``orjson.dumps`` writes, key order kept), so the state can be matched to the record without being stored;
 * ``full`` (``--echo full``, API ``echo="full"``): the same and the state itself.
+
+Where it is asked for: the :class:`~scorer.api.Scorer` (``echo=``, every call's default) or one call (``decide``,
+``decide_row``, ``decide_many``, ``ask``: ``echo=``); ``semif score``/``ask``/``serve``/``mcp --echo [full]``; a
+service request's ``?echo=`` query parameter and an MCP tool's ``echo`` argument (:func:`request_echo`), which
+take the same values as the API.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from scorer.errors import brief
+from scorer.errors import InputError, brief
 from scorer.options import OptionError
 from scorer.schema import Decision
 
@@ -33,6 +38,25 @@ def check_echo(value: Any, option: str = "echo") -> str | None:
     if isinstance(value, str) and value in ECHO_LEVELS:
         return value
     raise OptionError(option, f"{brief(value)} is not one of True, False, {', '.join(map(repr, ECHO_LEVELS))}")
+
+
+QUERY_VALUES = {"true": True, "false": False, "digest": "digest", "full": "full"}
+"""What ``?echo=`` may say (a query string has no JSON ``true``): the API's values, spelled as text."""
+
+
+def request_echo(value: Any, source: str, field: str = "echo") -> str | bool | None:
+    """The echo one request asks for (an MCP tool's ``echo`` argument, or :data:`QUERY_VALUES`' value of the
+    service's ``?echo=``), as the API's per-call ``echo=`` takes it: None leaves the server's, False is none (over a
+    server that echoes by default), else a level. A refusal is an :class:`~scorer.errors.InputError` naming
+    ``source`` and ``field``, as a bad row field is."""
+    if value is None:
+        return None
+    try:
+        level = check_echo(value, field)
+    except OptionError:
+        raise InputError(source, None, field, f"{brief(value)} is not an echo level",
+                         "true (the digest), false (none), \"digest\" or \"full\" (the state itself too)") from None
+    return False if level is None else level
 
 
 def state_sha256(state: str | dict[str, Any] | list[Any]) -> str:

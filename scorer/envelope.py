@@ -66,6 +66,7 @@ KINDS: dict[str, str] = {
     "engines": "semif-engines-v1",  # benchmarks/engines.py
     "quality-study": "semif-quality-study-v1",  # benchmarks/quality_study.py
     "preset": "semif-preset-v1",  # benchmarks/quality_study.py --write-preset (read by --preset, scorer.presets)
+    "agent-example": "semif-agent-example-v1",  # benchmarks/agent_example.py (the README's examples/agent.py)
 }
 """Every report kind and the format its writer writes now."""
 

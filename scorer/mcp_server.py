@@ -11,7 +11,12 @@ of the :class:`~scorer.api.Scorer` and the arguments):
 * ``ask`` — several named questions about one state (``questions``: name -> ``{type: choice|yesno|score,
   question, options}``): :meth:`Scorer.ask` (one prefill, the questions packed), name -> typed answer, and every
   question's record; a bad question is a tool error naming ``questions.NAME.FIELD``.
-* ``models`` — the loaded model's record ``model`` block, the mode, the calibration file and the tool names.
+* ``models`` — the loaded model's record ``model`` block, the mode, the calibration file, the server's echo and the
+  tool names.
+
+``decide`` and ``ask`` take ``echo`` (``true`` or ``"digest"``: each record keeps its question, options and the
+state's sha256; ``"full"``: the state too; ``false``: none; absent or null: the server's ``--echo``), exactly as the
+API's per-call ``echo=``; a bad value is a tool error naming the field ``echo``.
 
 A new tool (``ask``, once :meth:`Scorer.ask` exists) is one more :class:`McpTool` in :data:`TOOLS`: a function
 ``(scorer, arguments) -> (structured answer, text)`` and its two schemas; listing, dispatch, errors and both
@@ -40,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from scorer.api import DECIDE_SOURCE, DecisionRecord, Scorer, ask_call
+from scorer.echo import request_echo
 from scorer.errors import InputError, SemifError
 from scorer.questions import normalize_options
 from scorer.schema import record_schema
@@ -51,8 +57,13 @@ if TYPE_CHECKING:
 SERVER_NAME = "semif"
 MCP_PATH = "/mcp"
 """The streamable HTTP endpoint."""
-_DECIDE_KEYS = ("state", "question", "options", "id", "extra")
-_ROW_KEYS = ("id", "state", "question", "options")
+_DECIDE_KEYS = ("state", "question", "options", "id", "extra", "echo")
+_ROW_KEYS = ("id", "state", "question", "options", "echo")
+"""What ``extra`` may not hold: the decision's own fields, and ``echo`` (an argument of the call, never a field)."""
+_ECHO_ARG: dict[str, Any] = {
+    "enum": [True, False, None, "digest", "full"],
+    "description": "echo the inputs into the record(s): true or 'digest' (question, options, the state's sha256), "
+                   "'full' (the state too), false (none); absent or null: the server's --echo"}
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,7 @@ def _decide_input_schema() -> dict[str, Any]:
             "id": {**row["id"], "description": "the decision's id in its record (default 'decision')"},
             "extra": {"type": "object", "description": "fields carried into the record's extra block, never into "
                                                        "the prompt"},
+            "echo": _ECHO_ARG,
         },
     }
 
@@ -130,8 +142,8 @@ def decision_row(arguments: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(DECIDE_SOURCE, None, "extra", f"a {type(extra).__name__}", "an object")
     for key in extra:
         if key in _ROW_KEYS:
-            raise InputError(DECIDE_SOURCE, None, f"extra.{key}", "a field of the decision itself",
-                             "extra fields other than id, state, question, options")
+            raise InputError(DECIDE_SOURCE, None, f"extra.{key}", "a field of the decision itself, or its echo",
+                             "extra fields other than id, state, question, options, echo")
     row: dict[str, Any] = {"id": arguments.get("id", "decision")}
     row.update({k: arguments[k] for k in ("state", "question") if k in arguments})
     if "options" in arguments:
@@ -140,7 +152,8 @@ def decision_row(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _decide(scorer: Scorer, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    answer = readout(scorer.decide_row(decision_row(arguments), DECIDE_SOURCE))
+    row = decision_row(arguments)
+    answer = readout(scorer.decide_row(row, DECIDE_SOURCE, echo=request_echo(arguments.get("echo"), DECIDE_SOURCE)))
     return answer, _text(answer)
 
 
@@ -163,6 +176,7 @@ _ASK_INPUT: dict[str, Any] = {
                                                "; optional for yesno (default yes/no wording)"}}}},
         "id": {"type": "string", "description": "record ids are ID/NAME (default NAME)"},
         "extra": {"type": "object", "description": "fields carried into every record's extra block"},
+        "echo": _ECHO_ARG,
     },
 }
 _ASK_OUTPUT: dict[str, Any] = {
@@ -175,8 +189,10 @@ _ASK_OUTPUT: dict[str, Any] = {
 
 
 def _ask(scorer: Scorer, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    state, questions, rid, extra = ask_call(dict(arguments), "ask")  # validated, errors name questions.NAME.FIELD
-    answers = scorer.ask(state, questions, rid, **extra)
+    args = dict(arguments)
+    echo = request_echo(args.pop("echo", None), "ask")
+    state, questions, rid, extra = ask_call(args, "ask")  # validated, errors name questions.NAME.FIELD
+    answers = scorer.ask(state, questions, rid, echo=echo, **extra)
     doc = {"answers": answers.to_json(), "records": [dict(r) for r in answers.records]}
     return doc, orjson.dumps(doc["answers"]).decode()
 
@@ -187,7 +203,7 @@ def _models(scorer: Scorer, arguments: Mapping[str, Any]) -> tuple[dict[str, Any
         raise InputError("models", None, str(next(iter(arguments))), "not an argument of models", "no arguments")
     cal = scorer.calibration
     doc = {"models": [scorer.model_info()], "mode": scorer.mode,
-           "calibration": None if cal is None else {"method": cal.method, **cal.source},
+           "calibration": None if cal is None else {"method": cal.method, **cal.source}, "echo": scorer.echo,
            "tools": [t.name for t in TOOLS]}
     return doc, orjson.dumps(doc).decode()
 
@@ -199,6 +215,8 @@ _MODELS_OUTPUT = {
                    "mode": {"enum": ["direct", "serial", "shared"]},
                    "calibration": {"type": ["object", "null"], "description": "the calibration file (method, path, "
                                                                               "sha256), or null"},
+                   "echo": {"enum": [None, "digest", "full"], "description": "what every record echoes unless a "
+                                                                            "call's echo argument says otherwise"},
                    "tools": {"type": "array", "items": {"type": "string"}}},
 }
 
@@ -302,7 +320,7 @@ def http_app(server: Any, host: str) -> Any:
 
 
 def serve_mcp(model: BackendConfig, transport: str, host: str = "127.0.0.1", port: int = 8001, mode: str = "shared",
-              max_batch_tokens: int | None = None, calibration: str | None = None) -> None:
+              max_batch_tokens: int | None = None, calibration: str | None = None, echo: str | None = None) -> None:
     """``semif mcp``: load ``model`` and serve :data:`TOOLS` over ``transport`` (``stdio`` or ``http``) until the
     client closes stdin (stdio) or the process is interrupted (http). The SDK, the host and the calibration file
     are checked before the model loads."""
@@ -314,7 +332,7 @@ def serve_mcp(model: BackendConfig, transport: str, host: str = "127.0.0.1", por
     if transport == "http":
         check_http_host(host)
     cal = load_calibration(calibration) if calibration else None
-    with Scorer.from_config(model, mode, max_batch_tokens, cal) as scorer:
+    with Scorer.from_config(model, mode, max_batch_tokens, cal, echo=echo) as scorer:
         with contextlib.redirect_stdout(sys.stderr):  # whatever a model load prints, stdout is the protocol's
             scorer.load()
         server = build_server(scorer)

@@ -158,12 +158,14 @@ def question_fields(name: str, spec: Any, source: str) -> dict[str, Any]:
                          "one of " + ", ".join(QUESTION_TYPES))
     if "question" not in spec:
         raise InputError(source, None, f"{where}.question", "missing", "a non-empty string")
-    out = {"question": spec["question"], "type": qtype}
+    if "options" not in spec and qtype != "yesno":
+        raise InputError(source, None, f"{where}.options", "missing", OPTION_FORMS)
+    # In the order row_fields() gives them, so that a question sent as JSON (the service, MCP, the client) is the same
+    # row, byte for byte, as the same question given as a Choice/YesNo/Score: the same run, the same config_sha256.
+    out = {"question": spec["question"]}
     if "options" in spec:
         out["options"] = spec["options"]
-    elif qtype != "yesno":
-        raise InputError(source, None, f"{where}.options", "missing", OPTION_FORMS)
-    return out
+    return {**out, "type": qtype}
 
 
 # --- typed answers -------------------------------------------------------------------------------------------------

@@ -35,6 +35,10 @@ Contracts:
   ``questions.NAME.FIELD``; more questions than ``max_rows`` answer 413.
 * ``--uncovered raw``: a row the calibration does not cover is scored with its raw numbers and flagged
   (``calibrated.uncovered``) instead of answering 422.
+* Echo (:mod:`scorer.echo`): ``--echo [full]`` makes every record carry its question, options and state digest (or
+  the state); a request's ``?echo=true|false|digest|full`` query parameter (any POST endpoint: the body stays the
+  row, the batch or the ask request) overrides that for its own records, as the API's per-call ``echo=`` does; a
+  bad value answers 422 with ``field`` ``echo``. A record equals the API's for the same row and echo.
 * ``--batch-window-ms W`` (shared mode; default :data:`~scorer.serve_queue.DEFAULT_BATCH_WINDOW_MS`, 0 turns it
   off): one-row requests queued within W ms of each other are scored in one call, those about one state in one
   packed pass (:mod:`scorer.serve_queue`); each such record carries ``batch`` (requests scored together, how
@@ -59,8 +63,9 @@ import orjson
 
 from scorer.api import Scorer, _parse_row, ask_call
 from scorer.backends import BackendConfig
+from scorer.echo import QUERY_VALUES, request_echo
 from scorer.errors import InputError, SemifError
-from scorer.options import positive_float, positive_int
+from scorer.options import OptionError, positive_float, positive_int
 from scorer.radix_cache import DEFAULT_BUDGET_BYTES
 from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
 from scorer.serve_queue import QueueFull, RowJob, ScoringQueue, check_batch_window, score_together
@@ -133,6 +138,9 @@ def openapi(limits: Limits) -> dict[str, Any]:
     ref = {"row": {"$ref": "#/components/schemas/Row"}, "record": {"$ref": "#/components/schemas/Record"}}
     err = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     errors = {"400": err, "401": err, "413": err, "422": err, "503": err}
+    echo = [{"name": "echo", "in": "query", "required": False, "schema": {"enum": list(QUERY_VALUES)},
+             "description": "this request's echo (default: the server's --echo): digest or true = the question, "
+                            "options and the state's sha256 in every record; full = the state too; false = none"}]
     batch_in = {"type": "object", "required": ["rows"], "properties": {
         "rows": {"type": "array", "minItems": 1, "maxItems": limits.max_rows, "items": ref["row"]}}}
     batch_out = {"type": "object", "properties": {"records": {"type": "array", "items": ref["record"]}}}
@@ -156,8 +164,8 @@ def openapi(limits: Limits) -> dict[str, Any]:
         return {"description": "ok", "content": {"application/json": {"schema": schema}}}
 
     def post(schema_in: dict[str, Any], schema_out: dict[str, Any]) -> dict[str, Any]:
-        return {"post": {"requestBody": body(schema_in), "responses": {"200": ok(schema_out), **errors},
-                         "security": [{"bearer": []}]}}
+        return {"post": {"parameters": echo, "requestBody": body(schema_in),
+                         "responses": {"200": ok(schema_out), **errors}, "security": [{"bearer": []}]}}
 
     return {
         "openapi": "3.1.0",
@@ -219,6 +227,16 @@ async def _read_json(request: Request, limits: Limits) -> Any:
         raise _Refused(400, InputError("body", None, None, f"invalid JSON ({exc})", "one JSON value")) from None
 
 
+def _query_echo(request: Request) -> str | bool | None:
+    """The request's ``?echo=`` (:func:`scorer.echo.request_echo`; None when absent: the server's echo)."""
+    given = request.query_params.getlist("echo")
+    if not given:
+        return None
+    if len(given) > 1:
+        raise _Refused(422, InputError("query", None, "echo", f"given {len(given)} times", "at most one ?echo="))
+    return request_echo(QUERY_VALUES.get(given[0], given[0]), "query")
+
+
 def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = None,
               batch_window_ms: float = 0.0) -> Starlette:
     """The ASGI app serving ``scorer`` (loaded here if it is not yet). The app owns a worker thread for its
@@ -240,13 +258,14 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         got = request.headers.get("authorization", "").encode("utf-8", "replace")
         return hmac.compare_digest(got, expected)
 
-    async def score(request: Request, parse: Callable[[Any], Callable[[], Any] | RowJob],
+    async def score(request: Request, parse: Callable[[Any, str | bool | None], Callable[[], Any] | RowJob],
                     render: Callable[[Any], Any]) -> Response:
         if not authorised(request):
             return _error(401, "missing or wrong bearer token (Authorization: Bearer <token>)",
                           headers={"WWW-Authenticate": "Bearer"})
         try:
-            job = parse(await _read_json(request, lim))
+            echo = _query_echo(request)
+            job = parse(await _read_json(request, lim), echo)
             result = await state["worker"].submit(job)
         except _Refused as r:
             return _error(r.status, str(r.exc), r.exc.field, r.exc.line)
@@ -257,6 +276,8 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
                           headers={"Retry-After": str(lim.retry_after_s)})
         except InputError as exc:
             return _error(422, str(exc), exc.field, exc.line)
+        except OptionError as exc:  # a refused option value: its name is the field
+            return _error(422, str(exc), exc.option)
         except SemifError as exc:  # a prompt longer than the model's context, a refused tokenizer check…
             return _error(422, str(exc))
         except Exception:
@@ -264,12 +285,12 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
             return _error(500, "internal error (the server's log has the details)")
         return _json(render(result))
 
-    def parse_one(doc: Any) -> Callable[[], Any] | RowJob:
+    def parse_one(doc: Any, echo: str | bool | None) -> Callable[[], Any] | RowJob:
         if window_ms > 0:  # validated here, scored with whatever other requests the window brings
-            return RowJob(*_parse_row(doc, "body", None))
-        return lambda: scorer.decide_row(doc, "body")
+            return RowJob(*_parse_row(doc, "body", None), echo)
+        return lambda: scorer.decide_row(doc, "body", echo=echo)
 
-    def parse_batch(doc: Any) -> Callable[[], Any]:
+    def parse_batch(doc: Any, echo: str | bool | None) -> Callable[[], Any]:
         if not isinstance(doc, dict) or "rows" not in doc:
             raise _Refused(422, InputError("body", None, "rows", "missing", 'an object {"rows": [row, ...]}'))
         rows = doc["rows"]
@@ -278,14 +299,14 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         if len(rows) > lim.max_rows:
             raise _Refused(413, InputError("body", None, "rows", f"{len(rows)} rows",
                                            f"at most {lim.max_rows} rows per request"))
-        return lambda: scorer.decide_many(rows)
+        return lambda: scorer.decide_many(rows, echo=echo)
 
-    def parse_ask(doc: Any) -> Callable[[], Any]:
+    def parse_ask(doc: Any, echo: str | bool | None) -> Callable[[], Any]:
         if isinstance(doc, dict) and isinstance(doc.get("questions"), dict) and len(doc["questions"]) > lim.max_rows:
             raise _Refused(413, InputError("body", None, "questions", f"{len(doc['questions'])} questions",
                                            f"at most {lim.max_rows} questions per request"))
         state, questions, rid, extra = ask_call(doc)  # a bad question: 422 here, nothing queued
-        return lambda: scorer.ask(state, questions, rid, **extra)
+        return lambda: scorer.ask(state, questions, rid, echo=echo, **extra)
 
     async def ask(request: Request) -> Response:
         return await score(request, parse_ask, lambda a: {
@@ -304,6 +325,7 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         cal = scorer.calibration
         pc = scorer.prefix_cache  # plain counters, read without the scorer's lock (a request may be moving them)
         return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots, "batch_window_ms": window_ms,
+                      "echo": scorer.echo,
                       "calibration": None if cal is None else {"method": cal.method, **cal.source},
                       "prefix_cache": {"kind": "radix", "budget_bytes": pc.budget_bytes, "held_bytes": pc.held_bytes,
                                        "states": pc.states, **pc.stats.as_dict()},
@@ -342,11 +364,11 @@ class _ServeReplica:
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
                  token: str | None, calibration: Calibration | None = None, on_uncovered: str = "error",
                  slots: str = "letters", batch_window_ms: float = 0.0,
-                 prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+                 prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES, echo: str | None = None) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
         self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration,
                                                 on_uncovered=on_uncovered, slots=slots,
-                                                prefix_cache_bytes=prefix_cache_bytes)
+                                                prefix_cache_bytes=prefix_cache_bytes, echo=echo)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token, batch_window_ms)
 
@@ -385,6 +407,8 @@ class ServeConfig:
     (:data:`~scorer.serve_queue.DEFAULT_BATCH_WINDOW_MS` in shared mode, 0 in the others); 0: each alone."""
     prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES
     """Memory budget of the scorer's radix prefix cache, which every request shares."""
+    echo: str | None = None
+    """Every record's echo unless its request says otherwise (``digest``, ``full``; None: none)."""
 
 
 @dataclass(frozen=True)
@@ -531,7 +555,7 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     calibration = _calibration(cfg)
     with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, on_uncovered=cfg.on_uncovered,
                             slots=cfg.slots, layout=cfg.layout, demos=cfg.demos,
-                            prefix_cache_bytes=cfg.prefix_cache_bytes) as scorer:
+                            prefix_cache_bytes=cfg.prefix_cache_bytes, echo=cfg.echo) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token, window_ms)
         print(f"[semif] serving {model.model} ({cfg.mode}, batch window {window_ms:g} ms) on "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
@@ -563,7 +587,7 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
         app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
 {**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
                            cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration, cfg.on_uncovered,
-                           cfg.slots, window_ms, cfg.prefix_cache_bytes)
+                           cfg.slots, window_ms, cfg.prefix_cache_bytes, cfg.echo)
         print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 from scorer import __version__
 from scorer.api import DecisionRecord, Scorer, rows_sha256
+from scorer.echo import echo_block
 from scorer.errors import SemifError
 from scorer.options import OptionError, non_negative_float
 from scorer.schema import Decision
@@ -75,6 +76,8 @@ class RowJob:
     decision: Decision
     line: bytes
     """The row as its JSON line (its run's ``input_sha256``, as :meth:`Scorer.decide_row` names it)."""
+    echo: bool | str | None = None
+    """The request's echo (None: the scorer's), as :meth:`Scorer.decide_row` takes it."""
 
 
 @dataclass
@@ -194,11 +197,11 @@ def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) ->
 def score_together(scorer: Scorer, jobs: Sequence[RowJob], window_ms: float) -> list[DecisionRecord | Exception]:
     """Score the rows of ``jobs`` (one request each) in one :meth:`Scorer.score_decisions` call.
 
-    Each job's run is named as if it were scored alone (its own ``input_sha256``, hence ``config_sha256``), and
-    each is checked alone first (a calibration that does not cover its row), so one request's bad row is that
-    request's error only. Should the call itself fail (a prompt over the context, say), every job is scored
-    alone instead, so each gets its own record or error, exactly as without batching. Returns one record or
-    exception per job, in order.
+    Each job's run is named as if it were scored alone (its own ``input_sha256`` and echo, hence ``config_sha256``),
+    and each is checked alone first (a calibration that does not cover its row), so one request's bad row is that
+    request's error only; each record gets the echo block its own request asked for. Should the call itself fail
+    (a prompt over the context, say), every job is scored alone instead, so each gets its own record or error,
+    exactly as without batching. Returns one record or exception per job, in order.
     """
     from scorer.runs.score import config_sha256
 
@@ -207,7 +210,7 @@ def score_together(scorer: Scorer, jobs: Sequence[RowJob], window_ms: float) -> 
     run_hash: dict[int, str] = {}
     for k, job in enumerate(jobs):
         try:
-            parts = scorer.run_config([job.decision], _run_parts(job), info)
+            parts = scorer.run_config([job.decision], _run_parts(job), info, echo=job.echo)
         except SemifError as exc:
             out[k] = exc
             continue
@@ -217,11 +220,14 @@ def score_together(scorer: Scorer, jobs: Sequence[RowJob], window_ms: float) -> 
         try:
             records = scorer.score_decisions([jobs[k].decision for k in todo],
                                              {"input_sha256": rows_sha256([jobs[k].line for k in todo]),
-                                              "semif": __version__})
+                                              "semif": __version__}, echo=False)  # each its own, below
         except Exception:
             return [o if o is not None else _alone(scorer, job, window_ms) for o, job in zip(out, jobs, strict=True)]
         for k, rec in zip(todo, records, strict=True):
             rec["run"] = {**rec["run"], "config_sha256": run_hash[k], "index": 0}
+            level = scorer.echo_level(jobs[k].echo)
+            if level is not None:
+                rec["echo"] = echo_block(jobs[k].decision, level)
             group = rec["timing"].get("group_rows", 1)
             rec["batch"] = {"requests": len(todo), "group_requests": int(group), "window_ms": window_ms}
             out[k] = DecisionRecord.from_record(rec)
@@ -236,7 +242,7 @@ def _run_parts(job: RowJob) -> dict[str, Any]:
 def _alone(scorer: Scorer, job: RowJob, window_ms: float) -> DecisionRecord | Exception:
     """``job`` scored by itself (the batch it came in could not be scored together)."""
     try:
-        rec = scorer.score_decisions([job.decision], _run_parts(job))[0]
+        rec = scorer.score_decisions([job.decision], _run_parts(job), echo=job.echo)[0]
     except Exception as exc:
         return exc
     rec["batch"] = {"requests": 1, "group_requests": 1, "window_ms": window_ms}

@@ -87,7 +87,8 @@ def test_ask_answers_equal_the_api_and_fit_the_schemas():
     ({"state": STATE, "options": OPTIONS}, "decision: field 'question': missing"),
     ({"state": "", "question": QUESTION, "options": OPTIONS}, "decision: field 'state'"),
     ({"state": STATE, "question": QUESTION, "options": OPTIONS, "temperature": 2},
-     "decision: field 'temperature': not an argument of decide (expected state, question, options, id, extra)"),
+     "decision: field 'temperature': not an argument of decide (expected state, question, options, id, extra, "
+     "echo)"),
     ({"state": STATE, "question": QUESTION, "options": OPTIONS, "extra": {"state": "x"}},
      "decision: field 'extra.state': a field of the decision itself"),
     ({"state": STATE, "question": QUESTION, "options": OPTIONS, "extra": [1]},

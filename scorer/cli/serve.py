@@ -20,6 +20,7 @@ from scorer.cli.options import (
     positive_float,
     positive_int,
 )
+from scorer.cli.score import add_echo_arg
 from scorer.serve import TOKEN_ENV, Limits
 from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS
 
@@ -55,6 +56,7 @@ def register(sub: Any) -> None:
                    help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
                         "a row it does not cover answers 422")
     add_uncovered_arg(p)
+    add_echo_arg(p)  # the server's default; a request's ?echo= overrides it for its own records
     g = p.add_argument_group("ray serve")
     g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
     g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
@@ -81,7 +83,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
                       calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots, layout=layout,
-                      demos=demos, batch_window_ms=args.batch_window_ms, prefix_cache_bytes=args.prefix_cache_bytes)
+                      demos=demos, batch_window_ms=args.batch_window_ms, prefix_cache_bytes=args.prefix_cache_bytes,
+                      echo=args.echo)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))
