@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import io
 import re
 from pathlib import Path
@@ -25,6 +26,30 @@ def _example() -> tuple[Path, str]:
     if m is None:
         raise AssertionError("no ```python block starting 'from scorer import Scorer' in README.md")
     return doc, m.group(1)
+
+
+_AGENT = re.compile(r"```python\n(from pathlib import Path\nimport orjson\n"
+                    r"from scorer import Choice, Scorer, YesNo\n.*?)```", re.S)
+
+
+def test_the_readme_agent_is_examples_agent_py():
+    """The README's first example asks what examples/agent.py asks (the file benchmarks/agent_example.py
+    measures), so the numbers printed under it are this code's; its model part is not run here (qwen files)."""
+    spec = importlib.util.spec_from_file_location("readme_agent", ROOT / "examples" / "agent.py")
+    assert spec is not None and spec.loader is not None
+    agent = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agent)
+    m = _AGENT.search((ROOT / "README.md").read_text())
+    assert m is not None, "no agent block (from pathlib import Path / import orjson / from scorer import …)"
+    code = m.group(1)
+    tree = ast.parse(code)
+    head = code[:code.index("fitted =")]  # the data and the questions; no model load
+    env: dict[str, object] = {"__name__": "__example__"}
+    exec(compile(head, "README.md", "exec"), env)
+    assert env["TEAMS"] == agent.TEAMS
+    assert repr(env["QUESTIONS"]) == repr(agent.QUESTIONS)
+    assert [t["id"] for t in env["tickets"]] == [t["id"] for t in orjson.loads(agent.TICKETS.read_bytes())["test"]]
+    assert sum(isinstance(n, ast.stmt) for n in ast.walk(tree)) <= 16  # an agent in about ten lines
 
 
 def test_the_example_is_valid_python():
