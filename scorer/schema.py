@@ -675,10 +675,11 @@ def _check_sequence(rec: dict[str, Any], ids: list[str], name: str, line: int | 
                              f"({score:.9g})", f"the {norm} of the option's token log-probabilities within "
                              f"{READOUT_TOL:g} (relative)")
     mass = sum(math.exp(sum(lp)) for lp in lps)
-    if abs(rec["allowed_token_mass"] - min(mass, 1.0)) > READOUT_TOL:
+    # relative: a multi-token continuation's probability may be far below any absolute tolerance
+    if not math.isclose(rec["allowed_token_mass"], min(mass, 1.0), rel_tol=READOUT_TOL, abs_tol=1e-300):
         raise InputError(name, line, "allowed_token_mass", f"{rec['allowed_token_mass']!r} for continuations of "
                          f"total probability {mass:.9g}", "sum_i exp(sum slots.token_logprobs[i]) within "
-                         f"{READOUT_TOL:g}")
+                         f"{READOUT_TOL:g} (relative)")
 
 
 def _check_permute(rec: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:

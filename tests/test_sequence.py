@@ -24,7 +24,7 @@ from scorer.backends.base import Backend
 from scorer.calibration.signature import readout_of
 from scorer.errors import InputError
 from scorer.options import OptionError
-from scorer.prompt import IDS_PROMPT_VERSION, render
+from scorer.prompt import IDS_PROMPT_VERSION, messages_for, render, sha256_text
 from scorer.runs.score import ScoreConfig, checked_config_parts, prepare, run_score, score_items
 from scorer.schema import Decision, Option, check_record, read_records, validate_records
 
@@ -52,6 +52,11 @@ def _records(decisions: list[Decision], mode: str = "direct", norm: str | None =
     return list(score_items(b, items, mode, {"config_sha256": "test"}, sequence_norm=norm))
 
 
+def _ids_text(d: Decision) -> str:
+    """The ``--slots ids`` prompt of ``d`` (rendered without its one-token checks, which these ids fail)."""
+    return FakeTokenizer().render_chat(messages_for(d, "ids")[0])
+
+
 def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int]) -> list[float]:
     """The independent path: each token of ``cont`` scored by a fresh pass over the whole prompt and the option's
     tokens before it (``score_fresh`` only: no prefix state, no packed pass), as a full-vocabulary log-softmax."""
@@ -72,7 +77,7 @@ def test_every_mode_equals_a_fresh_full_sequence_log_likelihood(mode):
     validate_records(recs)
     for d, r in zip(decisions, recs, strict=True):
         p = render(b.tokenizer, d, "sequence")
-        assert r["prompt_version"] == IDS_PROMPT_VERSION and r["prompt_sha256"] == render(b.tokenizer, d, "ids").sha256
+        assert r["prompt_version"] == IDS_PROMPT_VERSION and r["prompt_sha256"] == sha256_text(_ids_text(d))
         conts = [list(c) for c in p.continuations]
         assert r["slots"]["token_ids"] == conts and r["slots"]["token_counts"] == [6, 5, 4]
         assert [b.tokenizer.decode(c) for c in conts] == ["refund", "other", "spam"]
@@ -332,7 +337,7 @@ def test_prompt_command_shows_the_continuations(tmp_path, monkeypatch, capsys):
     doc = orjson.loads(capsys.readouterr().out)
     assert doc["slots"] == "sequence" and doc["prompt_version"] == IDS_PROMPT_VERSION
     assert [len(c) for c in doc["continuations"]] == [6, 5, 4]
-    assert doc["prompt"] == render(FakeTokenizer(), _decisions(1)[0], "ids").text
+    assert doc["prompt"] == _ids_text(_decisions(1)[0])
 
 
 def test_run_score_writes_valid_sequence_records(tmp_path):

@@ -71,6 +71,7 @@ from scorer.prompt import Prompt, Tokenizer
 
 _R = TypeVar("_R")
 
+
 @dataclass
 class Prefix:
     """A prefilled shared prefix held by a backend."""

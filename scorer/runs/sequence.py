@@ -117,12 +117,13 @@ def score_rows(backend: Backend, rows: list[tuple[Prompt, list[int]]], mode: str
             raise AssertionError("a rendered prompt holds more than one token")
         suffixes, targets = option_passes(prompt)
         state_ids = prompt.ids[:-1]
+        look: Lookup | None = None
         with ExitStack() as stack:
             if mode == "direct" or cache is None:
                 t0 = time.perf_counter()
                 state = backend.prefill(state_ids)
                 stack.callback(backend.release, state)
-                prefill_s, look = time.perf_counter() - t0, None
+                prefill_s = time.perf_counter() - t0
             else:
                 prefill_s = 0.0
                 if group and len(group) < len(state_ids):  # held first: the row's state extends it
