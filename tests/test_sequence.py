@@ -316,11 +316,11 @@ def test_the_service_reads_sequences_and_refuses_overlapping_ids_with_422():
 
     from scorer.serve import build_app
 
-    row = _row(_decisions(1)[0])
+    rows = [_row(d) for d in _decisions(2)]
+    row = rows[0]
     with Scorer(backend=FakeBackend(), slots="sequence") as s, live(build_app(s)) as url:
-        ok = httpx.post(f"{url}/v1/decide", json=row, timeout=30)
-        assert ok.status_code == 200 and ok.json()["slots"]["readout"] == "sequence"
-        check_record(ok.json(), "service", None)
+        batch = httpx.post(f"{url}/v1/decide/batch", json={"rows": rows}, timeout=30).json()["records"]
+        assert [check_record(r, "service", None)["slots"]["readout"] for r in batch] == ["sequence"] * 2
         models = httpx.get(f"{url}/v1/models", timeout=30).json()
         assert models["slots"] == "sequence" and models["sequence_norm"] == "sum"
         bad = httpx.post(f"{url}/v1/decide", json={**row, "options": [{"id": "no", "description": "No"},
