@@ -358,9 +358,10 @@ REAL_ROWS = [Decision("t1", "I was charged twice for my order, please give me my
              Decision("t3", "How do I change the email address on my account?",
                       "What does the customer want?", REAL_OPTIONS, {}, "mem:3")]
 SEQ_TOL = {"torch": 1e-3, "llamacpp": 0.5}
-"""Largest |Δ| between a record's token log-probability and the fresh full-sequence one, per backend. Measured on
-this project's 2-core CPU (tests/test_sequence.py, the three rows above; see the report of the merge): torch fp32 and
-llama.cpp Q4_1 as the contract's tolerances for a packed pass (tests/test_backend_contract.py)."""
+"""Largest |Δ| allowed between a record's token log-probability and the fresh full-sequence one, per backend: the
+contract's tolerances for a packed pass (tests/test_backend_contract.py: torch fp32 1e-3; llama.cpp Q4_1, whose
+later branches drift, 0.5). Both pass on the rows above; the actual largest drift is returned by _check_real but not
+yet recorded here (to be measured and the bound tightened)."""
 
 
 def _check_real(backend: Backend, mode: str) -> float:
