@@ -39,7 +39,9 @@ from scorer.options import (
     OptionError,
     byte_size,
     check_run_options,
+    check_sequence_norm,
     check_slots,
+    check_slots_backend,
 )
 from scorer.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
 from scorer.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
@@ -291,7 +293,9 @@ class Scorer:
     takes ``echo=`` too, for that call only (None: the scorer's; False: none), as the service's and MCP's requests do.
     ``slots`` is what is read out: ``"letters"`` (the options lettered A, B, …; the default) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
-    refused naming ``options[i].id``), as ``semif score --slots``.
+    refused naming ``options[i].id``) or ``"sequence"`` (the ids prompt, each id scored as a continuation of it: its
+    tokens' log-probabilities from a fork of the prompt's state, any number of tokens; ``sequence_norm`` ``"sum"``, the
+    default, or ``"mean"`` per token), as ``semif score --slots`` and ``--sequence-norm``.
     ``layout`` is ``state-major`` (the default, ``semif-direct-v1``), ``question-major`` or ``auto`` (per call of
     :meth:`decide_many`, whichever shares more prefix tokens over its rows; one row is always state-major).
     ``demos`` is a demonstrations file (``semif score --demos``) or loaded :class:`~scorer.demos.Demos`, with
@@ -311,7 +315,7 @@ class Scorer:
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
                  calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
                  on_uncovered: str = "error", echo: bool | str | None = None, slots: str | None = None,
-                 layout: str | None = None,
+                 sequence_norm: str | None = None, layout: str | None = None,
                  demos: str | Path | Demos | None = None, demos_k: int | None = None, seed: int | None = None,
                  prefix_cache_bytes: int | str | None = None, preset: str | Path | Preset | None = None,
                  **options: Any) -> None:
@@ -337,6 +341,7 @@ class Scorer:
         self.mode, self.max_batch_tokens = check_run_options(
             mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
         self.slots = check_slots("letters" if slots is None else slots)
+        self.sequence_norm = check_sequence_norm(sequence_norm, self.slots)
         self.prefix_cache = RadixCache(DEFAULT_BUDGET_BYTES if prefix_cache_bytes is None
                                        else byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
         """The radix prefix cache every call of this scorer shares (``prefix_cache.stats``, ``.summary()``)."""
@@ -346,6 +351,7 @@ class Scorer:
                              f"(expected {', '.join(_BACKEND_OPTIONS)})")
         if isinstance(backend, str):  # checked now, not when the model loads
             self._config: BackendConfig | None = BackendConfig(model=model, backend=backend, **options)
+            check_slots_backend(self.slots, backend)
         elif isinstance(backend, Backend):
             if options:
                 raise SemifError(f"backend options ({', '.join(sorted(options))}) apply only to a backend named by "
@@ -375,11 +381,13 @@ class Scorer:
     @classmethod
     def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
                     calibration: str | Path | Calibration | None = None, *, on_uncovered: str = "error",
-                    echo: bool | str | None = None, slots: str = "letters", layout: str = "state-major",
-                    demos: Demos | None = None, prefix_cache_bytes: int | str | None = None) -> Scorer:
+                    echo: bool | str | None = None, slots: str = "letters", sequence_norm: str | None = None,
+                    layout: str = "state-major", demos: Demos | None = None,
+                    prefix_cache_bytes: int | str | None = None) -> Scorer:
         """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
         return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
-                   on_uncovered=on_uncovered, echo=echo, slots=slots, layout=layout, demos=demos,
+                   on_uncovered=on_uncovered, echo=echo, slots=slots, sequence_norm=sequence_norm, layout=layout,
+                   demos=demos,
                    prefix_cache_bytes=prefix_cache_bytes, **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
@@ -490,7 +498,7 @@ class Scorer:
         return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
                                     self.max_batch_tokens, calibration=self.calibration,
                                     on_uncovered=self.on_uncovered, echo=self.echo_level(echo), layout=layout,
-                                    demos=self.demos, slots=self.slots,
+                                    demos=self.demos, slots=self.slots, sequence_norm=self.sequence_norm,
                                     preset=None if self.preset is None else self.preset.sha256)
 
     def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
@@ -526,7 +534,8 @@ class Scorer:
                    "resumed_from": resumed_from}
             items = prepare(backend, list(decisions), with_prefix=mode != "direct", layout=layout, demos=self.demos,
                             slots=self.slots)
-            records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache))
+            records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache,
+                                       self.sequence_norm))
             if cal is not None:
                 records = list(apply_records(cal, records, self.on_uncovered))
             records = list(with_preset(with_echo(records, decisions, level), self.preset))

@@ -8,7 +8,7 @@ The llama.cpp backend never trusts a score until three checks pass, each failing
    identical ids.
 2. **Single-token answer slots** (per prompt): every letter in use is one GGUF token, that token is
    the reference's slot id, its GGUF piece is the letter, and appending the letter to the prompt adds
-   exactly that token.
+   exactly that token (``--slots sequence``: appending each option id adds exactly its reference tokens).
 3. **Per-row parity** (per prompt): the GGUF tokenizer encodes the rendered prompt to exactly the
    reference ids, so ``prompt_sha256`` and ``tokens_sha256`` mean the same thing as on the torch backend.
 
@@ -103,7 +103,17 @@ def check_row(prompt: Prompt, gguf: GGUFTokenizer) -> None:
 def check_slots(prompt: Prompt, gguf: GGUFTokenizer, letters_ok: set[str] | None = None) -> None:
     """Validation 2: each answer slot's text (a letter, or an option id under ``--slots ids``) is one GGUF token,
     the reference's slot id, rendering as that text, and appending it to the prompt adds exactly that token.
-    ``letters_ok`` caches slot texts already proven."""
+    ``letters_ok`` caches slot texts already proven. Under ``--slots sequence`` each option id is no single token but a
+    continuation: appending it to the prompt (as plain text) must add exactly the reference's continuation tokens."""
+    if prompt.slots == "sequence":
+        for label, cont in zip(prompt.slot_texts, prompt.continuations, strict=True):
+            end = len(prompt.text)
+            ext = gguf.encode(prompt.text + label, plain=(*prompt.plain_spans, (end, end + len(label))))
+            want = [*prompt.ids, *cont]
+            if ext != want:
+                raise ValidationError(f"option {label!r} is not the same continuation in the GGUF tokenizer "
+                                      f"(prompt+{label!r}: {_first_difference(want, ext, gguf)})")
+        return
     for letter, slot in zip(prompt.slot_texts, prompt.slot_ids, strict=True):
         if letters_ok is None or letter not in letters_ok:
             ids = gguf.encode(letter, with_bos=False)

@@ -85,7 +85,7 @@ def check_layout(layout: Any, option: str | None = "layout") -> str:
 def signature_version(layout: str, demos_k: int = 0, slots: str = "letters") -> str:
     """The prompt version the decision signatures of a run name (:attr:`scorer.prompt.Prompt.signature_version`)."""
     check_slots_layout(slots, layout, bool(demos_k))
-    if slots == "ids":
+    if slots != "letters":  # ids, sequence: the ids prompt
         return prompt_version(slots)
     return f"{VERSIONS[layout]}+demos-{demos_k}" if demos_k else VERSIONS[layout]
 
@@ -129,11 +129,11 @@ def messages(decision: Decision, layout: str, shown: Sequence[Shown] = ()) -> tu
 
 
 def check_slots_layout(slots: str, layout: str, demos: bool) -> None:
-    """``--slots ids`` is rendered in the state-major layout without demonstrations only (its prompt version,
-    ``semif-direct-ids-v1``, has no question-major or demonstration form yet): anything else is an
-    :class:`~scorer.options.OptionError` (exit 2) before a model loads."""
-    if slots == "ids" and (layout != STATE_MAJOR or demos):
-        raise OptionError("slots", f"ids works with layout state-major and no demonstrations (got layout {layout}"
+    """``--slots ids`` and ``--slots sequence`` are rendered in the state-major layout without demonstrations only
+    (their prompt version, ``semif-direct-ids-v1``, has no question-major or demonstration form yet): anything else is
+    an :class:`~scorer.options.OptionError` (exit 2) before a model loads."""
+    if slots != "letters" and (layout != STATE_MAJOR or demos):
+        raise OptionError("slots", f"{slots} works with layout state-major and no demonstrations (got layout {layout}"
                           f"{' with demonstrations' if demos else ''}); use letters for the other layouts")
 
 
@@ -146,7 +146,7 @@ def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown:
     they came from and ``demos_k`` how many the run asked for; all three are recorded in the prompt.
     """
     check_slots_layout(slots, layout, bool(shown) or bool(demos_k))
-    if slots == "ids":
+    if slots != "letters":
         return prompt_render(tok, decision, slots)
     msgs, head = messages(decision, layout, shown)
     return render_messages(tok, msgs, head, decision, VERSIONS[layout], layout=layout,

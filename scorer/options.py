@@ -29,8 +29,14 @@ DTYPES = ("float32", "bfloat16", "float16")
 """torch dtypes (default: fp32 on cpu, bf16 on cuda, fp16 on mps)."""
 DEFAULT_MAX_BATCH_TOKENS = 4096
 """Shared mode: suffix tokens per packed pass."""
-SLOTS = ("letters", "ids")
-"""Answer slots a decision is read out through (:mod:`scorer.prompt`): the letters A–P, or the option ids."""
+SLOTS = ("letters", "ids", "sequence")
+"""Answer slots a decision is read out through (:mod:`scorer.prompt`): the letters A–P, the option ids (one token
+each), or the option ids scored as token sequences (``sequence``: :func:`scorer.readout.read_sequences`)."""
+SEQUENCE_NORMS = ("sum", "mean")
+"""How ``--slots sequence`` turns an option's token log-probabilities into its score: their ``sum`` (the log-probability
+of the whole continuation; the default) or their ``mean`` (per token, so a longer id is not penalised for its
+length)."""
+DEFAULT_SEQUENCE_NORM = "sum"
 
 
 class OptionError(SemifError):
@@ -144,6 +150,26 @@ def check_slots(slots: Any) -> str:
     """The answer slots of a run (``--slots``; ``Scorer(slots=…)``), checked; the message names them as the API
     does."""
     return one_of(slots, SLOTS, "slots")
+
+
+def check_sequence_norm(norm: Any, slots: str) -> str | None:
+    """The length normalisation of a run read out through ``slots`` (``--sequence-norm``; ``Scorer(sequence_norm=…)``):
+    :data:`DEFAULT_SEQUENCE_NORM` when ``slots`` is ``sequence`` and none was given, None for the other slots (which
+    score one token per option: a normalisation given with them is refused, naming the slots)."""
+    if slots != "sequence":
+        if norm is not None:
+            raise OptionError("sequence_norm", f"{brief(norm)} applies to slots sequence only (got slots {slots})")
+        return None
+    return DEFAULT_SEQUENCE_NORM if norm is None else one_of(norm, SEQUENCE_NORMS, "sequence_norm")
+
+
+def check_slots_backend(slots: str, backend: str) -> None:
+    """``--slots sequence`` reads every position of a pass, which the ``openai`` backend (a remote engine returning
+    one position's log-probabilities) cannot give: refused before anything loads, naming the slots."""
+    if slots == "sequence" and backend == "openai":
+        raise OptionError("slots", "sequence scores each option's tokens at every position of a pass, which the openai "
+                          "backend does not return (it reads one position's log-probabilities); use the torch or "
+                          "llamacpp backend, or --slots ids")
 
 
 def cli_int(text: str) -> Any:

@@ -11,6 +11,12 @@ their own ids (``yes: …``), the model is asked for the id, and each id's token
 (``semif-direct-ids-v1``: the same layout with those two differences). An id must then be exactly one
 token, decode back to itself, differ from the other ids' tokens and stay that token when appended to
 the prompt — the letters' rules; an id that breaks one is refused naming its field (``options[1].id``).
+``sequence`` renders the ``ids`` prompt unchanged (same text, same version, same hashes) and scores each option id
+as a continuation of it instead of one token: the id's text exactly as written, appended right after the prompt's
+last character (no leading space: a chat template ends the assistant header with a newline; the semif-plain
+template ends with ``Answer:``, as for ``ids``) and tokenized as plain text; its tokens are those the prompt's
+encoding gains (:func:`sequence_slots`: the prompt's tokens unchanged, decoding back to the id, no id's tokens the
+start of another's, so the options are disjoint answers).
 
 Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
 option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
@@ -98,9 +104,9 @@ def state_block(decision: Decision) -> str:
 
 def question_block(decision: Decision, slots: str = "letters") -> str:
     """The question and its options, one per line: under their letters (the model then never sees option
-    ids) or, with ``slots="ids"``, under their own ids."""
+    ids) or, with ``slots="ids"`` or ``"sequence"``, under their own ids."""
     lines = [f"Question: {decision.question.strip()}", "Options:"]
-    if slots == "ids":
+    if slots != "letters":  # ids, sequence
         lines += [f"{opt.id}: {opt.description.strip()}" for opt in decision.options]
     else:
         lines += [f"{LETTERS[i]}. {opt.description.strip()}" for i, opt in enumerate(decision.options)]
@@ -218,7 +224,8 @@ class Prompt:
     letters: str
     """The letters of the options' positions, one per option (the answer slots with ``slots="letters"``)."""
     slot_ids: list[int]
-    """Token id of each option's answer slot."""
+    """Token id of each option's answer slot (``slots="sequence"``: the first token of each continuation, which two
+    options may share)."""
     template: str
     """Chat template used: ``chat`` (the model's own) or ``semif-plain``."""
     plain_spans: tuple[Span, ...] = field(default=())
@@ -227,7 +234,7 @@ class Prompt:
     slots: str = "letters"
     """What the answer slots are (:data:`scorer.options.SLOTS`)."""
     slot_texts: tuple[str, ...] = ()
-    """The text of each option's answer slot: its letter, or its id (``slots="ids"``)."""
+    """The text of each option's answer slot: its letter, or its id (``slots="ids"``, ``"sequence"``)."""
     layout: str = "state-major"
     """The layout that placed the parts (:mod:`scorer.layouts`): ``state-major`` or ``question-major``."""
     demo_ids: tuple[str, ...] = ()
@@ -236,6 +243,9 @@ class Prompt:
     """Where the demonstrations came from: ``signature``, ``family`` or ``generic`` (None without them)."""
     demos_k: int = 0
     """Demonstrations the run asked for (``--demos-k``; 0 without ``--demos``): part of the signature."""
+    continuations: tuple[tuple[int, ...], ...] = ()
+    """``slots="sequence"``: each option's token ids as a continuation of :attr:`ids` (:func:`sequence_slots`);
+    empty for the other slots."""
 
     @property
     def sha256(self) -> str:
@@ -254,7 +264,7 @@ class Prompt:
 
 def messages_for(decision: Decision, slots: str = "letters") -> tuple[list[dict[str, str]], int]:
     content, head_len = user_content(decision, slots)
-    system = IDS_SYSTEM if slots == "ids" else SYSTEM
+    system = SYSTEM if slots == "letters" else IDS_SYSTEM
     return [{"role": "system", "content": system}, {"role": "user", "content": content}], head_len
 
 
@@ -262,7 +272,7 @@ def prompt_version(slots: str = "letters") -> str:
     """The prompt version of a decision read out through ``slots``."""
     if slots not in SLOTS:
         raise ValidationError(f"unknown answer slots {slots!r} (expected one of {', '.join(SLOTS)})")
-    return IDS_PROMPT_VERSION if slots == "ids" else PROMPT_VERSION
+    return PROMPT_VERSION if slots == "letters" else IDS_PROMPT_VERSION  # sequence scores the ids prompt
 
 
 # --- the versus prompts: kept here so that a trace's verifier can re-render them from its inputs ---------
@@ -341,6 +351,43 @@ def id_slots(tok: Tokenizer, decision: Decision) -> list[int]:
     return ids
 
 
+def sequence_slots(tok: Tokenizer, decision: Decision, text: str, spans: Sequence[Span],
+                   ids: list[int]) -> tuple[tuple[int, ...], ...]:
+    """Each option id of ``decision`` as a continuation of the prompt ``text`` (encoded ``ids``), for
+    ``slots="sequence"``: the tokens that ``text + id`` (the id as plain text, never a control token) adds to ``ids``.
+
+    Refused with an :class:`InputError` naming ``options[i].id``: an id that changes the prompt's own tokens when
+    appended (a merge across the boundary), one whose tokens do not decode back to it, and one whose tokens begin
+    another option's (or repeat them): then the shorter answer's probability would include the longer's, the
+    options would not be disjoint answers and their probabilities would not add up."""
+    out: list[tuple[int, ...]] = []
+    for i, opt in enumerate(decision.options):
+        where = f"options[{i}].id"
+        ext = tok.encode(text + opt.id, (*spans, (len(text), len(text) + len(opt.id))))
+        cont = tuple(ext[len(ids):])
+        if ext[: len(ids)] != ids or not cont:
+            raise InputError(decision.source or decision.id, None, where,
+                             f"{opt.id!r} changes the prompt's last tokens when appended (prompt ends {ids[-3:]}, "
+                             f"prompt+{opt.id!r} ends {ext[-4:]})",
+                             "an id whose tokens follow the prompt unchanged, for --slots sequence "
+                             "(or --slots letters)")
+        back = tok.decode(list(cont))
+        if back != opt.id:
+            raise InputError(decision.source or decision.id, None, where,
+                             f"{opt.id!r} (tokens {list(cont)}) decodes to {back!r}",
+                             "an id that its tokens decode back to, for --slots sequence (or --slots letters)")
+        for j, other in enumerate(out):
+            short, long_ = (other, cont) if len(other) <= len(cont) else (cont, other)
+            if long_[: len(short)] == short:
+                raise InputError(decision.source or decision.id, None, where,
+                                 f"{opt.id!r} (tokens {list(cont)}) and option {decision.options[j].id!r} (tokens "
+                                 f"{list(other)}): one's tokens begin the other's",
+                                 "ids none of whose tokens begin another id's, so the options are disjoint answers, "
+                                 "for --slots sequence (or --slots letters)")
+        out.append(cont)
+    return tuple(out)
+
+
 def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt:
     """Render, encode and validate the state-major prompt of one decision without demonstrations
     (``semif-direct-v1``, or ``semif-direct-ids-v1`` read out through the option ids;
@@ -366,7 +413,7 @@ class Head:
 def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, decision: Decision, version: str,
                     slots: str = "letters", **meta: Any) -> Prompt:
     """Render ``msgs`` with the model's chat template, encode and validate the answer slots of ``decision``
-    (its letters, or its option ids with ``slots="ids"``).
+    (its letters, its option ids with ``slots="ids"``, or its option ids' continuations with ``slots="sequence"``).
 
     ``head`` marks the end of the part shared with other rows (the reusable prefix); ``meta`` fills the
     :class:`Prompt`'s layout and demonstration fields. Raises as :func:`render`.
@@ -379,7 +426,11 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
     prefix_text = text[: at + head.length]
     ids = tok.encode(text, spans)
     n = len(decision.options)
-    texts = tuple(decision.option_ids) if slots == "ids" else tuple(LETTERS[:n])
+    texts = tuple(LETTERS[:n]) if slots == "letters" else tuple(decision.option_ids)
+    if slots == "sequence":
+        conts = sequence_slots(tok, decision, text, spans, ids)
+        return Prompt(version, text, ids, prefix_text, LETTERS[:n], [c[0] for c in conts], tok.template_name, spans,
+                      slots, texts, continuations=conts, **meta)
     slot_ids = id_slots(tok, decision) if slots == "ids" else letter_slots(tok, n)
     for k, (label, slot) in enumerate(zip(texts, slot_ids, strict=True)):
         ext = tok.encode(text + label, spans)

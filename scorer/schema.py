@@ -31,6 +31,12 @@ SCORE_KIND = (
     "uncalibrated conditional option score: softmax over the declared options' answer-slot logits "
     "at the answer position, conditional on the prompt; not a calibrated probability of correctness"
 )
+SEQUENCE_SCORE_KIND = (
+    "uncalibrated conditional option score of the sequence readout: softmax over each option's {norm} of the "
+    "log-probabilities of its id's tokens as a continuation of the prompt, conditional on the prompt ({backend} "
+    "{dtype} weights); not a calibrated probability of correctness"
+)
+"""``score_kind`` of a ``--slots sequence`` record (filled with its normalisation and the model's backend and dtype)."""
 _ROW_KEYS = ("id", "state", "question", "options")
 _RESERVED = (*_ROW_KEYS, "type")
 """Row keys that are not carried to ``extra``: the four above and the question ``type``."""
@@ -614,13 +620,66 @@ def _check_slots(rec: dict[str, Any], ids: list[str], name: str, line: int | Non
     if texts != want:
         raise InputError(name, line, "slots.texts", f"{brief(texts)} for readout {slots['readout']!r}",
                          f"{brief(want)}: the {'letters' if slots['readout'] == 'letters' else 'option ids'}")
-    if len(tokens) != len(ids) or len(set(tokens)) != len(tokens):
+    if slots["readout"] == "sequence":
+        _check_sequence(rec, ids, name, line)
+        tokens = [t[0] for t in tokens]  # the argmax at the answer position is a slot when it starts an option
+    elif len(tokens) != len(ids) or len(set(tokens)) != len(tokens) or not all(isinstance(t, int) for t in tokens):
         raise InputError(name, line, "slots.token_ids", f"{brief(tokens)} for {len(ids)} options",
                          "one distinct token id per option, in the order of option_ids")
+    else:
+        for key in ("normalisation", "token_counts", "token_logprobs"):
+            if key in slots:
+                raise InputError(name, line, f"slots.{key}", f"present with readout {slots['readout']!r}",
+                                 "absent: only the sequence readout has it")
     arg = rec["full_vocab_argmax"]
     if arg["is_slot"] != (arg["token_id"] in tokens):
         raise InputError(name, line, "full_vocab_argmax.is_slot", f"{str(arg['is_slot']).lower()} for token "
                          f"{arg['token_id']} (slots {brief(tokens)})", "true exactly when the token is a slot")
+
+
+def _check_sequence(rec: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:
+    """A ``--slots sequence`` block: per option a continuation (none the start of another's), its token count and its
+    tokens' log-probabilities, whose sum or mean (``normalisation``) is the option's logit, and whose exponentiated sums
+    add up to ``allowed_token_mass``."""
+    slots = rec["slots"]
+    for key in ("normalisation", "token_counts", "token_logprobs"):
+        if key not in slots:
+            raise InputError(name, line, f"slots.{key}", "missing with readout 'sequence'",
+                             "the sequence readout's normalisation, token counts and token log-probabilities")
+    conts, counts, lps = slots["token_ids"], slots["token_counts"], slots["token_logprobs"]
+    norm = slots["normalisation"]
+    if len(conts) != len(ids) or not all(isinstance(c, list) for c in conts):
+        raise InputError(name, line, "slots.token_ids", f"{brief(conts)} for {len(ids)} options",
+                         "one list of token ids per option (its continuation), in the order of option_ids")
+    for i, c in enumerate(conts):
+        for j, other in enumerate(conts[:i]):
+            short, long_ = (other, c) if len(other) <= len(c) else (c, other)
+            if long_[: len(short)] == short:
+                raise InputError(name, line, f"slots.token_ids[{i}]", f"{brief(c)} and option {j}'s {brief(other)}",
+                                 "continuations none of which begins another")
+    if counts != [len(c) for c in conts]:
+        raise InputError(name, line, "slots.token_counts", f"{brief(counts)}",
+                         f"{[len(c) for c in conts]}: the length of each option's continuation")
+    for i, (lp, c) in enumerate(zip(lps, conts, strict=False)):
+        if len(lp) != len(c) or any(v > READOUT_TOL for v in lp):
+            raise InputError(name, line, f"slots.token_logprobs[{i}]", f"{brief(lp)} for {len(c)} tokens",
+                             "one log-probability (<= 0) per token of the option's continuation")
+    if len(lps) != len(ids):
+        raise InputError(name, line, "slots.token_logprobs", f"{len(lps)} lists for {len(ids)} options",
+                         "one list per option, in the order of option_ids")
+    for i, lp in enumerate(lps):
+        score = sum(lp) if norm == "sum" else sum(lp) / len(lp)
+        z = rec["option_logits"][i]
+        if abs(z - score) > READOUT_TOL * max(1.0, abs(score)):
+            raise InputError(name, line, f"option_logits[{i}]", f"{z!r} is not the {norm} of slots.token_logprobs[{i}] "
+                             f"({score:.9g})", f"the {norm} of the option's token log-probabilities within "
+                             f"{READOUT_TOL:g} (relative)")
+    mass = sum(math.exp(sum(lp)) for lp in lps)
+    # relative: a multi-token continuation's probability may be far below any absolute tolerance
+    if not math.isclose(rec["allowed_token_mass"], min(mass, 1.0), rel_tol=READOUT_TOL, abs_tol=1e-300):
+        raise InputError(name, line, "allowed_token_mass", f"{rec['allowed_token_mass']!r} for continuations of "
+                         f"total probability {mass:.9g}", "sum_i exp(sum slots.token_logprobs[i]) within "
+                         f"{READOUT_TOL:g} (relative)")
 
 
 def _check_permute(rec: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:

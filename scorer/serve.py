@@ -324,8 +324,9 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
         cal = scorer.calibration
         pc = scorer.prefix_cache  # plain counters, read without the scorer's lock (a request may be moving them)
-        return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots, "batch_window_ms": window_ms,
-                      "echo": scorer.echo,
+        return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots,
+                      **({"sequence_norm": scorer.sequence_norm} if scorer.sequence_norm else {}),
+                      "batch_window_ms": window_ms, "echo": scorer.echo,
                       "calibration": None if cal is None else {"method": cal.method, **cal.source},
                       "prefix_cache": {"kind": "radix", "budget_bytes": pc.budget_bytes, "held_bytes": pc.held_bytes,
                                        "states": pc.states, **pc.stats.as_dict()},
@@ -397,7 +398,10 @@ class ServeConfig:
     on_uncovered: str = "error"
     """A row the calibration does not cover: 422 (``error``) or its raw numbers, flagged (``raw``)."""
     slots: str = "letters"
-    """What every request is read out through: the letters, or the option ids (``semif score --slots``)."""
+    """What every request is read out through: the letters, the option ids, or the ids as token sequences
+    (``semif score --slots``)."""
+    sequence_norm: str | None = None
+    """``slots="sequence"``: ``sum`` (default) or ``mean`` (``semif score --sequence-norm``)."""
     layout: str = "state-major"
     """The prompt layout of every request (:mod:`scorer.layouts`; ``auto`` chooses per request)."""
     demos: Any = None
@@ -554,7 +558,7 @@ def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     window_ms = check_batch_window(cfg.batch_window_ms, cfg.mode, cfg.layout)  # None: the mode's default
     calibration = _calibration(cfg)
     with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, on_uncovered=cfg.on_uncovered,
-                            slots=cfg.slots, layout=cfg.layout, demos=cfg.demos,
+                            slots=cfg.slots, sequence_norm=cfg.sequence_norm, layout=cfg.layout, demos=cfg.demos,
                             prefix_cache_bytes=cfg.prefix_cache_bytes, echo=cfg.echo) as scorer:
         app = build_app(scorer, cfg.limits, cfg.token, window_ms)
         print(f"[semif] serving {model.model} ({cfg.mode}, batch window {window_ms:g} ms) on "

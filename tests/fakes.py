@@ -5,7 +5,8 @@ with a few special tokens and a ChatML-like template; ``merges`` adds multi-char
 imitate BPE merges across boundaries, and ``broken`` breaks one slot rule on purpose.
 ``FakeBackend`` derives from :class:`scorer.backends.base.Backend` (``tests/test_backend_contract.py``
 holds it to the contract) with logits that are a pure function of the token ids (so prefix reuse is
-exact unless ``drift`` is set), and generation that follows a script (to emit, e.g., a broken JSON array).
+exact unless ``drift`` is set; every position of a pass too, for ``--slots sequence``), and generation that
+follows a script (to emit, e.g., a broken JSON array).
 ``SlowFakeBackend`` makes its kernel calls take wall time; ``NearTieBackend`` builds near-ties that flip
 under the fast path's noise (with :func:`decision_rows` and :func:`write_rows` for its workloads).
 ``FakeEngine`` is a remote engine (vLLM or llama.cpp's server over ``httpx.MockTransport``) serving the same
@@ -131,6 +132,7 @@ class FakeBackend(Backend):
     n_vocab = VOCAB
     extends_prefixes = True
     cuts_prefixes = True
+    scores_continuations = True
 
     def __init__(self, tokenizer: FakeTokenizer | None = None, n_ctx: int = 100_000, drift: float = 0.0,
                  bias: dict[str, float] | None = None, script: str = '["yes","no"]', step_s: float = 0.0):
@@ -188,6 +190,10 @@ class FakeBackend(Backend):
               wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
         self.calls["chunks"] += 1
         return [self._drifted([*branched, *s]) for s in part]
+
+    def _pass_all(self, prefix: Prefix, branched: tuple[int, ...], part: list[list[int]]) -> list[np.ndarray]:
+        self.calls["chunks"] += 1
+        return [np.stack([self._drifted([*branched, *s[:j + 1]]) for j in range(len(s))]) for s in part]
 
     def _decode_start(self, ids: list[int]) -> tuple[Any, np.ndarray]:
         session = {"ids": list(ids), "script": [*self.tokenizer.encode(self.script), SPECIALS.index("<|im_end|>")],

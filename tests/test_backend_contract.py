@@ -12,7 +12,9 @@ Paths that compute the same logits must agree within the backend's tolerance on 
 the whole vocabulary. Measured on this project's 2-core AVX-512 CPU (a 76-token prefix, suffixes of 21, 22
 and 34 tokens; the suffixes' own logits lie 2.5 apart, so each result is also checked to be its own):
 * fake: every path is the same pure function of the token ids (drift 0): exact. ``extend`` (continue a prefix, cut
-  it short) is held to the same tolerances as prefix reuse; the remote engine refuses it.
+  it short) is held to the same tolerances as prefix reuse; the remote engine refuses it. ``fan_out_logprobs``
+  (``--slots sequence``: every position of a packed pass) is held to the fan-out's tolerance on the logits, twice
+  that on log-probabilities; the remote engine refuses it too.
 * openai (over the fake engines): every path sends the engine the same request (the prompt's token ids), and
   the fake engine's logits are that pure function: exact.
 * torch fp32: prefix reuse, the packed fan-out and generation steps sum in another order than a fresh
@@ -332,6 +334,62 @@ def test_fan_out_equals_one_by_one(backend: Backend, items: list[Item], budget: 
     assert np.array_equal(after, one_by_one[0])  # fan-out left the prefix as it was
 
 
+def _fresh_logprobs(backend: Backend, ids: list[int], cont: list[int]) -> np.ndarray:
+    """Each token of ``cont`` by a fresh pass over ``ids`` and ``cont``'s tokens before it (log-softmax, float64)."""
+    out = []
+    for j, t in enumerate(cont):
+        z = backend.score_fresh(ids + cont[:j]).astype(np.float64)
+        out.append(z[t] - (z.max() + np.log(np.exp(z - z.max()).sum())))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("budget", [10_000, 1], ids=["one-pass", "pass-per-suffix"])
+def test_fan_out_logprobs_equal_fresh_log_probabilities(backend: Backend, items: list[Item], budget: int) -> None:
+    """``--slots sequence``'s call: continuations of a prompt (4, 2 and 1 tokens), fed after the state of all but its
+    last token, equal a fresh pass per continuation prefix; the head logits are the answer position's. A log-softmax
+    moves at most twice as far as the logits it is taken from."""
+    ids = items[0].prompt.ids
+    conts = [items[1].prompt.ids[-4:], items[2].prompt.ids[-2:], items[3].prompt.ids[-1:]]
+    suffixes, targets = [[ids[-1], *c[:-1]] for c in conts], [list(c) for c in conts]
+    pre = backend.prefill(ids[:-1])
+    try:
+        if not backend.scores_continuations:  # a remote engine: refused, whatever it is asked
+            with pytest.raises(ModelError, match="logits of one position"):
+                backend.fan_out_logprobs(pre, suffixes, targets, budget)
+            return
+        got, timing = backend.fan_out_logprobs(pre, suffixes, targets, budget)
+        again, _ = backend.fan_out_logprobs(pre, suffixes[:1], targets[:1], budget)
+    finally:
+        backend.release(pre)
+    tol = FAN_OUT_TOLERANCE[backend.name]
+    head = backend.score_fresh(ids)
+    assert len(got) == 3 and timing.chunks == len(pack_chunks(suffixes, budget))
+    for c, cont in zip(got, conts, strict=True):
+        assert c.logprobs.dtype == np.float64 and c.logprobs.shape == (len(cont),) and (c.logprobs <= 0).all()
+        assert float(np.max(np.abs(c.logprobs - _fresh_logprobs(backend, ids, cont)))) <= 2 * tol
+        assert _is_logits(backend, c.head_logits) and _dev(c.head_logits, head) <= tol
+    if budget == 1:  # the very same one-suffix pass again: the prefix was left as it was
+        assert np.array_equal(again[0].logprobs, got[0].logprobs)
+
+
+def test_fan_out_logprobs_refuses_bad_input(backend: Backend, items: list[Item]) -> None:
+    ids = items[0].prompt.ids
+    pre = backend.prefill(ids[:-1])
+    try:
+        for suffixes, targets, why in [([[ids[-1]]], [], "0 target lists for 1 suffixes"),
+                                       ([[ids[-1]]], [[1, 2]], "suffix 0 has 1 tokens but 2 targets"),
+                                       ([[ids[-1]]], [[backend.n_vocab]], f"token id {backend.n_vocab}"),
+                                       ([[]], [[]], "suffix 0 has no tokens")]:
+            with pytest.raises(ValidationError, match=why):
+                backend.fan_out_logprobs(pre, suffixes, targets, 64)
+        with pytest.raises(ValidationError, match="max_batch_tokens"):
+            backend.fan_out_logprobs(pre, [[ids[-1]]], [[ids[-1]]], 0)
+    finally:
+        backend.release(pre)
+    with pytest.raises(ValidationError, match="released"):
+        backend.fan_out_logprobs(pre, [[ids[-1]]], [[ids[-1]]], 64)
+
+
 def test_fan_out_over_no_suffixes_runs_no_pass(backend: Backend, items: list[Item]) -> None:
     pre = backend.prefill(items[0].prefix)
     try:
@@ -467,6 +525,7 @@ def test_close_and_the_context_manager(name: str) -> None:
     backend.close()  # idempotent
     for call in (lambda: backend.score_fresh(ids, want=want), lambda: backend.prefill(ids),
                  lambda: backend.decode_start(ids), lambda: backend.score_with_prefix(pre, ids[-1:], want=want),
-                 lambda: backend.fan_out(pre, [ids[-1:]], 64, wants=[want]), lambda: backend.extend(pre, ids[-1:])):
+                 lambda: backend.fan_out(pre, [ids[-1:]], 64, wants=[want]), lambda: backend.extend(pre, ids[-1:]),
+                 lambda: backend.fan_out_logprobs(pre, [ids[-1:]], [ids[-1:]], 64)):
         with pytest.raises(ModelError, match="closed"):
             call()

@@ -67,8 +67,8 @@ def test_every_slot_rule_of_the_letters_holds_for_ids(broken, ids, field, fragme
 
 
 def test_unknown_slots_are_refused_everywhere():
-    with pytest.raises(OptionError, match="slots: 'sequence' is not one of letters, ids"):
-        Scorer(backend=FakeBackend(), slots="sequence")
+    with pytest.raises(OptionError, match="slots: 'words' is not one of letters, ids, sequence"):
+        Scorer(backend=FakeBackend(), slots="words")
     with pytest.raises(OptionError, match="slots"):
         ScoreConfig(slots="words")
 
@@ -86,7 +86,7 @@ def test_cli_refuses_a_multi_token_id_with_exit_2(tmp_path, monkeypatch, capsys)
     with pytest.raises(SystemExit) as usage:  # a usage error, in the API's words
         cli.main(["score", "--input", str(inp), "--output", str(tmp_path / "o2.jsonl"), "--slots", "words"])
     assert usage.value.code == 2
-    assert "argument --slots: 'words' is not one of letters, ids" in capsys.readouterr().err
+    assert "argument --slots: 'words' is not one of letters, ids, sequence" in capsys.readouterr().err
 
 
 

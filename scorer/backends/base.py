@@ -19,6 +19,11 @@ tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts
   keep only its first ``keep`` tokens); one that cannot (a remote engine, which keeps its own prefix cache)
   refuses the call with a :class:`~scorer.errors.ModelError`. The radix prefix cache
   (:mod:`scorer.radix_cache`) is written on this call.
+* :meth:`Backend.fan_out_logprobs` scores token sequences as continuations (``--slots sequence``): suffixes packed
+  and branched as in fan-out, but the logits of EVERY suffix position are read (kernel ``_pass_all``) and turned here,
+  once for every backend, into the full-vocabulary log-probabilities of given target tokens. A backend says it can
+  (:attr:`Backend.scores_continuations`); one that cannot (a remote engine, which returns one position's
+  log-probabilities) refuses the call with a :class:`~scorer.errors.ModelError`.
 * Results over a prefix equal the fresh results over ``prefix.ids + suffix`` up to the backend's
   stated numerical drift; drift is measured (``semif drift``), never assumed zero.
 * Bad input is refused before any kernel runs, with a :class:`~scorer.errors.ValidationError` that says
@@ -28,7 +33,8 @@ tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts
   :class:`~scorer.errors.ModelError`.
 
 The public calls (:meth:`Backend.score_fresh`, :meth:`~Backend.prefill`, :meth:`~Backend.extend`,
-:meth:`~Backend.score_with_prefix`, :meth:`~Backend.fan_out`, :meth:`~Backend.decode_start`) check their input
+:meth:`~Backend.score_with_prefix`, :meth:`~Backend.fan_out`, :meth:`~Backend.fan_out_logprobs`,
+:meth:`~Backend.decode_start`) check their input
 here, once, and hand it to the backend's kernel (``_score_fresh``…). Fan-out is written once, here: suffixes
 are packed into passes of at most ``max_batch_tokens`` tokens (:func:`pack_chunks`), and each pass is a kernel
 ``_branch`` (make the prefix state visible to the pass: copy a cache, restore a saved state) then ``_pass`` (one
@@ -54,14 +60,16 @@ from __future__ import annotations
 import sys
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from scorer.errors import ModelError, ValidationError
 from scorer.prompt import Prompt, Tokenizer
+
+_R = TypeVar("_R")
 
 
 @dataclass
@@ -77,6 +85,17 @@ class Prefix:
     nbytes: int = 0
     """Bytes of the state the backend holds for this prefix (its K/V tensors, its saved llama.cpp state…),
     measured from the state itself; what :class:`scorer.radix_cache.RadixCache` counts against its budget."""
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """What :meth:`Backend.fan_out_logprobs` gives for one suffix."""
+
+    logprobs: np.ndarray
+    """float64, one per target token: its full-vocabulary log-probability at its position."""
+    head_logits: np.ndarray
+    """The logits at the suffix's first position (float32, :attr:`Backend.n_vocab` values; ``--slots sequence``: the
+    answer position's, whose argmax a record names)."""
 
 
 @dataclass
@@ -155,6 +174,8 @@ class Backend(ABC):
     cuts_prefixes: bool = False
     """True when :meth:`extend` can also keep only the first ``keep`` tokens of a held state (every layer
     holds every past token: no sliding window, no recurrent state)."""
+    scores_continuations: bool = False
+    """True when a pass can return the logits of every position of its suffixes (:meth:`fan_out_logprobs`)."""
     _closed: bool = False
 
     # --- the public calls: input checked here, then the kernel ------------------------------------------
@@ -220,22 +241,69 @@ class Backend(ABC):
             raise ValidationError(f"{len(wants)} wants for {len(suffixes)} suffixes (expected one per suffix)")
         for w in wants if wants is not None else [None]:
             self._check_want(w)
+
+        def run(branched: Any, part: list[list[int]], at: int) -> list[np.ndarray]:
+            return self._pass(prefix, branched, part, wants=None if wants is None else list(wants[at:at + len(part)]))
+        return self._packed(prefix, suffixes, max_batch_tokens, run)
+
+    def fan_out_logprobs(self, prefix: Prefix, suffixes: list[list[int]], targets: list[list[int]],
+                         max_batch_tokens: int) -> tuple[list[Continuation], FanOutTiming]:
+        """Teacher-forced log-probabilities: for every suffix ``s`` (each continuing ``prefix`` independently, packed
+        into passes as in :meth:`fan_out`) and its targets ``t`` (one token id per token of ``s``), the
+        full-vocabulary log-probability of ``t[j]`` in the next-token distribution after ``prefix.ids + s[:j + 1]``,
+        and the logits at ``s``'s first position (:class:`Continuation`). ``prefix`` is left as it was.
+
+        ``--slots sequence`` (:mod:`scorer.runs.sequence`) passes the state of a prompt's tokens but its last, the
+        suffixes ``[last token] + option[:-1]`` and the targets ``option``: each option's tokens scored as a
+        continuation of the whole prompt, one short pass per option. The log-probabilities are taken here, in
+        float64 from the kernel's logits, once for every backend. Refused (:class:`ModelError`) unless
+        :attr:`scores_continuations`."""
+        self._check_open()
+        self._check_prefix(prefix)
+        if isinstance(max_batch_tokens, bool) or not isinstance(max_batch_tokens, int) or max_batch_tokens < 1:
+            raise ValidationError(f"max_batch_tokens {max_batch_tokens!r} (expected an integer >= 1)")
+        if len(targets) != len(suffixes):
+            raise ValidationError(f"{len(targets)} target lists for {len(suffixes)} suffixes (expected one per suffix)")
+        for k, (suffix, target) in enumerate(zip(suffixes, targets, strict=True)):
+            self._check_ids(suffix, f"suffix {k}", len(prefix.ids))
+            self._check_ids(target, f"targets of suffix {k}")
+            if len(target) != len(suffix):
+                raise ValidationError(f"suffix {k} has {len(suffix)} tokens but {len(target)} targets (expected one "
+                                      "target per suffix token)")
+        if not self.scores_continuations:
+            raise ModelError(f"the {self.name} backend returns the logits of one position per pass, not of every "
+                             "position (score token sequences on the torch or llamacpp backend)")
+
+        def run(branched: Any, part: list[list[int]], at: int) -> list[Continuation]:
+            out = []
+            for k, logits in enumerate(self._pass_all(prefix, branched, part)):
+                target = targets[at + k]
+                if logits.shape != (len(target), self.n_vocab):
+                    raise AssertionError(f"a pass returned logits of shape {logits.shape} for {len(target)} positions")
+                out.append(Continuation(token_logprobs(logits, target), logits[0]))
+            return out
+        return self._packed(prefix, suffixes, max_batch_tokens, run)
+
+    def _packed(self, prefix: Prefix, suffixes: list[list[int]], max_batch_tokens: int,
+                run: Callable[[Any, list[list[int]], int], list[_R]]) -> tuple[list[_R], FanOutTiming]:
+        """The fan-out loop of :meth:`fan_out` and :meth:`fan_out_logprobs`: suffixes packed into passes of at most
+        ``max_batch_tokens`` tokens, each pass branched from the prefix, run by ``run(branched, part, index of the
+        part's first suffix)`` and unbranched, timed."""
         timing = FanOutTiming()
-        results: list[np.ndarray] = []
+        results: list[_R] = []
         width = self._max_branches()
         at = 0
         for chunk in pack_chunks(suffixes, max_batch_tokens):
             for k in range(0, len(chunk), width):
                 part = chunk[k:k + width]
-                part_wants = None if wants is None else list(wants[at:at + len(part)])
-                at += len(part)
                 t0 = time.perf_counter()
                 branched = self._branch(prefix, part)
                 t1 = time.perf_counter()
                 try:
-                    results += self._pass(prefix, branched, part, wants=part_wants)
+                    results += run(branched, part, at)
                 finally:
                     self._unbranch(branched)
+                at += len(part)
                 t2 = time.perf_counter()
                 timing.copy_s += t1 - t0
                 timing.suffix_s += t2 - t1
@@ -309,6 +377,12 @@ class Backend(ABC):
         """One forward over every suffix of ``part``: the logits at each suffix's last token, in order
         (``wants``: per suffix, as ``want`` of :meth:`_score_fresh`)."""
 
+    def _pass_all(self, prefix: Prefix, branched: Any, part: list[list[int]]) -> list[np.ndarray]:
+        """One forward over every suffix of ``part`` (branched by :meth:`_branch`, as for :meth:`_pass`): the logits
+        at EVERY position of each suffix, a float32 ``[len(suffix), n_vocab]`` array per suffix, in order; only
+        reached when :attr:`scores_continuations` says the backend implements it."""
+        raise ModelError(f"the {self.name} backend does not implement _pass_all")
+
     def _unbranch(self, branched: Any) -> None:  # noqa: B027 (a no-op default on purpose)
         """Free what :meth:`_branch` made (called even when :meth:`_pass` raised)."""
 
@@ -373,6 +447,17 @@ class Backend(ABC):
     def _check_prefix(self, prefix: Prefix) -> None:
         if prefix.handle is None:
             raise ValidationError("this prefix was released (prefill it again)")
+
+
+def token_logprobs(logits: np.ndarray, targets: Sequence[int]) -> np.ndarray:
+    """Row ``j`` of ``logits`` ([positions, vocabulary]) as a log-softmax over the whole vocabulary, read at
+    ``targets[j]`` (float64: the normaliser of a 150k-token vocabulary summed in float32 would cost digits)."""
+    z = np.asarray(logits, dtype=np.float64)
+    if not np.all(np.isfinite(z)):
+        raise ValueError("non-finite logits: the forward pass produced NaN/inf")
+    top = z.max(axis=1, keepdims=True)
+    lse = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+    return z[np.arange(len(targets)), np.asarray(targets, dtype=np.int64)] - lse
 
 
 def pack_chunks(suffixes: list[list[int]], budget: int) -> list[list[list[int]]]:

@@ -14,7 +14,8 @@ cell 0, exactly as a fresh run does):
 * ``fan_out`` (shared, kernel ``llamacpp.seq-cp-batch``): per packed pass the prefix is restored once and
   ``seq_cp``-ed to one branch per suffix (branches share the prefix's cells; no data is copied), then ALL
   suffixes go through ONE ``llama_decode`` (each token tagged with its branch's sequence id and its
-  position), logits only at each branch's last token; every sequence is removed afterwards. Branches
+  position), logits only at each branch's last token (at every token for ``--slots sequence``:
+  ``fan_out_logprobs``); every sequence is removed afterwards. Branches
   after the first sit behind the other branches' cells, and llama.cpp's attention over that layout is
   not bit-identical to a fresh run: the drift is measured (tests, ``semif compare``), never assumed 0.
 * ``decode_start/next/end``: greedy generation in its own sequence.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 import platform
 import re
@@ -209,6 +211,7 @@ class LlamaCppBackend(Backend):
     kernel = KERNEL
     logits_dtype = "float32"
     extends_prefixes = True
+    scores_continuations = True
 
     def __init__(self, cfg: BackendConfig):
         import llama_cpp
@@ -346,7 +349,10 @@ class LlamaCppBackend(Backend):
         extended (``longest_held``: a radix cache's longest, from an earlier run, restored to build a shorter one).
         """
         mode = need["mode"]
-        if mode == "shared":
+        if need.get("sequence"):  # --slots sequence: a prompt's state (or a held one) and its options' pass
+            cells, seqs = max(need["pass_cells"], need["longest_prompt"]), need["pass_branches"] + 1
+            batch = max(need["longest_prompt"], need["pass_tokens"])
+        elif mode == "shared":
             cells, seqs = need["pass_cells"], need["pass_branches"] + 1
             batch = max(need["longest_prefix"], need["pass_tokens"])
         else:
@@ -574,17 +580,28 @@ class LlamaCppBackend(Backend):
               wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
         """Every suffix in ONE batch (each token tagged with its branch's sequence and position), logits at
         each branch's last token only."""
+        tokens, pos, seqs = self._packed_batch(branched, part)
+        return self._decode(tokens, pos, seqs, [int(e) - 1 for e in np.cumsum([len(s) for s in part])])
+
+    def _pass_all(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]]) -> list[np.ndarray]:
+        """The batch of :meth:`_pass`, logits at every suffix token (``--slots sequence``)."""
+        tokens, pos, seqs = self._packed_batch(branched, part)
+        rows = self._decode(tokens, pos, seqs, list(range(len(tokens))))
+        starts = np.cumsum([0, *(len(s) for s in part)])
+        return [np.stack(rows[a:b]) for a, b in itertools.pairwise(starts)]
+
+    def _packed_batch(self, branched: list[_Seq], part: list[list[int]]) -> tuple[list[int], list[int], list[int]]:
+        """The tokens of a packed pass, each one's position (restarting after the prefix for every suffix) and
+        sequence (its branch's)."""
         p = branched[0].n_past
         tokens: list[int] = []
         pos: list[int] = []
         seqs: list[int] = []
-        want: list[int] = []
         for b, suf in zip(branched[1:], part, strict=True):
             tokens += suf
             pos += range(p, p + len(suf))
             seqs += [b.seq] * len(suf)
-            want.append(len(tokens) - 1)
-        return self._decode(tokens, pos, seqs, want)
+        return tokens, pos, seqs
 
     def _unbranch(self, branched: list[_Seq]) -> None:
         for s in [*branched[1:], branched[0]]:  # the prefix's sequence last: it is the next one taken

@@ -4,7 +4,8 @@ Shared mode runs ONE packed forward per chunk: all suffixes of a state are conca
 prefilled prefix, each suffix token sees the whole prefix and the earlier tokens of its own suffix
 only, and position ids restart at ``len(prefix)`` for every suffix. No padding is computed (unlike
 right-padded batches over a broadcast cache, which also run the MLP over pad tokens), and logits are
-kept only at each suffix's last token. The prefix cache is deep-copied per chunk so it is never mutated.
+kept only at each suffix's last token (at every token for ``--slots sequence``: ``_pass_all``). The
+prefix cache is deep-copied per chunk so it is never mutated.
 
 Two attention kernels implement that visibility rule:
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 import json
 import platform
 import sys
@@ -248,6 +250,7 @@ class TorchBackend(Backend):
     name = "torch"
     kernel = KERNEL
     extends_prefixes = True
+    scores_continuations = True
 
     def __init__(self, ref: store.ModelRef, device: str = "cpu", dtype: str | None = None,
                  threads: int | None = None):
@@ -404,25 +407,39 @@ class TorchBackend(Backend):
 
     def _pass(self, prefix: Prefix, branched: Any, part: list[list[int]],
               wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
-        """ONE packed forward: every suffix after the prefix, positions restarting at ``len(prefix)``."""
+        """ONE packed forward: every suffix after the prefix, positions restarting at ``len(prefix)``; logits at
+        each suffix's last token."""
+        ends = np.cumsum([len(s) for s in part]) - 1
+        logits = self._packed_forward(prefix, branched, part, ends)
+        return [logits[i] for i in range(len(part))]
+
+    def _pass_all(self, prefix: Prefix, branched: Any, part: list[list[int]]) -> list[np.ndarray]:
+        """The packed forward of :meth:`_pass`, logits at every suffix token (``--slots sequence``)."""
+        lens = [len(s) for s in part]
+        logits = self._packed_forward(prefix, branched, part, np.arange(sum(lens)))
+        starts = np.cumsum([0, *lens])
+        return [logits[a:b] for a, b in itertools.pairwise(starts)]
+
+    def _packed_forward(self, prefix: Prefix, branched: Any, part: list[list[int]], keep: np.ndarray) -> np.ndarray:
+        """ONE packed forward over ``part`` after the prefix (the suffixes see the prefix and their own past only);
+        the float32 logits at the packed positions ``keep``, ``[len(keep), n_vocab]``."""
         torch = self.torch
         p = len(prefix.ids)
         lens = [len(s) for s in part]
         flat = [t for s in part for t in s]
         pos = torch.tensor([[p + i for n in lens for i in range(n)]], device=self.device)
         mask = self._packed_mask(p, lens)
-        ends = torch.tensor(np.cumsum(lens) - 1, device=self.device)
         if self.kernel == KERNEL_BLOCKWISE:
             _PACK.spec = (p, *self._own_blocks(lens))
         try:
             with torch.inference_mode():
                 out, _cache = self._forward(self._ids(flat), branched, position_ids=pos, attention_mask=mask,
-                                            logits_to_keep=ends)
+                                            logits_to_keep=torch.tensor(keep, device=self.device))
         finally:
             _PACK.spec = None
         logits = out.logits[0].float().cpu().numpy()
-        assert logits.shape[0] == len(part) and len(flat) == int(ends[-1]) + 1
-        return [logits[i] for i in range(len(part))]
+        assert logits.shape[0] == len(keep) and int(keep[-1]) < len(flat)
+        return logits
 
     def _own_blocks(self, lens: list[int]) -> tuple[Any, Any]:
         """For each packed query: the indices of its own suffix's tokens [L, S] and which it may see."""

@@ -35,10 +35,11 @@ def check_on_uncovered(value: Any, option: str = "on_uncovered") -> str:
 
 
 def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict[str, Any], permute: int = 1,
-                    on_uncovered: str = "error", prompt_version: str | None = None) -> None:
+                    on_uncovered: str = "error", prompt_version: str | None = None, readout: str | None = None) -> None:
     """Raise the lookup error of the first decision the calibration does not cover (model first); with
     ``on_uncovered="raw"`` only the model is checked. ``prompt_version``: what the run's signatures name (its
-    layout and demonstrations: :func:`scorer.layouts.signature_version`; default ``semif-direct-v1``)."""
+    layout and demonstrations: :func:`scorer.layouts.signature_version`; default ``semif-direct-v1``); ``readout``:
+    theirs (:func:`scorer.calibration.signature.signature_readout`; default from ``permute``)."""
     from scorer.prompt import PROMPT_VERSION
 
     version = PROMPT_VERSION if prompt_version is None else prompt_version
@@ -46,7 +47,8 @@ def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict
     if on_uncovered == "raw":
         return
     msha = identity_sha256(model_identity(model))
-    readout = f"permute-{permute}" if permute > 1 else "plain"
+    if readout is None:
+        readout = f"permute-{permute}" if permute > 1 else "plain"
     for d in decisions:
         fam = d.extra.get("family")
         cal.lookup(signature_of(d, version, model, readout), msha, readout,

@@ -12,7 +12,7 @@ The signature is ``sha256`` of the canonical JSON (sorted keys, no spaces, UTF-8
      "question": "<question text, exactly as in the input>",
      "options": [["<id>", "<description>"], ...],          # in the order they were lettered A, B, …
      "model": <model identity, below>,
-     "readout": "plain" | "permute-K"}
+     "readout": "plain" | "permute-K" | "sequence-sum" | "sequence-mean"}
 
 The **model identity** is the part of a record's ``model`` block that fixes the numbers: ``backend``,
 ``dtype`` and the weights — ``gguf_sha256`` (store or .gguf models: the file llama.cpp reads, or the
@@ -23,7 +23,9 @@ drift measured elsewhere (``semif drift``), not a different decision procedure. 
 it is what varies between the rows of a batch.
 
 ``readout`` is ``permute-K`` for records of ``semif score --permute K`` (their probabilities are
-averages over K orderings, a different function of the prompt than one plain pass).
+averages over K orderings, a different function of the prompt than one plain pass), and ``sequence-sum`` or
+``sequence-mean`` for ``semif score --slots sequence`` (its prompt is the ``ids`` readout's, ``semif-direct-ids-v1``,
+but its numbers are the options' continuation scores: a calibration of one never applies to the other).
 """
 
 from __future__ import annotations
@@ -63,9 +65,21 @@ def describe_identity(identity: dict[str, Any]) -> str:
 
 
 def readout_of(record: dict[str, Any]) -> str:
-    """``plain``, or ``permute-K`` for an order-averaged record."""
+    """``plain``, ``permute-K`` for an order-averaged record, or ``sequence-NORM`` for a ``--slots sequence`` one."""
     perm = record.get("permute")
-    return f"permute-{int(perm['k'])}" if isinstance(perm, dict) and perm.get("k") else "plain"
+    if isinstance(perm, dict) and perm.get("k"):
+        return f"permute-{int(perm['k'])}"
+    slots = record.get("slots")
+    if isinstance(slots, dict) and slots.get("readout") == "sequence":
+        return f"sequence-{slots.get('normalisation')}"
+    return "plain"
+
+
+def signature_readout(permute: int = 1, slots: str = "letters", sequence_norm: str | None = None) -> str:
+    """The ``readout`` a run's signatures name (what :func:`readout_of` reads back from its records)."""
+    if permute > 1:
+        return f"permute-{permute}"
+    return f"sequence-{sequence_norm or 'sum'}" if slots == "sequence" else "plain"
 
 
 def decision_signature(prompt_version: str, question: str, options: Sequence[tuple[str, str]],

@@ -98,12 +98,23 @@ def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = 
     p.add_argument(flag, type=choice(MODES), choices=MODES, default=default, help=help)
 
 
-def add_slots_arg(p: Any) -> None:
-    """``--slots letters|ids``: what the decision is read out through, by the API's rule."""
+def add_slots_arg(p: Any, norm: bool = True) -> None:
+    """``--slots letters|ids|sequence`` (and, where records are scored, ``--sequence-norm sum|mean``): what the
+    decision is read out through, by the API's rule."""
     p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters", action=Given,
                    help="letters: the options lettered A, B, ... and each letter's token read (default); ids: the "
                         "options listed under their ids and each id's own token read (every id one token, e.g. "
-                        "yes/no; a row whose id is not is refused naming options[i].id)")
+                        "yes/no; a row whose id is not is refused naming options[i].id); sequence: the ids prompt, "
+                        "each id scored as a continuation of it (its tokens' log-probabilities, any length)")
+    if norm:
+        p.add_argument("--sequence-norm", type=choice(rules.SEQUENCE_NORMS), choices=rules.SEQUENCE_NORMS,
+                       help="--slots sequence: an option's score is the sum of its tokens' log-probabilities "
+                            f"(default {rules.DEFAULT_SEQUENCE_NORM}) or their mean (per token)")
+
+
+def sequence_norm(args: argparse.Namespace) -> str | None:
+    """``--sequence-norm`` checked against ``--slots`` (given without ``--slots sequence``: refused, exit 2)."""
+    return rules.check_sequence_norm(args.sequence_norm, args.slots)
 
 
 def add_max_batch_tokens_arg(p: Any) -> None:

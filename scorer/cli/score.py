@@ -25,13 +25,16 @@ from scorer.cli.options import (
     load_model,
     positive_float,
     positive_int,
+    sequence_norm,
 )
 from scorer.cli.preset import add_preset_arg, check_rows, preset_args
 from scorer.errors import ValidationError
 from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
+from scorer.options import check_slots_backend
 from scorer.radix_cache import RadixCache
 from scorer.ray_engine import RayOptions
 from scorer.runs.score import ScoreConfig
+from scorer.runs.sequence import check_sequence_options
 from scorer.store import sha256_file
 
 
@@ -188,7 +191,7 @@ def _ray_options(args: argparse.Namespace) -> RayOptions:
     """The :class:`RayOptions` of ``semif score``'s arguments; refuses what the Ray engine does not do."""
     for flag, on in (("--permute", args.permute > 1), ("--temperature", args.temperature is not None),
                      ("--exact", bool(getattr(args, "exact", False))), ("--echo", args.echo is not None),
-                     ("--slots ids", args.slots != "letters"), ("--demos", args.demos is not None),
+                     (f"--slots {args.slots}", args.slots != "letters"), ("--demos", args.demos is not None),
                      (f"--layout {args.layout}", args.layout != "state-major")):
         if on:
             raise ValidationError(f"{flag} is not supported with --engine ray (use the local engine)")
@@ -219,7 +222,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
                          "the local engine without live routing (their records could not name the preset)")
     layout, demos = layout_options(args)  # and every demonstration
     check_rows(preset, demos, decisions)  # never rows whose state a preset's demonstration shows
+    norm = sequence_norm(args)
+    check_slots_backend(args.slots, args.backend)
     exact = exact_policy(args)
+    if norm is not None:  # before the output is created
+        check_sequence_options(args.permute, exact, None)
     ray_opts = _ray_options(args) if args.engine == "ray" else None  # refused before anything is opened
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads
@@ -259,8 +266,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     prefixes = RadixCache(args.prefix_cache_bytes)
     cfg = ScoreConfig(mode=mode, run_parts=parts, resume=args.resume, max_batch_tokens=args.max_batch_tokens,
                       permute=args.permute, temperature=args.temperature, exact=exact, calibration=calibration,
-                      on_uncovered=args.uncovered, echo=args.echo, slots=args.slots, layout=layout, demos=demos,
-                      prefix_cache=prefixes, preset=preset)
+                      on_uncovered=args.uncovered, echo=args.echo, slots=args.slots, sequence_norm=norm,
+                      layout=layout, demos=demos, prefix_cache=prefixes, preset=preset)
 
     def chose(c: Any) -> None:
         print(f"[semif] {c.describe()}", file=sys.stderr)

@@ -19,8 +19,10 @@ from scorer.cli.options import (
     non_negative_float,
     positive_float,
     positive_int,
+    sequence_norm,
 )
 from scorer.cli.score import add_echo_arg
+from scorer.options import check_slots_backend
 from scorer.serve import TOKEN_ENV, Limits
 from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS
 
@@ -77,12 +79,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.ray and (layout != "state-major" or demos is not None):
         raise InputError("--ray", None, None, "given with --layout/--demos",
                          "the state-major layout without demonstrations on Ray Serve (for now)")
+    if args.ray and args.slots == "sequence":
+        raise InputError("--ray", None, None, "given with --slots sequence", "--slots letters or ids on Ray Serve "
+                         "(for now)")
+    check_slots_backend(args.slots, args.backend)
     cfg = ServeConfig(host=args.host, port=args.port, mode=args.mode, max_batch_tokens=args.max_batch_tokens,
                       token=args.token or os.environ.get(TOKEN_ENV) or None,
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
-                      calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots, layout=layout,
+                      calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots,
+                      sequence_norm=sequence_norm(args), layout=layout,
                       demos=demos, batch_window_ms=args.batch_window_ms, prefix_cache_bytes=args.prefix_cache_bytes,
                       echo=args.echo)
     if args.ray:

@@ -31,7 +31,7 @@ import orjson
 
 from scorer import readout
 from scorer.backends.base import Backend, pack_chunks
-from scorer.calibration.signature import signature_of
+from scorer.calibration.signature import signature_of, signature_readout
 from scorer.demos import Demos, prompt_for
 from scorer.errors import InputError, ValidationError, brief
 from scorer.io import RecordsOutput, ResumePoint, read_resume
@@ -47,15 +47,19 @@ from scorer.layouts import (
 )
 from scorer.options import (
     DEFAULT_MAX_BATCH_TOKENS,
+    DEFAULT_SEQUENCE_NORM,
     MODES,
     check_run_options,
+    check_sequence_norm,
     check_slots,
     positive_float,
     positive_int,
 )
 from scorer.prompt import Prompt, common_prefix, prefix_ids, sha256_tokens
 from scorer.radix_cache import RadixCache
-from scorer.schema import RECORD_SCHEMA, SCORE_KIND, Decision, check_record, dumps_record
+from scorer.runs.sequence import SequenceScores, check_sequence_options, pass_need, score_rows
+from scorer.runs.sequence import check_backend as check_sequence_backend
+from scorer.schema import RECORD_SCHEMA, SCORE_KIND, SEQUENCE_SCORE_KIND, Decision, check_record, dumps_record
 
 if TYPE_CHECKING:
     from scorer.calibration.batch import BatchResult
@@ -103,9 +107,10 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
             backend.validate_prompt(p)
         except ValidationError as exc:
             raise ValidationError(f"{d.source}: row {d.id!r}: {exc}") from None
-        if len(p.ids) + 1 > backend.n_ctx:
-            raise ValidationError(f"{d.source}: the prompt of row {d.id!r} is {len(p.ids)} tokens but the "
-                                  f"model's context holds {backend.n_ctx}; SemIf never truncates "
+        answer = max((len(c) for c in p.continuations), default=1)  # the answer's tokens (sequence: the longest)
+        if len(p.ids) + answer > backend.n_ctx:
+            raise ValidationError(f"{d.source}: the prompt of row {d.id!r} is {len(p.ids)} tokens and its answer "
+                                  f"{answer} but the model's context holds {backend.n_ctx}; SemIf never truncates "
                                   "(shorten the state or use a model with a longer context)")
         items.append(Item(i, d, p, dt, []))
         heads.append(head)
@@ -128,21 +133,36 @@ def group_by_prefix(items: list[Item], heads: list[list[int]]) -> OrderedDict[st
     return groups
 
 
-def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: dict[str, Any], mode: str,
-                timing: dict[str, float], cache: dict[str, Any] | None, run: dict[str, Any]) -> dict[str, Any]:
-    """One decision record (the same fields in every mode and backend)."""
+def make_record(item: Item, logits: np.ndarray | SequenceScores, backend: Backend, model_info: dict[str, Any],
+                mode: str, timing: dict[str, float], cache: dict[str, Any] | None,
+                run: dict[str, Any]) -> dict[str, Any]:
+    """One decision record (the same fields in every mode and backend): read from the answer position's ``logits``, or
+    under ``--slots sequence`` from the options' continuations (:class:`~scorer.runs.sequence.SequenceScores`)."""
     d, p = item.decision, item.prompt
-    r = readout.read(logits, p.slot_ids, backend.logits_dtype, normalized=backend.logits_normalized)
+    slots: dict[str, Any] = {"readout": p.slots, "texts": list(p.slot_texts), "token_ids": list(p.slot_ids)}
+    score_kind = model_info.get("score_kind", SCORE_KIND)
+    sig_readout = "plain"
+    if isinstance(logits, SequenceScores):
+        conts, norm = logits.continuations, logits.normalisation
+        r = readout.read_sequences([c.logprobs for c in conts], conts[0].head_logits, norm, backend.logits_dtype)
+        slots.update(token_ids=[list(c) for c in p.continuations], normalisation=norm,
+                     token_counts=[len(c) for c in p.continuations],
+                     token_logprobs=[[float(v) for v in c.logprobs] for c in conts])
+        score_kind = SEQUENCE_SCORE_KIND.format(norm=norm, backend=model_info.get("backend"),
+                                                dtype=model_info.get("dtype"))
+        sig_readout = signature_readout(1, p.slots, norm)
+    else:
+        r = readout.read(logits, p.slot_ids, backend.logits_dtype, normalized=backend.logits_normalized)
     ids = d.option_ids
     tok = backend.tokenizer
     timing = {k: round(v, 6) for k, v in timing.items()}
     return {
         "schema": RECORD_SCHEMA,
         "id": d.id,
-        "signature": signature_of(d, p.signature_version, model_info),
+        "signature": signature_of(d, p.signature_version, model_info, sig_readout),
         "option_ids": ids,
         "letters": list(p.letters),
-        "slots": {"readout": p.slots, "texts": list(p.slot_texts), "token_ids": list(p.slot_ids)},
+        "slots": slots,
         "probabilities": r.probabilities,
         "option_logits": r.option_logits,
         "choice": None if r.choice_index is None else ids[r.choice_index],
@@ -152,7 +172,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "allowed_token_mass": r.allowed_token_mass,
         "full_vocab_argmax": {"token_id": r.argmax_token_id, "text": tok.decode([r.argmax_token_id]),
                               "is_slot": r.argmax_token_id in p.slot_ids},
-        "score_kind": model_info.get("score_kind", SCORE_KIND),
+        "score_kind": score_kind,
         "input_tokens": len(p.ids),
         "prompt_version": p.version,
         "layout": p.layout,
@@ -161,7 +181,7 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
         "prompt_sha256": p.sha256,
         "tokens_sha256": p.tokens_sha256,
         "mode": mode,
-        "kernel": kernel_name(backend, mode),
+        "kernel": kernel_name(backend, mode, p.slots),
         "prefix_tokens": cache["prefix_tokens"] if cache else None,
         "suffix_tokens": cache["suffix_tokens"] if cache else None,
         "cache_hit": cache["cache_hit"] if cache else None,
@@ -177,10 +197,11 @@ def make_record(item: Item, logits: np.ndarray, backend: Backend, model_info: di
     }
 
 
-def kernel_name(backend: Backend, mode: str) -> str:
-    """The kernel a record of ``mode`` names: the backend's packed kernel in shared mode, else
-    ``<backend>.fresh`` (direct) or ``<backend>.prefix-reuse`` (serial)."""
-    if mode == "shared":
+def kernel_name(backend: Backend, mode: str, slots: str = "letters") -> str:
+    """The kernel a record of ``mode`` names: the backend's packed kernel in shared mode (and for ``--slots
+    sequence`` in every mode: the options' passes are packed), else ``<backend>.fresh`` (direct) or
+    ``<backend>.prefix-reuse`` (serial)."""
+    if mode == "shared" or slots == "sequence":
         return backend.kernel
     return f"{backend.name}.{'fresh' if mode == 'direct' else 'prefix-reuse'}"
 
@@ -207,7 +228,9 @@ def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MA
         "held_prefixes": len(groups) if mode == "serial" else 0,
         "pass_cells": 0, "pass_branches": 0, "pass_tokens": 0,
     }
-    if mode == "shared":
+    if any(it.prompt.continuations for it in items):  # --slots sequence: every row's options pass, in every mode
+        need.update(pass_need([it.prompt for it in items], max_batch_tokens))
+    elif mode == "shared":
         for g in groups.values():
             p = len(g[0].prefix)
             for chunk in pack_chunks([it.prompt.ids[p:] for it in g], max_batch_tokens):
@@ -220,21 +243,29 @@ def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MA
 
 def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, Any], skip: int = 0,
                 max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-                cache: RadixCache | None = None) -> Iterator[dict[str, Any]]:
+                cache: RadixCache | None = None, sequence_norm: str | None = None) -> Iterator[dict[str, Any]]:
     """Yield the records of ``items[skip:]`` in input order.
 
     ``skip`` is the number of leading records a resumed run already has. Shared mode recomputes any
     group that still has rows to emit, whole, so a resumed run's numbers equal an uninterrupted run's.
     ``cache``: the radix prefix cache the fast modes take their prefix states from (kept as it is for the
     caller's next run); without one, the run makes its own (default budget) and releases it at the end.
+    Items rendered for ``--slots sequence`` are read through their continuations (:mod:`scorer.runs.sequence`) with
+    ``sequence_norm`` (default :data:`~scorer.options.DEFAULT_SEQUENCE_NORM`).
     """
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+    sequence = any(it.prompt.slots == "sequence" for it in items)
+    if sequence:
+        check_sequence_backend(backend)  # before any memory is planned
     need = memory_need(items, mode, max_batch_tokens)
     if cache is not None and mode != "direct":  # a held state longer than this run's prompts may be restored
         need["longest_held"] = cache.longest_held
     backend.plan_memory(need)  # a fixed-size state (llama.cpp's KV cache)
     info = backend.model_info()
+    if sequence and mode == "direct":
+        yield from _sequence(backend, items, mode, run, skip, info, max_batch_tokens, None, sequence_norm)
+        return
     if mode == "direct":
         for it in items[skip:]:
             t0 = time.perf_counter()
@@ -246,13 +277,25 @@ def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, A
     own = cache is None
     prefixes = RadixCache() if cache is None else cache
     try:
-        if mode == "serial":
+        if sequence:
+            yield from _sequence(backend, items, mode, run, skip, info, max_batch_tokens, prefixes, sequence_norm)
+        elif mode == "serial":
             yield from _serial(backend, items, run, skip, info, prefixes)
         else:
             yield from _shared(backend, items, run, skip, info, max_batch_tokens, prefixes)
     finally:
         if own:
             prefixes.clear()
+
+
+def _sequence(backend: Backend, items: list[Item], mode: str, run: dict[str, Any], skip: int, info: dict[str, Any],
+              max_batch_tokens: int, cache: RadixCache | None, norm: str | None) -> Iterator[dict[str, Any]]:
+    """``--slots sequence`` records (:func:`scorer.runs.sequence.score_rows`); in the fast modes the prefix fields
+    describe the forked state (the prompt less its last token, the one token its options' passes start with)."""
+    rows = [(it.prompt, it.prefix) for it in items[skip:]]
+    norm = DEFAULT_SEQUENCE_NORM if norm is None else norm
+    for it, sc in zip(items[skip:], score_rows(backend, rows, mode, norm, max_batch_tokens, cache), strict=True):
+        yield make_record(it, sc, backend, info, mode, sc.timing(it.encode_s), sc.prefix_fields(it.prompt), run)
 
 
 def _serial(backend: Backend, items: list[Item], run: dict[str, Any], skip: int, info: dict[str, Any],
@@ -426,7 +469,11 @@ class ScoreConfig:
     """Store the question, options and a state digest (``digest``) or the state (``full``) in every record
     (:mod:`scorer.echo`)."""
     slots: str = "letters"
-    """The answer slots read out: the letters A–P, or the option ids (:data:`scorer.options.SLOTS`)."""
+    """The answer slots read out: the letters A–P, the option ids, or the ids as token sequences
+    (:data:`scorer.options.SLOTS`)."""
+    sequence_norm: str | None = None
+    """``slots="sequence"``: ``sum`` (the default) or ``mean`` of each option's token log-probabilities
+    (:data:`scorer.options.SEQUENCE_NORMS`); resolved at construction (None for the other slots)."""
     layout: str = STATE_MAJOR
     """The prompt layout (:mod:`scorer.layouts`): ``state-major``, ``question-major`` or ``auto``."""
     demos: Demos | None = None
@@ -447,6 +494,9 @@ class ScoreConfig:
         object.__setattr__(self, "echo", check_echo(self.echo))
         check_run_options(self.mode, self.max_batch_tokens)
         check_slots(self.slots)
+        object.__setattr__(self, "sequence_norm", check_sequence_norm(self.sequence_norm, self.slots))
+        if self.sequence_norm is not None:
+            check_sequence_options(self.permute, self.exact, self.route)
         check_layout(self.layout)
         check_slots_layout(self.slots, self.layout, self.demos is not None)
         positive_int(self.permute, "permute")
@@ -459,19 +509,25 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
                          calibration: Calibration | None = None,
                          exact: RecordPolicy | None = None, route: RecordPolicy | None = None,
                          on_uncovered: str = "error", echo: str | None = None, layout: str = STATE_MAJOR,
-                         demos: Demos | None = None, slots: str = "letters", preset: str | None = None
-                         ) -> dict[str, Any]:
+                         demos: Demos | None = None, slots: str = "letters",
+                         sequence_norm: str | None = None, preset: str | None = None) -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
     API and the Ray engine all name their runs through this one function. ``on_uncovered="raw"`` (only the
     calibration's model is checked then), ``echo``, ``layout`` (a resolved one) and ``demos`` enter the hash
-    only when set, and so does ``preset`` (the sha256 of the preset file that ran: :mod:`scorer.presets`)."""
+    only when set, and so does ``preset`` (the sha256 of the preset file that ran: :mod:`scorer.presets`);
+    ``--slots sequence`` names its normalisation (``sequence_norm``, default sum) and refuses ``permute`` and
+    ``exact`` (:class:`~scorer.options.OptionError` naming the field)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r} must be resolved before the run is named (resolve_layout)")
     parts = config_parts(info, run_parts, mode, max_batch_tokens)
     if check_slots(slots) != "letters":  # the letters' run hash stays what it always was
         parts["slots"] = slots
+    sequence_norm = check_sequence_norm(sequence_norm, slots)
+    if sequence_norm is not None:
+        parts["sequence_norm"] = sequence_norm
+        check_sequence_options(permute, exact, route)
     if layout != STATE_MAJOR:
         parts["layout"] = layout
     if demos is not None:
@@ -487,7 +543,8 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
         from scorer.calibration.apply import check_decisions
 
         check_decisions(calibration, decisions, info, permute, on_uncovered,
-                        prompt_version=signature_version(layout, demos.k if demos is not None else 0, slots))
+                        prompt_version=signature_version(layout, demos.k if demos is not None else 0, slots),
+                        readout=signature_readout(permute, slots, sequence_norm))
         parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
         if on_uncovered != "error":
             parts["uncovered"] = on_uncovered
@@ -501,7 +558,8 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
         parts["exact"] = exact.config()
     if route is not None:
         if slots != "letters":
-            raise ValidationError("live routing (--fast/--accurate) reads the letters; it does not take --slots ids")
+            raise ValidationError(f"live routing (--fast/--accurate) reads the letters; it does not take --slots "
+                                  f"{slots}")
         if layout != STATE_MAJOR or demos is not None:
             raise ValidationError("live routing (--fast/--accurate) renders the state-major layout without "
                                   "demonstrations (no --layout question-major, no --demos)")
@@ -555,7 +613,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     parts = checked_config_parts(backend.model_info(), decisions, cfg.run_parts, cfg.mode, cfg.max_batch_tokens,
                                  permute=cfg.permute, temperature=cfg.temperature, calibration=cfg.calibration,
                                  exact=cfg.exact, route=cfg.route, on_uncovered=cfg.on_uncovered, echo=cfg.echo,
-                                 layout=cfg.layout, demos=cfg.demos, slots=cfg.slots,
+                                 layout=cfg.layout, demos=cfg.demos, slots=cfg.slots, sequence_norm=cfg.sequence_norm,
                                  preset=None if cfg.preset is None else cfg.preset.sha256)
     chash = config_sha256(parts)
     if isinstance(output, RecordsOutput):
@@ -586,7 +644,8 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
             cfg.route.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if on_start:
             on_start(len(items), skip)
-        records = score_items(backend, items, mode, run, skip, cfg.max_batch_tokens, cfg.prefix_cache)
+        records = score_items(backend, items, mode, run, skip, cfg.max_batch_tokens, cfg.prefix_cache,
+                              cfg.sequence_norm)
         if exact is not None:
             records = exact.apply(backend, items, mode, records)
         if cfg.route is not None:
