@@ -16,7 +16,8 @@ def _run(runner: str, execution: str, **over: Any) -> dict[str, Any]:
     return {"runner": runner, "execution": execution, "ran": True, "changed_choices": 1, "max_abs_dp": 0.04,
             "median_abs_dp": 0.01, "decisions_per_s": 2.0,
             "boundary_decisions": {"reference_margin_below": 0.1, "decisions": 5, "changed": 1},
-            "labels": {"balanced_accuracy": 0.5, "balanced_accuracy_calibrated": 0.625}, **over}
+            "labels": {"balanced_accuracy": 0.5, "balanced_accuracy_calibrated": 0.625},
+            "load_average": {"before": [0.5, 1.0, 1.2], "after": [0.7, 1.0, 1.2]}, **over}
 
 
 def _report(**over: Any) -> dict[str, Any]:
@@ -44,7 +45,8 @@ def test_every_run_is_a_row_skips_say_why_and_emulations_claim_no_speed() -> Non
     rows = {(r[0], r[1]): r for r in table["rows"]}
     assert rows[("fp32 (reference)", "torch fp32")][-1] == "1.5"
     q8 = rows[("gguf:Q8_0", "llama.cpp")]
-    assert q8[2] == "its own kernels (native)" and q8[4] == "644" and q8[7] == "1 of 5" and q8[-1] == "2"
+    assert q8[2] == "its own kernels (native)" and q8[4] == "644" and q8[7] == "1 of 5"
+    assert q8[-1] == "2 (load 0.5 → 0.7)"  # a speed carries the load it was measured under
     emulated = rows[("awq-w4a16<b>", "transformers-emulated")]
     assert emulated[2] == "emulated in transformers" and emulated[-1] == ""  # never a speed for an emulation
     skipped = rows[("awq-w4a16<b>", "vllm")]

@@ -24,6 +24,17 @@ def _obj(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+def _rate(rate: float | None, load: Any) -> str:
+    """A speed, with the 1-minute load average around its run: a number taken on a busy machine says so."""
+    if rate is None:
+        return ""
+    span = _obj(load)
+    before, after = span.get("before"), span.get("after")
+    if isinstance(before, list) and isinstance(after, list) and before and after:
+        return f"{fmt_value(rate)} (load {fmt_value(before[0])} → {fmt_value(after[0])})"
+    return fmt_value(rate)
+
+
 def _how(run: dict[str, Any]) -> str:
     if not run.get("ran"):
         return f"not run: {run.get('skipped') or run.get('error') or 'no reason given'}"
@@ -59,7 +70,7 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
                          fmt_value(finite(run.get("median_abs_dp"))) if run.get("ran") else "",
                          fmt_value(finite(labels.get("balanced_accuracy"))),
                          fmt_value(finite(labels.get("balanced_accuracy_calibrated"))),
-                         fmt_value(rate) if rate is not None else ""])
+                         _rate(rate, run.get("load_average"))])
     ref = _obj(rep.obj.get("reference"))
     ref_labels = _obj(ref.get("labels"))
     rows.insert(0, ["fp32 (reference)", fmt_value(ref.get("runner")), "the reference every row is compared with",
@@ -76,8 +87,9 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
         "caption": "every scheme, where it ran, against the fp32 reference on the same decisions",
         "columns": ["scheme", "ran on", "how", "bits/weight", "MiB", "seconds to make", "changed choices",
                     "changed boundary decisions", "max |Δp|", "median |Δp|", "balanced acc. raw",
-                    "balanced acc. calibrated", "decisions/s (native only)"],
+                    "balanced acc. calibrated", "decisions/s (native only; load average around the run)"],
         "rows": rows,
         "note": "boundary decisions: the reference's margin is below 0.1, where a few hundredths of drift can flip "
                 "the choice; calibrated: after the label-free in-batch prior; an emulated run simulates the scheme "
-                "in fp32, so no speed is claimed for it; a scheme that could not run on this machine says why"})
+                "in fp32, so no speed is claimed for it; a scheme that could not run on this machine says why; a "
+                "speed measured while the 2-core machine was busy (load well above 2) is slower than a quiet one"})
