@@ -438,7 +438,7 @@ def test_a_prompt_that_fills_the_engines_context_is_refused_before_any_request(k
     assert backend.n_ctx == n + 1
     assert len(_records(backend, "direct", rows)) == 1
     full = FakeEngine(kind, n_ctx=n)
-    with pytest.raises(ValidationError, match=f"is {n} tokens but the model's context holds {n}"):
+    with pytest.raises(ValidationError, match=f"is {n} tokens and its answer 1 but the model's context holds {n}"):
         _records(engine_backend(full), "direct", rows)
     assert full.count("/v1/completions") == 0
 
