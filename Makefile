@@ -11,7 +11,7 @@ demo:
 
 test:
 	scripts/install.sh --browser
-	.venv/bin/ruff check scorer tests build.py
+	.venv/bin/ruff check scorer tests build.py benchmarks examples
 	.venv/bin/lint-imports
 	.venv/bin/mypy
 	.venv/bin/python -m pytest -q

@@ -27,8 +27,10 @@ LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 RUNS = int(os.environ.get("SEMIF_LIGHTHOUSE_RUNS", "3"))
 PAGES = ("index.html", "demo/index.html", "traces/index.html")
 # Element budgets: the index grows by one headline card per published trace and one chart per report (it was
-# 24,123 elements before the site was reworked); the Performance score itself is asserted separately.
-MAX_DOM = {"index.html": 2000, "demo/index.html": 900, "traces/index.html": 400}
+# 24,123 elements before the site was reworked; 2,070 with 69 reports on 2026-12-01, when the quantization-schemes,
+# agent-example and batching reports came in: room for about ten more charts before the index must lazy-load
+# them); the Performance score itself is asserted separately (0.99 at 2,070).
+MAX_DOM = {"index.html": 2400, "demo/index.html": 900, "traces/index.html": 400}
 
 pytestmark = [
     pytest.mark.browser,
