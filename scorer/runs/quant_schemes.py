@@ -371,9 +371,9 @@ def cached_checkpoint(model: str, scheme: str) -> quant_cache.Entry | None:
     """The verified output of ``semif quant --schemes SCHEME --model MODEL`` made with the defaults (recipe,
     committed calibration text, sample count, sequence length), or None when it has not been made; nothing is
     produced. For other programs that serve it (benchmarks/engines.py starts vLLM on the W8A8 checkpoint)."""
-    if scheme.startswith("gguf:") or scheme not in DEFAULT_SCHEMES:
+    if scheme not in llmcompressor.SCHEMES:
         raise ValidationError(f"cached_checkpoint: {scheme!r} is not an llm-compressor scheme (expected one of "
-                              f"{', '.join(s for s in DEFAULT_SCHEMES if not s.startswith('gguf:'))})")
+                              f"{', '.join(llmcompressor.SCHEMES)})")
     plan = _Plan(SchemesConfig(model=model, input=Path(), output=Path(), schemes=(scheme,)), [])
     return quant_cache.load(plan.llmcompressor_key(scheme))
 
