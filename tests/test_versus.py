@@ -138,7 +138,17 @@ def test_answer_candidates_distinguish_yes_and_no():
 
 def test_trace_name_is_safe():
     assert trace_name("ticket-21", "qwen2.5-0.5b", "torch", "cpu") == "versus-ticket-21-qwen2.5-0.5b-torch-cpu.json"
-    assert trace_name("a b", "/m/x/model.gguf", "llamacpp", "cpu") == "versus-a-b-model.gguf-llamacpp-cpu.json"
+    name = trace_name("a b", "/m/x/model.gguf", "llamacpp", "cpu")
+    assert re.fullmatch(r"versus-a-b-[0-9a-f]{8}-model\.gguf-[0-9a-f]{8}-llamacpp-cpu\.json", name), name
+
+
+def test_trace_name_tells_apart_names_the_shortening_would_merge():
+    """``props``, ``props `` and ``props~`` once all became ``props``: an edit of ``inputs.id`` re-finalized
+    by a forger then verified (found by the trace fuzz)."""
+    ids = ["props", "props ", "props~", "a b", "a-b", "a/b"]
+    assert len({trace_name(i, "m", "torch", "cpu") for i in ids}) == len(ids)
+    keys = ["HuggingFaceTB/SmolLM2-135M-Instruct", "Other/SmolLM2-135M-Instruct", "/m/x/model.gguf", "/n/model.gguf"]
+    assert len({trace_name("t", k, "torch", "cpu") for k in keys}) == len(keys)
 
 
 # --- the experiment on the fake backend --------------------------------------------------------------

@@ -26,7 +26,14 @@ SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schema"
 
 # --- names ---------------------------------------------------------------------------------------------
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-") or "model"
+    """A file-name-safe form of ``name`` that tells names apart: a name that is already safe stays as it is;
+    any other (a path, a hub id, a space, a trailing ``~``) is shortened to its safe base name plus 8 hex digits
+    of its sha256, so no two names share a part of ``experiment.id`` and an edit of ``inputs.id`` or
+    ``model.key`` that the shortening alone would hide is still refused by verify."""
+    short = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-") or "model"
+    if short == name:
+        return name
+    return f"{short}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
 
 
 def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
