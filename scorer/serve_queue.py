@@ -39,16 +39,19 @@ from scorer.errors import SemifError
 from scorer.options import OptionError, non_negative_float
 from scorer.schema import Decision
 
-DEFAULT_BATCH_WINDOW_MS = 5.0
-"""``semif serve``'s window in shared mode: a request alone waits at most this long for company (a few ms
-against a forward pass of tens to hundreds of ms); under load the queue fills and batches form without waiting."""
+DEFAULT_BATCH_WINDOW_MS = 0.0
+"""``semif serve``'s window when none is given: off. Measured on a 2-core CPU
+(``data/results/serve-batching-qwen2.5-0.5b-shape-small.json``) a 5 ms window was 16-28 % slower at 4 and 8
+clients than none: the radix cache already makes every request about a cached state cost only its suffix, so
+packing the suffixes saves little while the window and the packed pass add latency. Batching stays one flag away
+(``--batch-window-ms 5``) for engines where a pass over many rows costs about one row's; measure it there."""
 MAX_BATCH_WINDOW_MS = 1000.0
 """The longest window accepted: a longer one only adds latency (a batch forms in the time one pass takes)."""
 
 
 def check_batch_window(value: float | None, mode: str, layout: str = "state-major") -> float:
     """The window to serve ``mode`` with: ``None`` is :data:`DEFAULT_BATCH_WINDOW_MS` in shared mode and 0
-    otherwise; an explicit window > 0 needs shared mode (batching packs requests into shared mode's passes)
+    otherwise (the default is 0 too, so no batching unless asked for); an explicit window > 0 needs shared mode (batching packs requests into shared mode's passes)
     and a fixed layout (``auto`` chooses per request: over a batch it would choose from other clients' rows,
     so a request's answer would depend on who else asked; its default window is 0)."""
     if value is None:
