@@ -40,9 +40,10 @@ Contracts:
   row, the batch or the ask request) overrides that for its own records, as the API's per-call ``echo=`` does; a
   bad value answers 422 with ``field`` ``echo``. A record equals the API's for the same row and echo.
 * ``--batch-window-ms W`` (shared mode; default :data:`~scorer.serve_queue.DEFAULT_BATCH_WINDOW_MS`: off, as
-  measured faster on a CPU): one-row requests queued within W ms of each other are scored in one call, those about one state in one
-  packed pass (:mod:`scorer.serve_queue`); each such record carries ``batch`` (requests scored together, how
-  many shared its prefix) and otherwise equals the unbatched record up to the packed pass's float noise.
+  measured faster on a CPU): one-row requests queued within W ms of each other are scored in one call, those about
+  one state in one packed pass (:mod:`scorer.serve_queue`); each such record carries ``batch`` (requests scored
+  together, how many shared its prefix) and otherwise equals the unbatched record up to the packed pass's float
+  noise.
 """
 
 from __future__ import annotations

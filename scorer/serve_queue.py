@@ -50,10 +50,11 @@ MAX_BATCH_WINDOW_MS = 1000.0
 
 
 def check_batch_window(value: float | None, mode: str, layout: str = "state-major") -> float:
-    """The window to serve ``mode`` with: ``None`` is :data:`DEFAULT_BATCH_WINDOW_MS` in shared mode and 0
-    otherwise (the default is 0 too, so no batching unless asked for); an explicit window > 0 needs shared mode (batching packs requests into shared mode's passes)
-    and a fixed layout (``auto`` chooses per request: over a batch it would choose from other clients' rows,
-    so a request's answer would depend on who else asked; its default window is 0)."""
+    """The window to serve ``mode`` with: ``None`` is :data:`DEFAULT_BATCH_WINDOW_MS` in shared mode and 0 otherwise
+    (the default is 0 too, so no batching unless asked for); an explicit window > 0 needs shared mode (batching
+    packs requests into shared mode's passes) and a fixed layout (``auto`` chooses per request: over a batch it
+    would choose from other clients' rows, so a request's answer would depend on who else asked; its default window
+    is 0)."""
     if value is None:
         return DEFAULT_BATCH_WINDOW_MS if mode == "shared" and layout != "auto" else 0.0
     ms = non_negative_float(value, "batch_window_ms")
