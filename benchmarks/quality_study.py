@@ -66,7 +66,7 @@ from scorer.io import check_writable, os_error_text, write_atomic  # noqa: E402
 from scorer.layouts import LAYOUTS  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
 from scorer.options import MODES, SLOTS  # noqa: E402
-from scorer.schema import dumps_record, read_records  # noqa: E402
+from scorer.records import dumps_record, read_records  # noqa: E402
 from scorer.store import sha256_file  # noqa: E402
 
 FORMAT = "semif-quality-study-v1"

@@ -122,7 +122,7 @@ class DecisionRecord:
     suffix split (shared mode: this row's equal share of its group's passes)."""
     record: dict[str, Any]
     """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v2``; write it
-    with :func:`scorer.schema.dumps_record`)."""
+    with :func:`scorer.records.dumps_record`)."""
     calibrated: CalibratedReadout | None = None
     """The calibrated readout when the scorer has a ``calibration``; None otherwise. The raw fields above
     are never changed by a calibration."""

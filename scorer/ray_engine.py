@@ -32,7 +32,8 @@ from scorer.backends import BackendConfig
 from scorer.errors import SemifError, ValidationError
 from scorer.io import RecordsOutput
 from scorer.prompt import state_text
-from scorer.schema import Decision, dumps_record
+from scorer.records import dumps_record
+from scorer.schema import Decision
 
 DIRECT_UNIT_ROWS = 16
 """Rows per work unit in direct mode (no prefix to keep together; small units balance the actors)."""

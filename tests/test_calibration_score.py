@@ -16,8 +16,9 @@ from scorer.calibration import batch as batch_mod
 from scorer.calibration import prior as prior_mod
 from scorer.calibration.core import load_calibration
 from scorer.errors import InputError
+from scorer.records import read_records, validate_records
 from scorer.runs import score as score_run
-from scorer.schema import load_decisions, read_records, validate_records
+from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"  # 2 states x 21 criteria

@@ -309,7 +309,7 @@ def test_plain_json_extras_still_equal_the_jsonl_records(tmp_path):
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared"]) == 0
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     want = read_records(out)
     with Scorer(backend=FakeBackend(), mode="shared") as s:

@@ -14,8 +14,9 @@ from scorer import cli, layouts
 from scorer.api import Scorer
 from scorer.errors import SemifError
 from scorer.prompt import PROMPT_VERSION, prefix_ids, render
+from scorer.records import read_records, validate_records
 from scorer.runs.score import ScoreConfig, prepare, resolve_layout, run_score
-from scorer.schema import Decision, Option, load_decisions, read_records, validate_records
+from scorer.schema import Decision, Option, load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTHORED = ROOT / "data" / "eval" / "authored.jsonl"

@@ -10,8 +10,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli
+from scorer.records import read_records, validate_records
 from scorer.runs import score as score_run
-from scorer.schema import read_records, validate_records
 
 ROWS = Path(__file__).resolve().parent.parent / "data" / "workloads" / "shape-small.jsonl"
 _VOLATILE = ("timing", "run")

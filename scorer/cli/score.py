@@ -320,7 +320,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         return 1
     if calibration is not None:
         from scorer.calibration.batch import mix_warnings
-        from scorer.schema import read_records
+        from scorer.records import read_records
 
         for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
             print(f"[semif] warning: {w}", file=sys.stderr)
@@ -332,16 +332,16 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"[semif] {prefixes.summary()}", file=sys.stderr)
     print(f"[semif] wrote {out}", file=sys.stderr)
     if args.summary:
+        from scorer.records import read_records
         from scorer.report import print_table
-        from scorer.schema import read_records
 
         print_table(read_records(out))
     return 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from scorer.records import read_records
     from scorer.report import print_table
-    from scorer.schema import read_records
 
     policy = policy_arg(args)  # checked before the records are read
     print_table(read_records(Path(args.run)), policy)

@@ -57,9 +57,11 @@ from scorer.options import (
 )
 from scorer.prompt import Prompt, common_prefix, prefix_ids, sha256_tokens
 from scorer.radix_cache import RadixCache
+from scorer.record_schema import RECORD_SCHEMA
+from scorer.records import SCORE_KIND, SEQUENCE_SCORE_KIND, check_record, dumps_record
 from scorer.runs.sequence import SequenceScores, check_sequence_options, pass_need, score_rows
 from scorer.runs.sequence import check_backend as check_sequence_backend
-from scorer.schema import RECORD_SCHEMA, SCORE_KIND, SEQUENCE_SCORE_KIND, Decision, check_record, dumps_record
+from scorer.schema import Decision
 
 if TYPE_CHECKING:
     from scorer.calibration.batch import BatchResult
