@@ -185,7 +185,7 @@ class Runner:
         return {"input_sha256": s.sha256, "semif": __version__}
 
     def expected_hash(self, s: StudySet, r: RunSpec) -> str:
-        from scorer.runs.score import config_sha256
+        from scorer.runs.score_config import config_sha256
 
         sc = self._scorer(s, r)
         rows = [s.decisions[i] for i in r.rows]

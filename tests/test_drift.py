@@ -15,7 +15,9 @@ from scorer.records import read_records, validate_records
 from scorer.runs import drift
 from scorer.runs.drift import compare, exact_bound, measure
 from scorer.runs.exact import ExactPolicy
-from scorer.runs.score import ScoreConfig, prepare, run_score, score_items
+from scorer.runs.score import prepare, score_items
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
 
 
 def _run(backend, rows, mode, policy=None, budget=4096):

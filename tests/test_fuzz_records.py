@@ -49,7 +49,8 @@ from scorer import cli
 from scorer.calibration import report
 from scorer.record_schema import record_schema
 from scorer.records import RECORD_MAX_DEPTH
-from scorer.runs.score import ScoreConfig, run_score
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
 from scorer.schema import load_decisions
 
 pytestmark = pytest.mark.fuzz  # thousands of generated inputs: make test runs them, make test-fast does not

@@ -249,7 +249,7 @@ def test_backend_configs_and_score_configs_are_checked_where_they_are_made():
     """One rule below both faces: any config of these options is checked by it (the Ray engine's and the
     service's too, which build them from plain dicts)."""
     from scorer.backends import BackendConfig
-    from scorer.runs.score import ScoreConfig
+    from scorer.runs.score_config import ScoreConfig
 
     for kwargs, message in (({"threads": 0}, "threads: 0 is not"), ({"model": ""}, "model: '' is not"),
                             ({"llama_gpu_layers": True}, "llama_gpu_layers: True is not")):

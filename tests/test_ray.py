@@ -20,7 +20,8 @@ from scorer.io import RecordsOutput
 from scorer.prompt import state_text
 from scorer.ray_engine import DIRECT_UNIT_ROWS, _write_in_order, work_units
 from scorer.records import dumps_record, read_records
-from scorer.runs.score import ScoreConfig, resume_point, run_score
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import resume_point, run_score
 from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,7 +23,8 @@ from fakes import FakeBackend
 from scorer import cli
 from scorer.errors import InputError
 from scorer.records import dumps_record, read_records
-from scorer.runs.score import ScoreConfig, run_score
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
 from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent

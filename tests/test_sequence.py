@@ -26,7 +26,9 @@ from scorer.errors import InputError
 from scorer.options import OptionError
 from scorer.prompt import IDS_PROMPT_VERSION, messages_for, render, sha256_text
 from scorer.records import check_record, read_records, validate_records
-from scorer.runs.score import ScoreConfig, checked_config_parts, prepare, run_score, score_items
+from scorer.runs.score import prepare, score_items
+from scorer.runs.score_config import ScoreConfig, checked_config_parts
+from scorer.runs.score_file import run_score
 from scorer.schema import Decision, Option
 
 # Several characters each: continuations of 6, 5 and 4 tokens in the fake's character tokenizer.

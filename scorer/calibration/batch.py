@@ -16,7 +16,7 @@ Resuming a finished run recomputes phase 2 and checks that ``OUT`` holds exactly
 it refuses to overwrite it. Phase 2 costs no forward pass; its seconds are reported next to the
 scoring time.
 
-The run that strings the two phases together is :func:`scorer.runs.score.run_batch_calibrated`; this module
+The run that strings the two phases together is :func:`scorer.runs.score_file.run_batch_calibrated`; this module
 is what it needs around the ordinary scoring run (the paths, their refusals, phase 2).
 """
 

@@ -110,7 +110,7 @@ def _cmd_route_score(args: argparse.Namespace) -> int:
     from scorer.io import check_writable, write_atomic
     from scorer.records import dumps_record
     from scorer.runs.eval import route_live
-    from scorer.runs.score import config_sha256, resolve_layout
+    from scorer.runs.score_config import config_sha256, resolve_layout
     from scorer.schema import load_decisions
     from scorer.store import sha256_file
 

@@ -33,7 +33,7 @@ from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
 from scorer.options import check_slots_backend
 from scorer.radix_cache import RadixCache
 from scorer.ray_engine import RayOptions
-from scorer.runs.score import ScoreConfig
+from scorer.runs.score_config import ScoreConfig
 from scorer.runs.sequence import check_sequence_options
 from scorer.store import sha256_file
 
@@ -209,7 +209,7 @@ def _progress(total: int, desc: str, initial: int = 0) -> Any:
 def _cmd_score(args: argparse.Namespace) -> int:
     from scorer.cli import err, stop_code, stop_word
     from scorer.runs.drift import load_report
-    from scorer.runs.score import resume_point, run_score
+    from scorer.runs.score_file import resume_point, run_score
     from scorer.schema import load_decisions
 
     inp, out = Path(args.input), Path(args.output)
@@ -297,7 +297,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 else:
                     backend = load_model(args)
                     if args.batch_calibrate:
-                        from scorer.runs.score import run_batch_calibrated
+                        from scorer.runs.score_file import run_batch_calibrated
 
                         report_batch(run_batch_calibrated(decisions, backend, out, cfg, args.batch_calibrate,
                                                           args.calibration_min_rows, args.calibration_fallback,
