@@ -260,3 +260,32 @@ def test_gpu_layers_argument() -> None:
         _gpu_layers("all", True)
     with pytest.raises(ModelError, match="expected 0 or more"):
         _gpu_layers("-1", True)
+
+
+def _tiny_gguf(path: Any, tensors: dict[str, Any]) -> Any:
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    for name, arr in tensors.items():
+        w.add_tensor(name, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_same_grid_counts_identical_tensors_and_their_share_of_bytes(tmp_path: Any) -> None:
+    """The quantization report's ``against_source``: a tensor counts as the source's only with the same type and
+    the very same bytes."""
+    import numpy as np
+
+    from scorer.gguf_tools import same_grid
+
+    a = np.arange(64, dtype=np.float32)
+    src = _tiny_gguf(tmp_path / "src.gguf", {"same": a, "moved": a, "retyped": a})
+    made = _tiny_gguf(tmp_path / "made.gguf", {"same": a, "moved": a + 1e-3, "retyped": a.astype(np.float16),
+                                               "new": a})
+    got = same_grid(src, made)
+    assert got["tensors"] == 4 and got["same_type"] == 2 and got["identical"] == 1
+    assert got["identical_share_of_bytes"] == pytest.approx(256 / (256 + 256 + 128 + 256))

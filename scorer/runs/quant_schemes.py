@@ -259,11 +259,19 @@ class _Plan:
             from scorer.gguf_tools import quantize
 
             _log(f"quantizing F32 → {ftype} with llama.cpp …")
-            q = quantize(f32_file, tmp / f"{self.key}.{ftype}.gguf", ftype, self.cfg.threads)
+            made = tmp / f"{self.key}.{ftype}.gguf"
+            q = quantize(f32_file, made, ftype, self.cfg.threads)
+            # measured once, when the file is made (a tensor-by-tensor comparison of two files takes minutes on
+            # this CPU), and kept in the meta: the reference's source is fixed by the f32 this key names
             return {"seconds": q.seconds, "tensor_types": q.tensor_types, "fallback_tensors": q.fallback_tensors,
-                    "bits_per_weight": q.bits_per_weight}
+                    "bits_per_weight": q.bits_per_weight, "against_source": self.against_source(made)}
 
         return key, quant_cache.ensure(key, make)
+
+    def against_source(self, made: Path) -> dict[str, Any]:
+        """How much of a re-quantized file is bit-for-bit the source GGUF (:func:`scorer.gguf_tools.same_grid`)."""
+        _log(f"comparing {made.name} with {self.src.name} tensor by tensor …")
+        return {"source": self.src.name, "source_sha256": self.src_sha, **same_grid(self.src, made)}
 
     # --- scoring ---------------------------------------------------------------------------------------------
     def score_reference(self) -> dict[str, Any]:
@@ -413,8 +421,9 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
             "bits_per_weight": produced.get("bits_per_weight"),
         }
         if scheme.startswith("gguf:"):  # the confound of a dequantized reference, measured (see REFERENCE_NOTE)
-            made_file = next(entry.folder.glob("*.gguf"))
-            block["against_source"] = {"source": plan.src.name, **same_grid(plan.src, made_file)}
+            # an entry made before the meta kept it is compared now
+            block["against_source"] = (produced.get("against_source")
+                                       or plan.against_source(next(entry.folder.glob("*.gguf"))))
         block["runs"] = [plan.run(scheme, runner, entry.folder) for runner in _runs_of(scheme)]
         schemes.append(block)
     body = {
