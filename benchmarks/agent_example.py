@@ -45,7 +45,7 @@ from scorer.api import ask_rows  # noqa: E402
 from scorer.envelope import envelope, write_report  # noqa: E402
 from scorer.io import refuse_overwrite  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
-from scorer.schema import read_records  # noqa: E402
+from scorer.records import read_records  # noqa: E402
 
 FORMAT = "semif-agent-example-v1"
 EXAMPLE = ROOT / "examples" / "agent.py"

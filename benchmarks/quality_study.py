@@ -66,7 +66,7 @@ from scorer.io import check_writable, os_error_text, write_atomic  # noqa: E402
 from scorer.layouts import LAYOUTS  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
 from scorer.options import MODES, SLOTS  # noqa: E402
-from scorer.schema import dumps_record, read_records  # noqa: E402
+from scorer.records import dumps_record, read_records  # noqa: E402
 from scorer.store import sha256_file  # noqa: E402
 
 FORMAT = "semif-quality-study-v1"
@@ -185,7 +185,7 @@ class Runner:
         return {"input_sha256": s.sha256, "semif": __version__}
 
     def expected_hash(self, s: StudySet, r: RunSpec) -> str:
-        from scorer.runs.score import config_sha256
+        from scorer.runs.score_config import config_sha256
 
         sc = self._scorer(s, r)
         rows = [s.decisions[i] for i in r.rows]

@@ -31,7 +31,7 @@ from scorer import Choice, Scorer, YesNo
 from scorer.abstain import Policy, load_policy
 from scorer.errors import SemifError
 from scorer.questions import Answers
-from scorer.schema import dumps_record
+from scorer.records import dumps_record
 
 TICKETS = Path(__file__).resolve().parent.parent / "data" / "examples" / "agent-tickets.json"
 TEAMS = {"billing": "Billing: charges, invoices, payment methods, subscriptions",

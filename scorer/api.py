@@ -122,7 +122,7 @@ class DecisionRecord:
     suffix split (shared mode: this row's equal share of its group's passes)."""
     record: dict[str, Any]
     """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v2``; write it
-    with :func:`scorer.schema.dumps_record`)."""
+    with :func:`scorer.records.dumps_record`)."""
     calibrated: CalibratedReadout | None = None
     """The calibrated readout when the scorer has a ``calibration``; None otherwise. The raw fields above
     are never changed by a calibration."""
@@ -486,11 +486,11 @@ class Scorer:
     def run_config(self, decisions: Sequence[Decision], run_parts: Mapping[str, Any], info: dict[str, Any],
                    mode: str | None = None, layout: str | None = None, echo: bool | str | None = None
                    ) -> dict[str, Any]:
-        """What names a run of ``decisions`` by this scorer (:func:`scorer.runs.score.checked_config_parts` with
+        """What names a run of ``decisions`` by this scorer (:func:`scorer.runs.score_config.checked_config_parts` with
         every option of this scorer), checked: the one place the API and the service's batching name runs.
         ``layout``: the resolved one (default: this scorer's, resolved for these decisions alone); ``echo``: the
         call's (None: the scorer's)."""
-        from scorer.runs.score import checked_config_parts, resolve_layout
+        from scorer.runs.score_config import checked_config_parts, resolve_layout
 
         if layout is None:
             layout = self.layout if self.layout != "auto" else resolve_layout(self.load(), decisions, "auto",
@@ -518,7 +518,8 @@ class Scorer:
         from scorer.calibration.apply import apply_records
         from scorer.echo import with_echo
         from scorer.presets import check_states_disjoint, with_preset
-        from scorer.runs.score import config_sha256, prepare, resolve_layout, score_items
+        from scorer.runs.score import prepare, score_items
+        from scorer.runs.score_config import config_sha256, resolve_layout
 
         mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
         if self.preset is not None and self._preset_demos:

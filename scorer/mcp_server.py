@@ -48,7 +48,7 @@ from scorer.api import DECIDE_SOURCE, DecisionRecord, Scorer, ask_call
 from scorer.echo import request_echo
 from scorer.errors import InputError, SemifError
 from scorer.questions import normalize_options
-from scorer.schema import record_schema
+from scorer.record_schema import record_schema
 from scorer.serve import is_loopback, row_schema
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 under, and how the records of those orderings merge into one record.
 
 Plain data in, plain data out (no backend): the passes themselves are scored by
-:func:`scorer.runs.score.score_permuted`.
+:func:`scorer.runs.permuted.score_permuted`.
 """
 
 from __future__ import annotations

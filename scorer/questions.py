@@ -301,7 +301,7 @@ class Answers(Mapping[str, Answer]):
 
     @property
     def records(self) -> list[dict[str, Any]]:
-        """Every question's record (a copy, as :func:`scorer.schema.dumps_record` writes it), in question order."""
+        """Every question's record (a copy, as :func:`scorer.records.dumps_record` writes it), in question order."""
         return [dict(a.record) for a in self._answers.values()]
 
     def to_json(self) -> dict[str, Any]:

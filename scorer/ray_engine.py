@@ -32,7 +32,8 @@ from scorer.backends import BackendConfig
 from scorer.errors import SemifError, ValidationError
 from scorer.io import RecordsOutput
 from scorer.prompt import state_text
-from scorer.schema import Decision, dumps_record
+from scorer.records import dumps_record
+from scorer.schema import Decision
 
 DIRECT_UNIT_ROWS = 16
 """Rows per work unit in direct mode (no prefix to keep together; small units balance the actors)."""
@@ -89,9 +90,9 @@ def run_score_ray(decisions: list[Decision], cfg: BackendConfig, sink: RecordsOu
                   on_record: Callable[[dict[str, Any]], None] | None = None,
                   on_start: Callable[[int, int], None] | None = None) -> int:
     """Score ``decisions`` into ``sink`` (already created, or opened for resume) on Ray; returns the records
-    written. The records equal :func:`scorer.runs.score.run_score`'s for the same rows and configuration,
+    written. The records equal :func:`scorer.runs.score_file.run_score`'s for the same rows and configuration,
     apart from timings and ``run.started_unix``."""
-    from scorer.runs.score import resume_point
+    from scorer.runs.score_file import resume_point
 
     try:
         import ray
@@ -144,7 +145,7 @@ def _init_keeping_sigterm(ray: Any, address: str | None) -> None:
 
 def _write_in_order(rows: Any, decisions: list[Decision], sink: RecordsOutput, point: Any, skip: int,
                     on_record: Callable[[dict[str, Any]], None] | None) -> int:
-    from scorer.runs.score import resume_point
+    from scorer.runs.score_file import resume_point
 
     pending: dict[int, dict[str, Any]] = {}
     prefix_unit: dict[str, int] = {}

@@ -68,7 +68,9 @@ from scorer.echo import QUERY_VALUES, request_echo
 from scorer.errors import InputError, SemifError
 from scorer.options import OptionError, positive_float, positive_int
 from scorer.radix_cache import DEFAULT_BUDGET_BYTES
-from scorer.schema import MAX_OPTIONS, dumps_record, record_schema
+from scorer.record_schema import record_schema
+from scorer.records import dumps_record
+from scorer.schema import MAX_OPTIONS
 from scorer.serve_queue import QueueFull, RowJob, ScoringQueue, check_batch_window, score_together
 
 if TYPE_CHECKING:

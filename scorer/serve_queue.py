@@ -207,7 +207,7 @@ def score_together(scorer: Scorer, jobs: Sequence[RowJob], window_ms: float) -> 
     (a prompt over the context, say), every job is scored alone instead, so each gets its own record or error,
     exactly as without batching. Returns one record or exception per job, in order.
     """
-    from scorer.runs.score import config_sha256
+    from scorer.runs.score_config import config_sha256
 
     info = scorer.model_info()
     out: list[DecisionRecord | Exception | None] = [None] * len(jobs)

@@ -15,7 +15,7 @@ from scorer import Policy, Scorer, YesNo, cli
 from scorer.abstain import ANY_MARGIN, load_policy, policy_of
 from scorer.calibration.thresholds import Row, choose, fit
 from scorer.errors import InputError, SemifError
-from scorer.schema import read_records
+from scorer.records import read_records
 
 STATE = "I was charged twice and want my money back."
 

@@ -26,7 +26,7 @@ from scorer.abstain import Policy, load_policy
 from scorer.api import parse_rows
 from scorer.echo import state_sha256
 from scorer.envelope import KINDS, envelope_problems
-from scorer.schema import read_records, validate_records
+from scorer.records import read_records, validate_records
 
 ROOT = Path(__file__).resolve().parent.parent
 

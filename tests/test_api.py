@@ -13,7 +13,7 @@ from fakes import FakeBackend
 
 from scorer import DecisionRecord, Scorer, cli
 from scorer.errors import InputError, SemifError
-from scorer.schema import read_records, validate_records
+from scorer.records import read_records, validate_records
 
 ROWS_FILE = Path(__file__).resolve().parent.parent / "data" / "workloads" / "shape-small.jsonl"
 

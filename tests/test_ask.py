@@ -20,7 +20,7 @@ from scorer.calibration.signature import identity_sha256
 from scorer.echo import state_sha256
 from scorer.errors import InputError, SemifError
 from scorer.questions import ChoiceAnswer, ScoreAnswer, YesNoAnswer, answer_of
-from scorer.schema import read_records, validate_records
+from scorer.records import read_records, validate_records
 
 STATE = "Ticket 41: I was charged twice for my order last week and want my money back. The app also crashes."
 QUESTIONS = {

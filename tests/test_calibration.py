@@ -21,8 +21,10 @@ from scorer.calibration.core import Calibration, Entry, choice_of, load_calibrat
 from scorer.calibration.evaluate import before_after, out_of_fold
 from scorer.calibration.signature import decision_signature, model_identity, record_signatures, signature_of
 from scorer.errors import InputError
-from scorer.runs.score import ScoreConfig, run_score
-from scorer.schema import Decision, Option, load_decisions, read_records, validate_records
+from scorer.records import read_records, validate_records
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
+from scorer.schema import Decision, Option, load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "results" / "runs"

@@ -17,8 +17,10 @@ from scorer import cli
 from scorer.calibration import prior as prior_mod
 from scorer.calibration.core import LEVELS, load_calibration, readout_block, write_calibration
 from scorer.errors import InputError
-from scorer.runs.score import ScoreConfig, run_score
-from scorer.schema import Decision, Option, check_record, read_records, validate_records
+from scorer.records import check_record, read_records, validate_records
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
+from scorer.schema import Decision, Option
 
 ROOT = Path(__file__).resolve().parent.parent
 YN = (Option("yes", "Yes"), Option("no", "No"))

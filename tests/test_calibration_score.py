@@ -16,8 +16,11 @@ from scorer.calibration import batch as batch_mod
 from scorer.calibration import prior as prior_mod
 from scorer.calibration.core import load_calibration
 from scorer.errors import InputError
+from scorer.records import read_records, validate_records
 from scorer.runs import score as score_run
-from scorer.schema import load_decisions, read_records, validate_records
+from scorer.runs import score_file
+from scorer.runs.score_config import ScoreConfig
+from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"  # 2 states x 21 criteria
@@ -127,7 +130,7 @@ def test_batch_calibrate_two_phases(tmp_path, fake, capsys):
 
 
 def _kill_after(monkeypatch, n: int) -> None:
-    real = score_run.run_score
+    real = score_file.run_score
     count = {"n": 0}
 
     def killing(*args, **kwargs):
@@ -142,7 +145,7 @@ def _kill_after(monkeypatch, n: int) -> None:
         kwargs["on_record"] = on_record
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(score_run, "run_score", killing)
+    monkeypatch.setattr(score_file, "run_score", killing)
 
 
 @pytest.mark.parametrize("mode", ["direct", "shared"])
@@ -151,10 +154,10 @@ def test_batch_calibrate_resume_after_a_kill_gives_identical_records(tmp_path, f
     args = ["score", "--input", str(ROWS), "--mode", mode, "--batch-calibrate", "--calibration-min-rows", "2"]
     assert cli.main([*args, "--output", str(full)]) == 0
     part = tmp_path / "part.jsonl"
-    real = score_run.run_score
+    real = score_file.run_score
     _kill_after(monkeypatch, 17)
     assert cli.main([*args, "--output", str(part)]) == 130
-    monkeypatch.setattr(score_run, "run_score", real)
+    monkeypatch.setattr(score_file, "run_score", real)
     assert not part.exists() and len(read_records(batch_mod.raw_path(part))) == 17
     with batch_mod.raw_path(part).open("ab") as f:  # torn line, as if killed mid-write
         f.write(b'{"schema":"semif-record-v2","id":"s01-c1')
@@ -197,10 +200,10 @@ def test_calibration_run_resume_equals_uninterrupted(tmp_path, fake, monkeypatch
     full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
     args = ["score", "--input", str(BOUNDARY), "--calibration", str(prior)]
     assert cli.main([*args, "--output", str(full)]) == 0
-    real = score_run.run_score
+    real = score_file.run_score
     _kill_after(monkeypatch, 9)
     assert cli.main([*args, "--output", str(part)]) == 130
-    monkeypatch.setattr(score_run, "run_score", real)
+    monkeypatch.setattr(score_file, "run_score", real)
     assert cli.main([*args, "--output", str(part), "--resume"]) == 0
     assert [_stable(r) for r in read_records(full)] == [_stable(r) for r in read_records(part)]
 
@@ -265,7 +268,7 @@ def test_content_free_prior_with_the_fake(tmp_path):
     backend = FakeBackend(bias={"A": 1.0})
     rows = load_decisions(BOUNDARY)[:6]
     out = tmp_path / "r.jsonl"
-    score_run.run_score(rows, backend, out, score_run.ScoreConfig(run_parts={"input": "x"}))
+    score_file.run_score(rows, backend, out, ScoreConfig(run_parts={"input": "x"}))
     recs = read_records(out)
     cal = prior_mod.content_free_prior(backend.model_info(), rows, recs, [r["signature"] for r in recs],
                                        score_run.fresh_scorer(backend))
@@ -290,7 +293,7 @@ def test_content_free_prior_with_the_fake(tmp_path):
 def test_content_free_and_batch_prior_on_smollm2(smol_torch, tmp_path):
     rows = load_decisions(BOUNDARY)[:8]
     out = tmp_path / "smol.jsonl"
-    score_run.run_score(rows, smol_torch, out, score_run.ScoreConfig(run_parts={"input": "boundary8"}))
+    score_file.run_score(rows, smol_torch, out, ScoreConfig(run_parts={"input": "boundary8"}))
     recs = read_records(out)
     validate_records(recs)
     sigs = [r["signature"] for r in recs]

@@ -13,9 +13,10 @@ from fakes import FakeBackend
 from scorer.cli import main
 from scorer.envelope import envelope_problems
 from scorer.errors import InputError
+from scorer.records import dumps_record
 from scorer.runs.compare import compare_files, compare_records
 from scorer.runs.score import prepare, score_items
-from scorer.schema import Decision, Option, dumps_record
+from scorer.schema import Decision, Option
 
 
 def _records(n: int = 4, drift: float = 0.0) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from fakes import FakeBackend
 
 from scorer import cli
 from scorer.io import RecordsOutput
-from scorer.schema import read_records
+from scorer.records import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "eval" / "boundary.jsonl"

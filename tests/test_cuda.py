@@ -24,8 +24,9 @@ import pytest
 
 from scorer import store
 from scorer.backends import BackendConfig, load_backend
+from scorer.records import validate_records
 from scorer.runs.score import prepare, score_items
-from scorer.schema import load_decisions, validate_records
+from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 

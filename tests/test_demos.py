@@ -18,8 +18,10 @@ from scorer import cli, layouts
 from scorer.api import Scorer
 from scorer.demos import Demos, demo_of, load_demos, prompt_for
 from scorer.prompt import prefix_ids
-from scorer.runs.score import ScoreConfig, run_score
-from scorer.schema import Decision, Option, read_records, validate_records
+from scorer.records import read_records, validate_records
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
+from scorer.schema import Decision, Option
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTHORED = ROOT / "data" / "eval" / "authored.jsonl"

@@ -11,11 +11,13 @@ from fakes import NearTieBackend, decision_rows, write_rows
 from scorer import cli
 from scorer.envelope import envelope_problems
 from scorer.errors import InputError, ValidationError
+from scorer.records import read_records, validate_records
 from scorer.runs import drift
 from scorer.runs.drift import compare, exact_bound, measure
 from scorer.runs.exact import ExactPolicy
-from scorer.runs.score import ScoreConfig, prepare, run_score, score_items
-from scorer.schema import read_records, validate_records
+from scorer.runs.score import prepare, score_items
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
 
 
 def _run(backend, rows, mode, policy=None, budget=4096):

@@ -24,7 +24,7 @@ from scorer.echo import state_sha256
 from scorer.errors import InputError
 from scorer.mcp_server import TOOLS, call_tool
 from scorer.options import OptionError
-from scorer.schema import read_records, validate_records
+from scorer.records import read_records, validate_records
 from scorer.serve import build_app
 
 STATE = "Ticket 7: I was charged twice this month and I want the second payment back."

@@ -22,7 +22,7 @@ from scorer import Choice, Score, Scorer, YesNo, cli
 from scorer.abstain import Policy, load_policy, policy_of
 from scorer.errors import InputError, SemifError
 from scorer.mcp_server import call_tool
-from scorer.schema import read_records
+from scorer.records import read_records
 from scorer.serve import build_app
 
 STATE = "Ticket 41: I was charged twice for my order last week and want my money back. The app also crashes."

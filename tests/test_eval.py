@@ -12,9 +12,12 @@ from fakes import FakeBackend
 
 from scorer import cli, permute
 from scorer.envelope import envelope_problems
+from scorer.records import read_records, validate_records
 from scorer.runs import eval as ev
-from scorer.runs.score import ScoreConfig, prepare, run_score, score_items
-from scorer.schema import load_decisions, read_records, validate_records
+from scorer.runs.score import prepare, score_items
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
+from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUNDARY = ROOT / "data" / "eval" / "boundary.jsonl"

@@ -15,7 +15,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli
-from scorer.schema import load_decisions, read_records
+from scorer.records import read_records
+from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"

@@ -249,7 +249,7 @@ def test_backend_configs_and_score_configs_are_checked_where_they_are_made():
     """One rule below both faces: any config of these options is checked by it (the Ray engine's and the
     service's too, which build them from plain dicts)."""
     from scorer.backends import BackendConfig
-    from scorer.runs.score import ScoreConfig
+    from scorer.runs.score_config import ScoreConfig
 
     for kwargs, message in (({"threads": 0}, "threads: 0 is not"), ({"model": ""}, "model: '' is not"),
                             ({"llama_gpu_layers": True}, "llama_gpu_layers: True is not")):
@@ -309,7 +309,7 @@ def test_plain_json_extras_still_equal_the_jsonl_records(tmp_path):
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared"]) == 0
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     want = read_records(out)
     with Scorer(backend=FakeBackend(), mode="shared") as s:

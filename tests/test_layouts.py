@@ -14,8 +14,11 @@ from scorer import cli, layouts
 from scorer.api import Scorer
 from scorer.errors import SemifError
 from scorer.prompt import PROMPT_VERSION, prefix_ids, render
-from scorer.runs.score import ScoreConfig, prepare, resolve_layout, run_score
-from scorer.schema import Decision, Option, load_decisions, read_records, validate_records
+from scorer.records import read_records, validate_records
+from scorer.runs.score import prepare
+from scorer.runs.score_config import ScoreConfig, resolve_layout
+from scorer.runs.score_file import run_score
+from scorer.schema import Decision, Option, load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTHORED = ROOT / "data" / "eval" / "authored.jsonl"
@@ -50,7 +53,7 @@ def test_state_major_run_keeps_its_config_hash_and_names_its_layout(tmp_path):
     assert {r["layout"] for r in rb} == {"question-major"}
     assert {r["prompt_version"] for r in rb} == {layouts.QUESTION_MAJOR_VERSION}
     # a plain run is named as it always was; another layout is another run, with other signatures
-    from scorer.runs.score import checked_config_parts, config_sha256
+    from scorer.runs.score_config import checked_config_parts, config_sha256
 
     info = FakeBackend().model_info()
     plain = config_sha256(checked_config_parts(info, rows, {}, "shared", 4096))

@@ -20,8 +20,9 @@ import pytest
 
 from scorer import store
 from scorer.errors import ValidationError
+from scorer.records import validate_records
 from scorer.runs.score import prepare, score_items
-from scorer.schema import load_decisions, validate_records
+from scorer.schema import load_decisions
 
 pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
 

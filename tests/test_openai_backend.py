@@ -23,8 +23,9 @@ from scorer import Scorer, cli
 from scorer.backends import BackendConfig
 from scorer.backends import openai_backend as ob
 from scorer.errors import EngineError, ValidationError
+from scorer.records import read_records
 from scorer.runs.score import prepare
-from scorer.schema import parse_decision, read_records
+from scorer.schema import parse_decision
 
 KINDS = ("vllm", "llamacpp")
 MODES = ("direct", "serial", "shared")

@@ -18,7 +18,7 @@ from scorer.calibration.prior import fit_prior
 from scorer.envelope import ENVELOPE_KEYS
 from scorer.errors import InputError, OutputExistsError
 from scorer.presets import PRESET_FORMAT, load_preset, preset_body, write_preset
-from scorer.schema import read_records, validate_records
+from scorer.records import read_records, validate_records
 from scorer.store import sha256_file
 
 

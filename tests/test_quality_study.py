@@ -28,7 +28,7 @@ from scorer.calibration.prior import fit_prior
 from scorer.envelope import envelope_problems
 from scorer.errors import InputError
 from scorer.presets import load_preset
-from scorer.schema import read_records, validate_records
+from scorer.records import read_records, validate_records
 from scorer.site.reports import load_report
 from scorer.store import sha256_file
 

@@ -21,7 +21,7 @@ from scorer import store
 from scorer.cli import main
 from scorer.engines import vllm
 from scorer.envelope import envelope_problems
-from scorer.schema import read_records
+from scorer.records import read_records
 
 RUN_ENV = "SEMIF_TEST_QUANT_SCHEMES"
 pytestmark = [

@@ -15,9 +15,10 @@ from scorer.errors import InputError, ValidationError
 from scorer.options import OptionError, byte_size
 from scorer.prompt import common_prefix
 from scorer.radix_cache import RadixCache
+from scorer.records import check_record, read_records, validate_records
 from scorer.runs.drift import fast_tokens
 from scorer.runs.score import prepare, score_items
-from scorer.schema import check_record, parse_decision, read_records, validate_records
+from scorer.schema import parse_decision
 
 _B = FAKE_STATE_BYTES
 _OPTS = [{"id": "yes", "description": "Yes"}, {"id": "no", "description": "No"}]

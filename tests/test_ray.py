@@ -19,8 +19,10 @@ from scorer.errors import InputError, ValidationError
 from scorer.io import RecordsOutput
 from scorer.prompt import state_text
 from scorer.ray_engine import DIRECT_UNIT_ROWS, _write_in_order, work_units
-from scorer.runs.score import ScoreConfig, resume_point, run_score
-from scorer.schema import dumps_record, load_decisions, read_records
+from scorer.records import dumps_record, read_records
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import resume_point, run_score
+from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"

@@ -1,7 +1,7 @@
 """Reading record files (issue #21, items 1, 2 and 8): every command that reads records validates them first.
 
 Records written by hand, by another tool or corrupted are refused by the one reader
-(:func:`scorer.schema.read_records`) with ``FILE:LINE: field 'F': what (expected what)`` and exit 2, never a
+(:func:`scorer.records.read_records`) with ``FILE:LINE: field 'F': what (expected what)`` and exit 2, never a
 traceback and never a report computed from them; and a command that writes a report checks that it can write
 it before it prints or computes anything. Each test here failed on the code before the fix; the generated
 cases are in ``test_fuzz_records.py``.
@@ -22,8 +22,10 @@ from fakes import FakeBackend
 
 from scorer import cli
 from scorer.errors import InputError
-from scorer.runs.score import ScoreConfig, run_score
-from scorer.schema import dumps_record, load_decisions, read_records
+from scorer.records import dumps_record, read_records
+from scorer.runs.score_config import ScoreConfig
+from scorer.runs.score_file import run_score
+from scorer.schema import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUNDARY = ROOT / "data" / "eval" / "boundary.jsonl"
@@ -248,7 +250,7 @@ def _nest(n: int) -> Any:
 
 def test_calibrated_blocks_are_checked(records):
     from scorer.calibration.prior import fit_prior
-    from scorer.schema import check_record, validate_records
+    from scorer.records import check_record, validate_records
 
     sigs = [r["signature"] for r in records]
     cal = fit_prior(records, sigs, "mean", 2, "none", {"kind": "in-run"})
@@ -266,7 +268,7 @@ def test_calibrated_blocks_are_checked(records):
 
 
 def test_permute_blocks_are_checked(tmp_path):
-    from scorer.schema import check_record
+    from scorer.records import check_record
     out = tmp_path / "perm.jsonl"
     run_score(load_decisions(BOUNDARY)[:3], FakeBackend(), out, ScoreConfig(run_parts={"input": "b"}, permute=2))
     rec = read_records(out)[0]
@@ -280,7 +282,7 @@ def test_permute_blocks_are_checked(tmp_path):
 
 
 def test_validate_records_finds_the_record(records):
-    from scorer.schema import validate_records
+    from scorer.records import validate_records
     validate_records(records)
     with pytest.raises(InputError, match=r"^records:3: field 'choice'"):
         validate_records(_edit(records, 2, choice="maybe"))

@@ -28,8 +28,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scorer import cli
-from scorer.runs.score import RECORD_LINE_PREFIX
-from scorer.schema import dumps_record, read_records
+from scorer.records import dumps_record, read_records
+from scorer.runs.score_file import RECORD_LINE_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("direct", "serial", "shared")

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from scorer import cli
+from scorer.records import SCORE_KIND
 from scorer.runs import eval as ev
-from scorer.schema import SCORE_KIND
 
 IDS = ["yes", "no"]
 
@@ -99,8 +99,9 @@ def test_live_policy_scores_only_escalated_rows_on_the_reference():
 
     from fakes import FakeBackend
 
+    from scorer.records import validate_records
     from scorer.runs.score import prepare, score_items
-    from scorer.schema import load_decisions, validate_records
+    from scorer.schema import load_decisions
 
     rows = load_decisions(Path(__file__).resolve().parent.parent / "data" / "eval" / "authored.jsonl")[:12]
     fast, ref = FakeBackend(), FakeBackend(bias={"B": 4.0})

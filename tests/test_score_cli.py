@@ -10,8 +10,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli
-from scorer.runs import score as score_run
-from scorer.schema import read_records, validate_records
+from scorer.records import read_records, validate_records
+from scorer.runs import score_file
 
 ROWS = Path(__file__).resolve().parent.parent / "data" / "workloads" / "shape-small.jsonl"
 _VOLATILE = ("timing", "run")
@@ -62,7 +62,7 @@ def test_resume_after_kill_equals_uninterrupted(tmp_path, monkeypatch, mode):
                      "--max-batch-tokens", "300"]) == 0
 
     part = tmp_path / "part.jsonl"
-    real_run = score_run.run_score
+    real_run = score_file.run_score
     count = {"n": 0}
 
     def killing_run(*args, **kwargs):
@@ -73,10 +73,10 @@ def test_resume_after_kill_equals_uninterrupted(tmp_path, monkeypatch, mode):
         kwargs["on_record"] = on_record
         return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(score_run, "run_score", killing_run)
+    monkeypatch.setattr(score_file, "run_score", killing_run)
     assert cli.main(["score", "--input", str(ROWS), "--output", str(part), "--mode", mode,
                      "--max-batch-tokens", "300"]) == 130
-    monkeypatch.setattr(score_run, "run_score", real_run)
+    monkeypatch.setattr(score_file, "run_score", real_run)
     assert len(read_records(part)) == 17
     with part.open("ab") as f:  # a torn line, as if killed mid-write
         f.write(b'{"schema":"semif-record-v2","id":"s01-c1')

@@ -25,8 +25,11 @@ from scorer.calibration.signature import readout_of
 from scorer.errors import InputError
 from scorer.options import OptionError
 from scorer.prompt import IDS_PROMPT_VERSION, messages_for, render, sha256_text
-from scorer.runs.score import ScoreConfig, checked_config_parts, prepare, run_score, score_items
-from scorer.schema import Decision, Option, check_record, read_records, validate_records
+from scorer.records import check_record, read_records, validate_records
+from scorer.runs.score import prepare, score_items
+from scorer.runs.score_config import ScoreConfig, checked_config_parts
+from scorer.runs.score_file import run_score
+from scorer.schema import Decision, Option
 
 # Several characters each: continuations of 6, 5 and 4 tokens in the fake's character tokenizer.
 OPTIONS = (Option("refund", "the customer asks for money back"), Option("other", "anything else"),

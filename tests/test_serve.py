@@ -21,7 +21,8 @@ from fakes import FakeBackend
 from serve_helpers import live as _live
 
 from scorer import Scorer, cli
-from scorer.schema import load_decisions, read_records, validate_records
+from scorer.records import read_records, validate_records
+from scorer.schema import load_decisions
 from scorer.serve import Limits, build_app, row_schema
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ from serve_helpers import ROOT, GatedBackend, live, workload_rows
 
 from scorer import Scorer, cli
 from scorer.options import OptionError
-from scorer.schema import validate_records
+from scorer.records import validate_records
 from scorer.serve import build_app
 from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS, RowJob, ScoringQueue, check_batch_window
 

@@ -16,8 +16,11 @@ from scorer import Scorer, cli, readout
 from scorer.errors import InputError, ValidationError
 from scorer.options import OptionError
 from scorer.prompt import IDS_PROMPT_VERSION, PROMPT_VERSION, render
-from scorer.runs.score import ScoreConfig, checked_config_parts, prepare, run_score, score_items
-from scorer.schema import Decision, Option, check_record, read_records, validate_records
+from scorer.records import check_record, read_records, validate_records
+from scorer.runs.score import prepare, score_items
+from scorer.runs.score_config import ScoreConfig, checked_config_parts
+from scorer.runs.score_file import run_score
+from scorer.schema import Decision, Option
 
 # Single characters: one token each in the fake's character tokenizer (as " yes"/" no" are in a real BPE).
 YN = (Option("y", "the customer asks for money back"), Option("n", "anything else"))

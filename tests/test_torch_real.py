@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scorer.records import validate_records
 from scorer.runs.score import prepare, score_items
-from scorer.schema import load_decisions, validate_records
+from scorer.schema import load_decisions
 
 pytestmark = pytest.mark.slow
 

@@ -100,7 +100,7 @@ def _pseudo(rec: dict[str, Any], d: Decision, ids: list[str], logits: np.ndarray
 def load_views(labels: list[metrics.Label], rows: dict[str, Decision], run: str, permuted: str | None,
                permuted_reversed: str | None) -> dict[str, View]:
     """The plain view of ``run`` and, when given, the passes and readouts of the --permute runs."""
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     fam = {lb.id: lb.family for lb in labels}
     views: dict[str, View] = {}
@@ -488,8 +488,9 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
+    from scorer.records import read_records
     from scorer.runs.eval import enveloped, run_info
-    from scorer.schema import load_decisions, read_records
+    from scorer.schema import load_decisions
     from scorer.store import sha256_file
 
     rows_list = load_decisions(labels_path)

@@ -99,7 +99,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     from scorer.calibration.core import load_calibration
     from scorer.io import check_writable, write_atomic
     from scorer.presets import load_preset
-    from scorer.schema import dumps_record
+    from scorer.records import dumps_record
 
     questions: dict[str, dict[str, Any]] = {}
     for flag in ("--choice", "--yesno", "--score"):

@@ -49,7 +49,7 @@ def _rows(paths: list[str] | None) -> list[Any] | None:
 
 def load_runs(runs: list[str], rows_paths: list[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
     """Records of every run file and their signatures (v1 records: computed from the rows files)."""
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     rows = _rows(rows_paths)
     recs: list[dict[str, Any]] = []
@@ -153,7 +153,8 @@ def _cmd_bias(args: argparse.Namespace) -> int:
 
 # --- semif calibrate apply ----------------------------------------------------------------------------------------
 def _cmd_apply(args: argparse.Namespace) -> int:
-    from scorer.schema import RECORD_SCHEMA, dumps_record
+    from scorer.record_schema import RECORD_SCHEMA
+    from scorer.records import dumps_record
 
     out = Path(args.output)
     check_writable(out)

@@ -28,7 +28,7 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     from scorer.demos import prompt_for
     from scorer.errors import InputError
     from scorer.prompt import prefix_ids
-    from scorer.runs.score import resolve_layout
+    from scorer.runs.score_config import resolve_layout
     from scorer.schema import load_decisions
 
     rows = load_decisions(Path(args.input))

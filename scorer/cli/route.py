@@ -74,14 +74,14 @@ def _cmd_route(args: argparse.Namespace) -> int:
     print_route(rep)
     recs: list[dict[str, Any]] = []
     if args.apply is not None:
-        from scorer.schema import dumps_record, read_records
+        from scorer.records import dumps_record, read_records
 
         recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
     if threshold_out is not None:
         from scorer import metrics
+        from scorer.records import read_records
         from scorer.runs.eval import enveloped
         from scorer.runs.route import choose_threshold
-        from scorer.schema import read_records
 
         rf, rr = read_records(args.fast), read_records(args.reference)
         labs = metrics.labels_from_decisions(args.labels) if args.labels else metrics.labels_from_records(
@@ -108,9 +108,10 @@ def _cmd_route_score(args: argparse.Namespace) -> int:
     from scorer import __version__
     from scorer.backends import BackendConfig, load_backend
     from scorer.io import check_writable, write_atomic
+    from scorer.records import dumps_record
     from scorer.runs.eval import route_live
-    from scorer.runs.score import config_sha256, resolve_layout
-    from scorer.schema import dumps_record, load_decisions
+    from scorer.runs.score_config import config_sha256, resolve_layout
+    from scorer.schema import load_decisions
     from scorer.store import sha256_file
 
     inp, out = Path(args.input), Path(args.output)

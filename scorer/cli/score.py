@@ -33,7 +33,7 @@ from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
 from scorer.options import check_slots_backend
 from scorer.radix_cache import RadixCache
 from scorer.ray_engine import RayOptions
-from scorer.runs.score import ScoreConfig
+from scorer.runs.score_config import ScoreConfig
 from scorer.runs.sequence import check_sequence_options
 from scorer.store import sha256_file
 
@@ -209,7 +209,7 @@ def _progress(total: int, desc: str, initial: int = 0) -> Any:
 def _cmd_score(args: argparse.Namespace) -> int:
     from scorer.cli import err, stop_code, stop_word
     from scorer.runs.drift import load_report
-    from scorer.runs.score import resume_point, run_score
+    from scorer.runs.score_file import resume_point, run_score
     from scorer.schema import load_decisions
 
     inp, out = Path(args.input), Path(args.output)
@@ -297,7 +297,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 else:
                     backend = load_model(args)
                     if args.batch_calibrate:
-                        from scorer.runs.score import run_batch_calibrated
+                        from scorer.runs.score_file import run_batch_calibrated
 
                         report_batch(run_batch_calibrated(decisions, backend, out, cfg, args.batch_calibrate,
                                                           args.calibration_min_rows, args.calibration_fallback,
@@ -320,7 +320,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         return 1
     if calibration is not None:
         from scorer.calibration.batch import mix_warnings
-        from scorer.schema import read_records
+        from scorer.records import read_records
 
         for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
             print(f"[semif] warning: {w}", file=sys.stderr)
@@ -332,16 +332,16 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"[semif] {prefixes.summary()}", file=sys.stderr)
     print(f"[semif] wrote {out}", file=sys.stderr)
     if args.summary:
+        from scorer.records import read_records
         from scorer.report import print_table
-        from scorer.schema import read_records
 
         print_table(read_records(out))
     return 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from scorer.records import read_records
     from scorer.report import print_table
-    from scorer.schema import read_records
 
     policy = policy_arg(args)  # checked before the records are read
     print_table(read_records(Path(args.run)), policy)

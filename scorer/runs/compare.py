@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scorer.errors import InputError
-from scorer.schema import read_records
+from scorer.records import read_records
 from scorer.store import sha256_file
 
 REPORT_FORMAT = "semif-compare-v2"

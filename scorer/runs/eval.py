@@ -33,7 +33,7 @@ def enveloped(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load(run: str, labels: str | None) -> tuple[list[dict[str, Any]], list[metrics.Label], metrics.Table, int]:
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     recs = read_records(run)
     labs = metrics.labels_from_decisions(labels) if labels else metrics.labels_from_records(recs, run)
@@ -85,7 +85,7 @@ def _ci(m: dict[str, float]) -> str:
 def eval_report(run: str, labels: str | None, compare: str | None = None, reps: int = metrics.BOOTSTRAP_REPS,
                 seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
     """The full report of one run (and, with ``compare``, of run B against it on the same rows)."""
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     recs_b = read_records(compare) if compare else []  # every input is read (and validated) before any work
     recs, labs, table, unlabelled = _load(run, labels)
@@ -227,7 +227,7 @@ def print_calibrate(rep: dict[str, Any]) -> None:
 def apply_file(run: str, out: Path, temperature: float) -> int:
     """Write ``run``'s records with ``temperature`` applied (choices unchanged). Returns the count."""
     from scorer.calibration.temperature import apply_temperature
-    from scorer.schema import dumps_record, read_records
+    from scorer.records import dumps_record, read_records
 
     check_writable(out)
     recs = [apply_temperature(r, temperature) for r in read_records(run)]
@@ -239,7 +239,7 @@ def apply_file(run: str, out: Path, temperature: float) -> int:
 def order_report(labels: str | None, base: str, reversed_: str, permuted: str | None, permuted_reversed: str | None,
                  reps: int = metrics.BOOTSTRAP_REPS, seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
     """Flips under option reversal and accuracy, with and without the order-averaged readout, and its cost."""
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     runs = {p: read_records(p) for p in (base, reversed_, permuted, permuted_reversed) if p}  # all before any work
     recs_a = runs[base]
@@ -331,7 +331,7 @@ def route_records(fast: list[dict[str, Any]], reference: list[dict[str, Any]],
 def route_report(fast: str, reference: str, labels: str | None, thresholds: tuple[float, ...],
                  reps: int = metrics.BOOTSTRAP_REPS, seed: int = metrics.BOOTSTRAP_SEED) -> dict[str, Any]:
     """Accuracy, share escalated and time of the margin policy at each threshold, next to each path alone."""
-    from scorer.schema import read_records
+    from scorer.records import read_records
 
     rf, rr = read_records(fast), read_records(reference)
     labs = metrics.labels_from_decisions(labels) if labels else metrics.labels_from_records(rr, reference)

@@ -36,9 +36,10 @@ from scorer.gguf_tools import FTYPES, write_f32
 from scorer.io import check_writable, write_atomic
 from scorer.machine import load_average, load_span
 from scorer.prompt import state_text
+from scorer.records import dumps_record
 from scorer.runs.compare import compare_records
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES, prepare, score_items
-from scorer.schema import Decision, dumps_record, load_decisions
+from scorer.schema import Decision, load_decisions
 
 REPORT_FORMAT = "semif-quant-v2"
 """v2: the report envelope; per run ``load_average`` {before, after} (v1: ``loadavg_1m_before_after``)."""

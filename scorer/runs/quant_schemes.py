@@ -42,11 +42,12 @@ from scorer.errors import EngineError, InputError, ValidationError
 from scorer.gguf_tools import FTYPES, same_grid, write_f32
 from scorer.io import check_writable
 from scorer.machine import load_average, load_span
+from scorer.records import read_records
 from scorer.runs import quant_cache
 from scorer.runs.compare import compare_records
 from scorer.runs.quant import PROBABILITY_NOTE, labels_summary, score_decisions, write_records
 from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS, MODES
-from scorer.schema import Decision, load_decisions, read_records
+from scorer.schema import Decision, load_decisions
 
 REPORT_FORMAT = "semif-quant-schemes-v1"
 GGUF_TYPES = tuple(k for k in FTYPES if k not in ("F32", "F16", "BF16"))

@@ -6,7 +6,7 @@ run, before its record is written. The record's top-level readout is the one tha
 engine decided and why, and keeps the other readout (``route.fast`` for an escalated decision: its probabilities,
 logits, choice, margin, calibrated block, model and timing), so both are auditable from the record alone.
 
-A :class:`RoutePolicy` is a :class:`~scorer.runs.score.RecordPolicy`, like ``--exact``: it sees the fast records
+A :class:`RoutePolicy` is a :class:`~scorer.runs.score_config.RecordPolicy`, like ``--exact``: it sees the fast records
 in input order and replaces some of them. Escalations are batched (a window of :data:`WINDOW` consecutive fast
 records) so an accurate engine in shared mode prefills a state once for all of that state's escalated
 criteria. The accurate prompts are rendered and validated for every row before anything is scored.
