@@ -3,8 +3,8 @@
 # llguidance (grammar-constrained generation) and the test tools.
 # Re-running is a no-op once everything is in place (a stamp records what was installed).
 #   scripts/install.sh            # Python packages
-#   scripts/install.sh --browser  # also Debian's chromium for the browser tests (needs root + apt) and the
-#                                 # site's npm test tools (npm ci, from package-lock.json)
+#   scripts/install.sh --browser  # also Debian's chromium for the browser tests (needs root + apt)
+# Both run npm ci (from package-lock.json) once per lock: the live page's engine and the site's test tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,19 +29,21 @@ if [ "$want_browser" = 1 ] && [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
-# The site's browser-test tools from npm (Lighthouse, axe-core), pinned by package-lock.json: npm ci, once per lock.
-if [ "$want_browser" = 1 ]; then
-  npm_stamp=node_modules/.semif-npm-stamp
-  lock_value=$(sha256sum package-lock.json | cut -c1-32)
-  if [ -f "$npm_stamp" ] && [ "$(cat "$npm_stamp")" = "$lock_value" ]; then
-    :
-  elif command -v npm >/dev/null; then
-    log "installing the site's test tools from npm (npm ci: lighthouse, axe-core)"
-    npm ci --no-audit --no-fund --loglevel=error >/dev/null
-    echo "$lock_value" > "$npm_stamp"
-  else
-    log "WARNING: npm missing; the Lighthouse and axe-core tests will be skipped (install Node.js 20 and npm)"
-  fi
+# The site's npm packages, pinned by package-lock.json: npm ci, once per lock. The live page's in-browser engine
+# (@wllama/wllama, which build.py copies into site/assets/wllama/) is needed by every site build, so this runs with
+# or without --browser; the browser-test tools (Lighthouse, axe-core) come with it.
+npm_stamp=node_modules/.semif-npm-stamp
+lock_value=$(sha256sum package-lock.json | cut -c1-32)
+if [ -f "$npm_stamp" ] && [ "$(cat "$npm_stamp")" = "$lock_value" ]; then
+  :
+elif command -v npm >/dev/null; then
+  log "installing the site's npm packages (npm ci: @wllama/wllama, lighthouse, axe-core)"
+  npm ci --no-audit --no-fund --loglevel=error >/dev/null
+  echo "$lock_value" > "$npm_stamp"
+elif [ "$want_browser" = 1 ]; then
+  log "WARNING: npm missing; the live page's engine and the Lighthouse and axe-core tests need it (install Node.js 20 and npm)"
+else
+  log "WARNING: npm missing; the site's live page will say it has no in-browser engine (install Node.js 20 and npm)"
 fi
 
 stamp_value=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-32)

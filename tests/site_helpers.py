@@ -182,6 +182,27 @@ BROWSER_MARKS = [
 ]
 
 
+def serve(root: Path, headers: dict[str, str] | None = None) -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` serving ``root`` quietly, with ``headers`` on every answer (a generator for a
+    fixture to ``yield from``: the server stops when the fixture is torn down)."""
+    extra = dict(headers or {})
+
+    class Handler(SimpleHTTPRequestHandler):
+        def end_headers(self) -> None:
+            for k, v in extra.items():
+                self.send_header(k, v)
+            super().end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
 # --- fixtures -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def www(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -8,9 +8,10 @@ unless the leaf's path is in the allow-list that ``scorer/schema/trace-v2.md`` d
 so the documented list is the tested list). The edits no single field can make and that verify accepts by
 design (a softmax-invariant logit shift, whitespace the prompts strip) are checked to verify.
 
-Bases: a small ``run_versus`` trace on the fake backend (v2, 3 criteria, a warm-up: many examples, fast) and
-two committed traces, the v2 ``data/traces/versus-shape-s01-qwen2.5-1.5b-torch-cpu.json`` and the v1
-``data/traces/versus-ticket-21-…json`` (fewer examples: each verify of a committed trace takes ~0.5 s).
+Bases: a small ``run_versus`` trace on the fake backend (v2, 3 criteria, a warm-up: many examples, fast), two
+committed traces, the v2 ``data/traces/versus-shape-s01-qwen2.5-1.5b-torch-cpu.json`` and the v1
+``data/traces/versus-ticket-21-…json`` (fewer examples: each verify of a committed trace takes ~0.5 s), and the
+browser-made ``tests/fixtures/trace-v2-browser.json`` (small: many examples), whose grammar times are null.
 Paths are drawn by pattern first (``runs[].tokens[].p``), then a leaf of that pattern, so the thousands of
 top-k leaves do not crowd out the rest.
 """
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "scorer" / "schema" / "trace-v2.md"
 V2_COMMITTED = ROOT / "data" / "traces" / "versus-shape-s01-qwen2.5-1.5b-torch-cpu.json"
 V1_COMMITTED = next((ROOT / "data" / "traces").glob("versus-ticket-21-*.json"))
+BROWSER = ROOT / "tests" / "fixtures" / "trace-v2-browser.json"  # made by the live page: nulls where not measured
 N_SMALL, N_COMMITTED = int(os.environ.get("N_SMALL", 250)), int(os.environ.get("N_COMMITTED", 20))
 
 Leaf = tuple[Any, ...]
@@ -88,7 +90,8 @@ def _small() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def bases() -> dict[str, dict[str, Any]]:
-    out = {"small-v2": _small(), "committed-v2": trace.load(V2_COMMITTED), "committed-v1": trace.load(V1_COMMITTED)}
+    out = {"small-v2": _small(), "committed-v2": trace.load(V2_COMMITTED), "committed-v1": trace.load(V1_COMMITTED),
+           "browser-v2": trace.load(BROWSER)}
     for name, doc in out.items():
         assert trace.verify(doc) == [], name
     return out
@@ -180,7 +183,7 @@ _SETTINGS = dict(deadline=None, database=None, derandomize=False,
 
 
 @pytest.mark.parametrize(("name", "examples"), [("small-v2", N_SMALL), ("committed-v2", N_COMMITTED),
-                                                ("committed-v1", N_COMMITTED)])
+                                                ("committed-v1", N_COMMITTED), ("browser-v2", N_SMALL)])
 def test_single_field_edits_are_refused_unless_allow_listed(bases: dict[str, dict[str, Any]], name: str,
                                                             examples: int):
     base = bases[name]

@@ -12,6 +12,8 @@ anything (a bad file stops the build with a message that names it), and renders 
   with a ``<script>`` element: the first one at load, the others when picked, so ``file://`` works too;
 * ``assets/`` — the replay's scripts, and (loaded on demand, once a trace is opened from disk) the in-page
   checker with the trace schemas and the code that computes a trace's headline, verdict and numbers in the page;
+* ``live/index.html`` and ``assets/live.js`` — the live page (the typed lane in the visitor's browser), with the
+  vendored in-browser engine under ``assets/wllama/`` (:mod:`~scorer.site.live`);
 * ``results/`` — every report byte for byte, and a page per report with its charts and all its tables.
 
 Pages make no request outside the site, carry no inline script (their CSP allows scripts from the site
@@ -28,8 +30,10 @@ them).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from scorer.site import live as live_page
 from scorer.site.discover import discover
 from scorer.site.inputs import BuildError, ReportFile, TraceFile
 from scorer.site.output import write_site
@@ -49,4 +53,7 @@ def build(data_dir: Path, out_dir: Path) -> tuple[list[TraceFile], list[ReportFi
     schemas = load_trace_schemas()
     files = render_site(traces, reports, schemas)
     write_site(files, out_dir)
+    if not live_page.PACKAGE.is_dir():
+        print(f"build.py: warning: {live_page.PACKAGE} is not installed (npm ci): the live page says this build has no "
+              "in-browser engine", file=sys.stderr)
     return traces, reports

@@ -16,6 +16,15 @@ from markupsafe import Markup
 from scorer.site.formatting import fmt_seconds
 from scorer.site.inputs import BuildError, ReportFile, TraceFile
 from scorer.site.lanes import first_repeat
+from scorer.site.live import (
+    LIVE_MODULES,
+    LIVE_PAGE_PARTS,
+    LIVE_PAGE_SCRIPT,
+    engine_files,
+    page_config,
+    prompt_words,
+    showcase,
+)
 from scorer.site.output import SITE_MARKER
 from scorer.site.reports import report_sections
 from scorer.site.trace_view import replay_end, trace_view
@@ -62,6 +71,16 @@ def _headline(t: TraceFile) -> dict[str, Any]:
                       "caveat": "" if g.usable else ("capped, no answer" if g.capped_runs else "no usable array")}
                      for g in gens],
             "criteria": len(t.obj["inputs"]["criteria"])}
+
+
+def _live_csp(styles: list[str]) -> str:
+    """The live page's policy: the replay's, plus what the in-browser engine needs: compiling WebAssembly
+    ('wasm-unsafe-eval', never 'unsafe-eval'), its worker and its wasm as blob: URLs made in the page, and
+    reading a model from an address the visitor types (https, or a loopback http server); under ``file://`` the
+    engine's worker reads its wasm from a data: URL (a page-made blob: URL is not readable there)."""
+    return (_csp(styles, scripts=True).replace("script-src 'self'", "script-src 'self' 'wasm-unsafe-eval' blob:")
+            .replace("; img-src", "; worker-src blob:; connect-src 'self' blob: data: https: http://127.0.0.1:* "
+                     "http://localhost:*; img-src"))
 
 
 def _csp(styles: list[str], scripts: bool) -> str:
@@ -131,6 +150,14 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile],
     files["assets/replay.js"] = "\n".join(_asset(name) for name in REPLAY_SCRIPTS).encode()
     for out, name in ON_DEMAND_SCRIPTS.items():
         files[out] = _asset(name).encode()
+    engine = engine_files()
+    words = prompt_words()
+    files["live/index.html"] = env.get_template("live.html.j2").render(
+        root="../", csp=_live_csp([css]), wllama=engine.config(), prompt=words, showcase=showcase(),
+        config=page_config(engine), **common).encode()
+    files["assets/live.js"] = _asset(LIVE_PAGE_SCRIPT).encode()
+    files["assets/live-modules.js"] = "\n".join(_asset(name) for name in LIVE_MODULES + LIVE_PAGE_PARTS).encode()
+    files.update(engine.files)
     files["assets/check.js"] = (_asset("validate.js") + "\nwindow.SemifSchemas = " + str(script_json(schemas))
                                 + ";\n").encode()
     sums = []

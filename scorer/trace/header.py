@@ -29,7 +29,7 @@ def check_header(trace: dict[str, Any]) -> list[str]:
         if trace["versions"].get(key) != str(value):
             out.append(f"model.versions.{key} is {value!r} but versions.{key} is {trace['versions'].get(key)!r}")
     out += _check_model(trace)
-    if mach["usable_cores"] > mach["cores"]:
+    if mach.get("usable_cores") is not None and mach["usable_cores"] > mach["cores"]:  # null: not known
         out.append(f"machine.usable_cores {mach['usable_cores']} exceeds machine.cores {mach['cores']}")
     if model.get("device") == "cpu" and mach["gpu"] is not None:
         out.append(f"machine.gpu is {mach['gpu']!r} but the model ran on the cpu (a GPU the run did not use is "

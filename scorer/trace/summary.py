@@ -117,6 +117,7 @@ def _lane_summary(trace: dict[str, Any], lane: str, typed_median: float) -> dict
         "encode_s": _median(enc), "prefill_s": _median(pre), "decode_s": _median(dec), "s_per_decode_step": step,
         "prefill_tokens_per_s": _rate(n_in, _median(pre)), "decode_tokens_per_s": _rate(1.0, step) if step else None}
     constrained = lane == "constrained"
+    grammar = [r["grammar_s"] for r in runs]
     return {
         "median_s": med, "wall_ratio": round(med / typed_median, 6) if typed_median > 0 else None,
         "ttft_median_s": _median([r["ttft_s"] for r in runs]), "runs": len(runs),
@@ -127,7 +128,8 @@ def _lane_summary(trace: dict[str, Any], lane: str, typed_median: float) -> dict
         "agreement": {"agree": agree, "disagree": disagree, "missing": n - agree - disagree},
         "correct": sum(1 for c in first["correct"] if c is True) if labelled else None,
         "masked_tokens_median": float(statistics.median([r["masked_tokens"] for r in runs])) if constrained else None,
-        "grammar_s_median": _median([r["grammar_s"] for r in runs]) if constrained else None,
+        # None also where a browser-made trace did not measure it (verify allows a null grammar_s only there)
+        "grammar_s_median": _median(grammar) if constrained and None not in grammar else None,
         "tokens": {"input": n_in, "output_median": float(statistics.median([r["output_tokens"] for r in runs])),
                    "decode_steps_median": float(statistics.median(steps)),
                    "processed_median": float(n_in + statistics.median(steps))},

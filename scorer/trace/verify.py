@@ -41,6 +41,12 @@ _EPS = 1e-9  # slack for comparing rounded timestamps
 SOFTMAX_TOL = 1e-9
 
 
+def browser_made(trace: dict[str, Any]) -> bool:
+    """Whether the trace was made in a web browser (the live page), which says so in ``machine.browser``: the one
+    kind of trace that may record a grammar time as not measured (null), since the in-browser engine reports none."""
+    return isinstance(trace["machine"].get("browser"), dict)
+
+
 # --- verify ------------------------------------------------------------------------------------------
 def verify(trace: Any) -> list[str]:
     """Every problem found in ``trace``: schema, checksums, internal consistency. Empty = verified.
@@ -295,6 +301,9 @@ def _check_v2_blocks(trace: dict[str, Any]) -> list[str]:
             if g.max_new_tokens() != co["max_new_tokens"]:
                 out.append(f"prompts.constrained.max_new_tokens {co['max_new_tokens']} is not the grammar's bound "
                            f"{g.max_new_tokens()}")
+    if co["compile_s"] is None and not browser_made(trace):
+        out.append("prompts.constrained.compile_s is null (not measured), which only a browser-made trace "
+                   "(machine.browser) may say")
     if co["max_new_tokens"] != proto["constrained_max_new_tokens"]:
         out.append("prompts.constrained.max_new_tokens differs from protocol.constrained_max_new_tokens")
     if proto["lanes"] != ["typed", "free", "constrained"]:
@@ -353,8 +362,12 @@ def _check_generated_v2(trace: dict[str, Any], run: dict[str, Any]) -> list[str]
         n_masked = sum(1 for t in run["tokens"] if t["masked"])
         if run["masked_tokens"] != n_masked:
             out.append(f"masked_tokens {run['masked_tokens']} but {n_masked} tokens are marked masked")
-        if run["grammar_s"] is None or run["grammar_s"] > run["total_s"] + _EPS:
-            out.append(f"grammar_s {run['grammar_s']} is missing or exceeds total_s {run['total_s']}")
+        if run["grammar_s"] is None:
+            if not browser_made(trace):
+                out.append("grammar_s is null (not measured), which only a browser-made trace (machine.browser) "
+                           "may say")
+        elif run["grammar_s"] > run["total_s"] + _EPS:
+            out.append(f"grammar_s {run['grammar_s']} exceeds total_s {run['total_s']}")
     elif run["masked_tokens"] is not None or run["grammar_s"] is not None:
         out.append("a free run has masked_tokens or grammar_s (it has no grammar)")
     for t in run["tokens"]:
