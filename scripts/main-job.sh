@@ -22,6 +22,14 @@ $SEMIF models fetch "$MODEL"
 
 step "2/5 typed decisions on data/examples/decisions.jsonl"
 $SEMIF score --model "$MODEL" --input data/examples/decisions.jsonl --output "$OUT/examples.jsonl" --summary
+PRESET=data/presets/accurate-$MODEL.json
+if [ -f "$PRESET" ]; then
+  # The quality study's winner for this model, beside the default above. Its calibration was fitted on the
+  # study's sets, whose questions these examples do not share: those rows are scored raw, and say so.
+  echo "-- the same examples with the study's preset $(basename "$PRESET" .json) (README: the quality study)" >&2
+  $SEMIF score --model "$MODEL" --input data/examples/decisions.jsonl --output "$OUT/examples-preset.jsonl" \
+    --summary --preset "accurate-$MODEL" --uncovered raw
+fi
 
 step "3/5 typed vs free vs constrained generation (semif versus, one labelled state of the shape workload)"
 # The state (s01) is fixed by a rule made before anything was scored (data/versus/build.py); its typed
