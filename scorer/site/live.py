@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "node_modules" / "@wllama" / "wllama"
 LIVE_PAGE_SCRIPT = "live-page.js"
 """The page's own code under templates/: ``assets/live.js``, the one script the page loads at first."""
-LIVE_MODULES = ("live/sha256.js", "live/gguf.js", "live/bpe.js", "live/jinja.js", "live/prompt.js", "live/pyjson.js",
-                "live/lanes.js", "replay/format.js", "live/trace-summary.js", "live/trace.js")
+LIVE_MODULES = ("live/sha256.js", "live/gguf.js", "live/bpe.js", "live/jinja-parse.js", "live/jinja.js",
+                "live/prompt.js", "live/pyjson.js", "live/lanes.js", "replay/format.js", "live/trace-summary.js",
+                "live/trace.js")
 """The pure modules under templates/ (tested in Node: tests/test_live_prompt.py, tests/test_live_trace.py; the
 trace's summary rounds with the replay's format.js), concatenated in this order into ``assets/live-modules.js``,
 which the page loads when a model is opened (with the engine), so that what it loads before its first paint
