@@ -335,14 +335,32 @@ def decision_rows(n_states: int = 6, n_q: int = 8, prefix: str = "s") -> list[De
     return out
 
 
+def row_of(d: Decision, extra: bool = True) -> dict[str, Any]:
+    """``d`` as the input row it was parsed from (:func:`~scorer.schema.parse_decision`'s inverse): id, state,
+    question, options as ``{id, description}``, then its extra fields unless ``extra`` is False."""
+    row = {"id": d.id, "state": d.state, "question": d.question,
+           "options": [{"id": o.id, "description": o.description} for o in d.options]}
+    return {**row, **d.extra} if extra else row
+
+
 def write_rows(folder: Path, rows: list[Decision], name: str = "rows.jsonl") -> Path:
     """``rows`` as a JSONL input file in ``folder`` (id, state, question, options)."""
     p = folder / name
-    lines = [orjson.dumps({"id": d.id, "state": d.state, "question": d.question,
-                           "options": [{"id": o.id, "description": o.description} for o in d.options]})
-             for d in rows]
-    p.write_bytes(b"\n".join(lines) + b"\n")
+    p.write_bytes(b"\n".join(orjson.dumps(row_of(d, extra=False)) for d in rows) + b"\n")
     return p
+
+
+def fake_prompt_json(folder: Path, d: Decision, args: Sequence[str], monkeypatch: Any, capsys: Any) -> dict[str, Any]:
+    """``semif prompt --input ROWS --id ID ARGS --json`` on :class:`FakeBackend` for the one row ``d`` (written with
+    its extra fields into ``folder``): the printed document, after checking the command exited 0."""
+    from scorer import cli
+
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
+    inp = folder / "rows.jsonl"
+    inp.write_bytes(orjson.dumps(row_of(d)) + b"\n")
+    assert cli.main(["prompt", "--input", str(inp), "--id", d.id, *args, "--json"]) == 0
+    doc: dict[str, Any] = orjson.loads(capsys.readouterr().out)
+    return doc
 
 
 # --- remote engines ---------------------------------------------------------------------------------------------

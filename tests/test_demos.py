@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from fakes import FakeBackend, FakeTokenizer
+from fakes import FakeBackend, FakeTokenizer, row_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,11 +46,6 @@ def _demos(rows: list[Decision], k: int = 4, seed: int = 0) -> Demos:
 def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     return path
-
-
-def _as_json(d: Decision) -> dict[str, Any]:
-    return {"id": d.id, "state": d.state, "question": d.question,
-            "options": [{"id": o.id, "description": o.description} for o in d.options], **d.extra}
 
 
 # --- selection ------------------------------------------------------------------------------------------------
@@ -207,7 +202,7 @@ BAD_DEMOS = [  # (row edit, field named)
 @pytest.mark.parametrize(("edit", "field"), BAD_DEMOS)
 def test_bad_demos_file_is_refused_with_file_line_field(tmp_path, monkeypatch, capsys, edit, field):
     monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("model loaded before the demos were checked"))
-    rows = [_as_json(_row(i, group=f"g{i}")) for i in range(3)]
+    rows = [row_of(_row(i, group=f"g{i}")) for i in range(3)]
     edit(rows[1])
     bad = _jsonl(tmp_path / "demos.jsonl", rows)
     out = tmp_path / "o.jsonl"
@@ -228,7 +223,7 @@ def test_demos_file_that_is_missing_or_empty(tmp_path, capsys, monkeypatch):
 def test_api_demos(tmp_path):
     from scorer.errors import SemifError
 
-    path = _jsonl(tmp_path / "d.jsonl", [_as_json(_row(i, "yes" if i % 2 else "no")) for i in range(6)])
+    path = _jsonl(tmp_path / "d.jsonl", [row_of(_row(i, "yes" if i % 2 else "no")) for i in range(6)])
     with Scorer(backend=FakeBackend(), mode="shared", layout="question-major", demos=path, demos_k=2, seed=1) as s:
         d = s.decide("A new order came 9 days late.", "Is it late?", {"yes": "Yes", "no": "No"}, id="x")
     assert len(d.record["demos"]["ids"]) == 2 and d.record["layout"] == "question-major"

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import orjson
 import pytest
-from fakes import FakeBackend, FakeEngine, FakeTokenizer, engine_backend
+from fakes import FakeBackend, FakeEngine, FakeTokenizer, engine_backend, fake_prompt_json, row_of
 
 from scorer import Scorer, cli
 from scorer.backends.base import Backend
@@ -41,11 +41,6 @@ def _decisions(n: int = 6, options: tuple[Option, ...] = OPTIONS) -> list[Decisi
     """Rows over three states (two questions each), so the fast modes reuse a state per group."""
     return [Decision(f"r{i}", STATES[i % 3], f"Question {i // 3}?", options, {"family": "f"}, f"rows.jsonl:{i + 1}")
             for i in range(n)]
-
-
-def _row(d: Decision) -> dict[str, Any]:
-    return {"id": d.id, "state": d.state, "question": d.question,
-            "options": [{"id": o.id, "description": o.description} for o in d.options], **d.extra}
 
 
 def _records(decisions: list[Decision], mode: str = "direct", norm: str | None = None,
@@ -135,7 +130,7 @@ def test_the_options_of_a_row_share_a_pass_and_rows_share_their_state():
     assert [r["cache"]["lookup"] for r in recs] == ["partial"] * 6
     assert all(r["cache"]["reused_tokens"] > 0 for r in recs)
     with Scorer(backend=FakeBackend(), mode="serial", slots="sequence") as s:  # the cache lives across calls
-        rows = [_row(d) for d in _decisions(2)]
+        rows = [row_of(d) for d in _decisions(2)]
         s.decide_many(rows)
         again = [d.record for d in s.decide_many(rows)]
     assert [r["cache"]["lookup"] for r in again] == ["hit", "hit"] and all(r["cache_hit"] for r in again)
@@ -182,7 +177,7 @@ def test_the_openai_backend_is_refused_naming_the_slots(tmp_path, capsys):
         _records(_decisions(1), "serial", backend=remote)
     assert engine.completions == 0
     inp = tmp_path / "rows.jsonl"
-    inp.write_bytes(orjson.dumps(_row(_decisions(1)[0])) + b"\n")
+    inp.write_bytes(orjson.dumps(row_of(_decisions(1)[0])) + b"\n")
     out = tmp_path / "out.jsonl"
     code = cli.main(["score", "--input", str(inp), "--output", str(out), "--slots", "sequence", "--backend", "openai",
                      "--base-url", "http://127.0.0.1:9"])
@@ -202,7 +197,7 @@ def test_bad_combinations_exit_2_naming_the_field_before_anything_runs(tmp_path,
     loaded = []
     monkeypatch.setattr(cli, "load_backend", lambda cfg: loaded.append(cfg) or FakeBackend())
     inp, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
-    inp.write_bytes(orjson.dumps(_row(_decisions(1)[0])) + b"\n")
+    inp.write_bytes(orjson.dumps(row_of(_decisions(1)[0])) + b"\n")
     assert cli.main(["score", "--input", str(inp), "--output", str(out), *args]) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
@@ -300,7 +295,7 @@ def _stable(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_api_and_cli_records_are_equal(tmp_path, monkeypatch):
-    rows = [_row(d) for d in _decisions()]
+    rows = [row_of(d) for d in _decisions()]
     with Scorer(backend=FakeBackend(), mode="shared", slots="sequence", sequence_norm="mean") as s:
         got = [d.record for d in s.decide_many(rows)]
     inp, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
@@ -319,7 +314,7 @@ def test_the_service_reads_sequences_and_refuses_overlapping_ids_with_422():
 
     from scorer.serve import build_app
 
-    rows = [_row(d) for d in _decisions(2)]
+    rows = [row_of(d) for d in _decisions(2)]
     row = rows[0]
     with Scorer(backend=FakeBackend(), slots="sequence") as s, live(build_app(s)) as url:
         batch = httpx.post(f"{url}/v1/decide/batch", json={"rows": rows}, timeout=30).json()["records"]
@@ -333,11 +328,7 @@ def test_the_service_reads_sequences_and_refuses_overlapping_ids_with_422():
 
 
 def test_prompt_command_shows_the_continuations(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
-    inp = tmp_path / "rows.jsonl"
-    inp.write_bytes(orjson.dumps(_row(_decisions(1)[0])) + b"\n")
-    assert cli.main(["prompt", "--input", str(inp), "--id", "r0", "--slots", "sequence", "--json"]) == 0
-    doc = orjson.loads(capsys.readouterr().out)
+    doc = fake_prompt_json(tmp_path, _decisions(1)[0], ["--slots", "sequence"], monkeypatch, capsys)
     assert doc["slots"] == "sequence" and doc["prompt_version"] == IDS_PROMPT_VERSION
     assert [len(c) for c in doc["continuations"]] == [6, 5, 4]
     assert doc["prompt"] == _ids_text(_decisions(1)[0])

@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import orjson
 import pytest
-from fakes import FakeBackend, FakeTokenizer
+from fakes import FakeBackend, FakeTokenizer, fake_prompt_json, row_of
 
 from scorer import Scorer, cli, readout
 from scorer.errors import InputError, ValidationError
@@ -30,11 +30,6 @@ def _decisions(n: int = 6, options: tuple[Option, ...] = YN) -> list[Decision]:
     states = ["I was charged twice, refund me.", "How do I change my email?"]
     return [Decision(f"r{i}", states[i % 2], f"Question {i // 2}?", options, {"family": "f"}, f"rows.jsonl:{i + 1}")
             for i in range(n)]
-
-
-def _row(d: Decision) -> dict[str, Any]:
-    return {"id": d.id, "state": d.state, "question": d.question,
-            "options": [{"id": o.id, "description": o.description} for o in d.options], **d.extra}
 
 
 def _records(decisions: list[Decision], mode: str = "direct", slots: str = "ids") -> list[dict[str, Any]]:
@@ -78,7 +73,7 @@ def test_unknown_slots_are_refused_everywhere():
 
 def test_cli_refuses_a_multi_token_id_with_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
-    rows = [_row(d) for d in _decisions(2)] + [_row(_decisions(1, (Option("yes", "Yes"), Option("n", "No")))[0])]
+    rows = [row_of(d) for d in _decisions(2)] + [row_of(_decisions(1, (Option("yes", "Yes"), Option("n", "No")))[0])]
     rows[-1]["id"] = "r9"
     inp, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
@@ -92,14 +87,13 @@ def test_cli_refuses_a_multi_token_id_with_exit_2(tmp_path, monkeypatch, capsys)
     assert "argument --slots: 'words' is not one of letters, ids, sequence" in capsys.readouterr().err
 
 
-
 @pytest.mark.parametrize("extra", [["--layout", "question-major"], ["--layout", "auto"], ["--demos", "DEMOS"]])
 def test_ids_with_another_layout_or_demonstrations_is_refused_before_the_model_loads(tmp_path, monkeypatch,
                                                                                     capsys, extra):
     loaded = []
     monkeypatch.setattr(cli, "load_backend", lambda cfg: loaded.append(cfg) or FakeBackend())
     inp, out, demos = tmp_path / "rows.jsonl", tmp_path / "out.jsonl", tmp_path / "demos.jsonl"
-    rows = [_row(d) for d in _decisions(2)]
+    rows = [row_of(d) for d in _decisions(2)]
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     demos.write_bytes(b"".join(orjson.dumps({**r, "id": "d" + r["id"], "label": r["options"][0]["id"]}) + b"\n"
                                for r in rows))
@@ -200,7 +194,7 @@ def _stable(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_api_and_cli_records_are_equal(tmp_path, monkeypatch):
-    rows = [_row(d) for d in _decisions()]
+    rows = [row_of(d) for d in _decisions()]
     with Scorer(backend=FakeBackend(), mode="shared", slots="ids") as s:
         got = [d.record for d in s.decide_many(rows)]
     inp, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
@@ -219,7 +213,7 @@ def test_the_service_reads_ids_and_refuses_a_multi_token_id_with_422():
 
     from scorer.serve import build_app
 
-    row = _row(_decisions(1)[0])
+    row = row_of(_decisions(1)[0])
     with Scorer(backend=FakeBackend(), slots="ids") as s, _live(build_app(s)) as url:
         ok = httpx.post(f"{url}/v1/decide", json=row, timeout=30)
         assert ok.status_code == 200 and ok.json()["slots"]["readout"] == "ids"
@@ -230,11 +224,7 @@ def test_the_service_reads_ids_and_refuses_a_multi_token_id_with_422():
 
 
 def test_prompt_command_shows_the_ids_slots(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
-    inp = tmp_path / "rows.jsonl"
-    inp.write_bytes(orjson.dumps(_row(_decisions(1)[0])) + b"\n")
-    assert cli.main(["prompt", "--input", str(inp), "--id", "r0", "--slots", "ids", "--json"]) == 0
-    doc = orjson.loads(capsys.readouterr().out)
+    doc = fake_prompt_json(tmp_path, _decisions(1)[0], ["--slots", "ids"], monkeypatch, capsys)
     assert doc["slots"] == "ids" and doc["slot_texts"] == ["y", "n"] and doc["prompt_version"] == IDS_PROMPT_VERSION
 
 
