@@ -199,7 +199,7 @@ def _routed(fast: dict[str, Any], acc: dict[str, Any], labels: list[metrics.Labe
     from scorer.runs.route import choose_threshold, routed
 
     rf, ra = fast["_records"], acc["_records"]
-    cands = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.01)
+    cands: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.01)
     cands = tuple(c for c in cands if c <= 1)
     chosen = choose_threshold(rf, ra, labels, cands)
     t = chosen["threshold"]
@@ -224,6 +224,9 @@ def main() -> int:
     ap.add_argument("--repeats-of", action="append", default=[], metavar="SET=N",
                     help="repeats of one set (overrides --repeats for it; repeatable)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--one-engine-at-a-time", action="store_true",
+                    help="start each configuration's engine alone and run all its sets before the next (when the "
+                         "engines together do not fit in memory: qwen2.5-1.5b's vLLM fp32 and W8A8 beside torch)")
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args()
     if args.output.exists():
@@ -243,60 +246,69 @@ def main() -> int:
     engines_started: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="semif-engines-") as tmp:
         for model in args.models.split(","):
-            engines = _start_engines(model, configs, args.threads)
-            engines_started[model] = {c: {"ready_s": st["ready_s"], "engine_version": st.get("engine_version"),
-                                          "command": st["command"]} for c, st in engines.items()}
-            try:
-                for set_name in sets:
-                    rows = SETS[set_name]
-                    labels = metrics.labels_from_decisions(str(rows))
-                    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
-                    for rep in range(repeats[set_name]):
-                        for c in configs:
-                            print(f"[engines] {model} {set_name} repeat {rep + 1}/{repeats[set_name]} {c} …",
-                                  file=sys.stderr, flush=True)
-                            cold = _cold(c, model, engines, args.threads)
-                            r = _run(c, _flags(c, model, engines, args.threads), rows,
-                                     Path(tmp) / f"{model}-{set_name}-{c}-{rep}.jsonl")
-                            r["cold_start"] = cold
-                            span = r["last_record_s"] - r["scoring_start_s"]
-                            print(f"[engines]   wall {r['wall_s']:.1f} s, scoring {span:.1f} s", file=sys.stderr,
-                                  flush=True)
-                            runs[c].append(r)
-                    ref = runs[REFERENCE][0]["_records"]
-                    by_config: dict[str, dict[str, Any]] = {}
-                    for c in configs:
-                        mine = runs[c]
-                        recs = mine[0]["_records"]
-                        scoring = statistics.median(r["last_record_s"] - r["scoring_start_s"] for r in mine)
-                        wall = statistics.median(r["wall_s"] for r in mine)
-                        n = len(recs)
-                        row = {"model": model, "set": set_name, "config": c, "rows": n, "repeats": len(mine),
-                               "wall_s": wall, "scoring_s": scoring,
-                               "records_total_s": statistics.median(r["records_total_s"] for r in mine),
-                               "decisions_per_s_whole_process": n / wall,
-                               "decisions_per_s_scoring": n / scoring if scoring > 0 else None,
-                               "engine": recs[0]["model"].get("engine", {}).get("kind") or recs[0]["model"]["backend"],
-                               "dtype": recs[0]["model"].get("dtype"), "score_kind": recs[0]["score_kind"],
-                               **_quality(recs, labels), "vs_reference": _against(ref, recs),
-                               "repeats_identical": all([x["choice"] for x in r["_records"]]
-                                                        == [x["choice"] for x in recs] for r in mine),
-                               "scoring_s_each": [round(r["last_record_s"] - r["scoring_start_s"], 3) for r in mine],
-                               "cold_start": [r["cold_start"] for r in mine],
-                               "command": mine[0]["command"]}
-                        table.append(row)
-                        by_config[c] = {**row, "_records": recs}
-                    for fast, acc in ROUTES:
-                        if fast in by_config and acc in by_config:
-                            routes.append({"model": model, "set": set_name,
-                                           **_routed(by_config[fast], by_config[acc], labels)})
-            finally:
-                for st in engines.values():
-                    stop(port=st["port"])
+            # Round-robin (every engine up, configurations interleaved per repeat) unless memory forbids it:
+            # --one-engine-at-a-time runs each configuration's repeats over every set with only its own engine up.
+            batches = [[c] for c in configs] if args.one_engine_at_a_time else [configs]
+            runs: dict[tuple[str, str], list[dict[str, Any]]] = {(s, c): [] for s in sets for c in configs}
+            engines_started[model] = {}
+            for batch in batches:
+                engines = _start_engines(model, batch, args.threads)
+                engines_started[model].update({c: {"ready_s": st["ready_s"],
+                                                   "engine_version": st.get("engine_version"),
+                                                   "command": st["command"]} for c, st in engines.items()})
+                try:
+                    for set_name in sets:
+                        for rep in range(repeats[set_name]):
+                            for c in batch:
+                                print(f"[engines] {model} {set_name} repeat {rep + 1}/{repeats[set_name]} {c} …",
+                                      file=sys.stderr, flush=True)
+                                cold = _cold(c, model, engines, args.threads)
+                                r = _run(c, _flags(c, model, engines, args.threads), SETS[set_name],
+                                         Path(tmp) / f"{model}-{set_name}-{c}-{rep}.jsonl")
+                                r["cold_start"] = cold
+                                span = r["last_record_s"] - r["scoring_start_s"]
+                                print(f"[engines]   wall {r['wall_s']:.1f} s, scoring {span:.1f} s",
+                                      file=sys.stderr, flush=True)
+                                runs[(set_name, c)].append(r)
+                finally:
+                    for st in engines.values():
+                        stop(port=st["port"])
+            for set_name in sets:
+                labels = metrics.labels_from_decisions(str(SETS[set_name]))
+                ref = runs[(set_name, REFERENCE)][0]["_records"]
+                by_config: dict[str, dict[str, Any]] = {}
+                for c in configs:
+                    mine = runs[(set_name, c)]
+                    recs = mine[0]["_records"]
+                    scoring = statistics.median(r["last_record_s"] - r["scoring_start_s"] for r in mine)
+                    wall = statistics.median(r["wall_s"] for r in mine)
+                    n = len(recs)
+                    row = {"model": model, "set": set_name, "config": c, "rows": n, "repeats": len(mine),
+                           "wall_s": wall, "scoring_s": scoring,
+                           "records_total_s": statistics.median(r["records_total_s"] for r in mine),
+                           "decisions_per_s_whole_process": n / wall,
+                           "decisions_per_s_scoring": n / scoring if scoring > 0 else None,
+                           "engine": recs[0]["model"].get("engine", {}).get("kind") or recs[0]["model"]["backend"],
+                           "dtype": recs[0]["model"].get("dtype"), "score_kind": recs[0]["score_kind"],
+                           **_quality(recs, labels), "vs_reference": _against(ref, recs),
+                           "repeats_identical": all([x["choice"] for x in r["_records"]]
+                                                    == [x["choice"] for x in recs] for r in mine),
+                           "scoring_s_each": [round(r["last_record_s"] - r["scoring_start_s"], 3) for r in mine],
+                           "cold_start": [r["cold_start"] for r in mine],
+                           "command": mine[0]["command"]}
+                    table.append(row)
+                    by_config[c] = {**row, "_records": recs}
+                for fast, acc in ROUTES:
+                    if fast in by_config and acc in by_config:
+                        routes.append({"model": model, "set": set_name,
+                                       **_routed(by_config[fast], by_config[acc], labels)})
     report = {**envelope("engines", FORMAT, {s: file_input(SETS[s]) for s in sets}),
               "title": f"Engines side by side: {args.models} on {', '.join(sets)} (shared mode)",
               "models": args.models.split(","), "sets": sets, "configs": configs, "repeats": repeats,
-              "threads": args.threads, "reference": REFERENCE, "load_average": load_span(load_before),
+              "threads": args.threads, "reference": REFERENCE,
+              "schedule": "one engine at a time (each configuration's sets in a row)" if args.one_engine_at_a_time
+              else "round-robin (every engine up, configurations interleaved per repeat)",
+              "load_average": load_span(load_before),
               "engines_started": engines_started, "table": table, "routes": routes,
               "notes": ["decisions/s (scoring) = rows / (last record - the run's start of scoring: its progress bar "
                         "appears once the model is loaded and the prompts validated); whole process = rows / the "
