@@ -225,7 +225,7 @@ def main() -> int:
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
     from scorer import store
-    from scorer.backends.llamacpp_backend import _load_reference_tokenizer
+    from scorer.backends.reference_tokenizer import load_reference_tokenizer
     from scorer.envelope import make_report, write_report
     from scorer.machine import load_average, load_span
 
@@ -233,7 +233,7 @@ def main() -> int:
 
     ref = store.resolve(args.model, None)
     gguf, sha = store.gguf_for(ref)
-    hf, _ = _load_reference_tokenizer(ref, gguf, sha)
+    hf, _ = load_reference_tokenizer(ref, gguf, sha)
     g = ArrayGrammar(tuple(("yes", "no") for _ in range(args.criteria)))
     gbnf = g.gbnf()
     regex = r'\["(?:yes|no)"(?:, ?"(?:yes|no)"){' + str(args.criteria - 1) + r'}\]'

@@ -342,7 +342,7 @@ def serve_mcp(model: BackendConfig, transport: str, host: str = "127.0.0.1", por
             return
         import uvicorn
 
-        from scorer.serve import Limits, uvicorn_config
+        from scorer.serve_http import Limits, uvicorn_config
 
         print(f"[semif] MCP over streamable HTTP: {model.model} ({mode}) on http://{host}:{port}{MCP_PATH}",
               file=sys.stderr)

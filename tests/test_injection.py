@@ -126,7 +126,7 @@ def reference() -> Any:
 @pytest.fixture(scope="module")
 def gguf_vocab() -> Any:
     """key → the GGUF's own llama.cpp vocabulary (vocab-only load, no weights)."""
-    from scorer.backends.llamacpp_backend import GGUFVocab
+    from scorer.backends.llamacpp_vocab import GGUFVocab
 
     cache: dict[str, Any] = {}
 

@@ -213,7 +213,7 @@ def test_question_major_passes_the_three_gguf_validations(smol_reference, tmp_pa
     """The llama.cpp backend's three checks on question-major prompts with demonstrations: vocabulary parity
     (same vocabulary, identical encodings), single-token slots, per-row parity (the round trip of the ids)."""
     from scorer import store
-    from scorer.backends.llamacpp_backend import GGUFVocab
+    from scorer.backends.llamacpp_vocab import GGUFVocab
     from scorer.demos import load_demos, prompt_for
     from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary
 

@@ -23,7 +23,8 @@ from serve_helpers import live as _live
 from scorer import Scorer, cli
 from scorer.records import read_records, validate_records
 from scorer.schema import load_decisions
-from scorer.serve import Limits, build_app, row_schema
+from scorer.serve import build_app, row_schema
+from scorer.serve_http import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"

@@ -16,7 +16,8 @@ from serve_helpers import live
 
 from scorer import Scorer, cli
 from scorer.options import OptionError
-from scorer.serve import Limits, build_app
+from scorer.serve import build_app
+from scorer.serve_http import Limits
 
 BOUND = 1.0
 """The header and body timeouts the tests serve with (seconds)."""

@@ -23,7 +23,8 @@ from scorer.cli.options import (
 )
 from scorer.cli.score import add_echo_arg
 from scorer.options import check_slots_backend
-from scorer.serve import TOKEN_ENV, Limits
+from scorer.serve import TOKEN_ENV
+from scorer.serve_http import Limits
 from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS
 
 
