@@ -28,7 +28,7 @@ import orjson
 from scorer.backends.base import Backend, FanOutTiming, Prefix
 from scorer.schema import Decision, parse_decision
 
-SPECIALS = ["<pad>", "<bos>", "<|im_start|>", "<|im_end|>", "<eos>"]
+SPECIALS = ["<pad>", "<bos>", "<|im_start|>", "<|im_end|>", "<eos>"]  # each starts with "<" (encode relies on it)
 _BASE = 16
 VOCAB = _BASE + 4096 + 64  # chars with ord < 4096, then merge tokens
 
@@ -52,9 +52,16 @@ class FakeTokenizer:
     def encode(self, text: str, plain: Sequence[tuple[int, int]] = ()) -> list[int]:
         ids: list[int] = []
         i = 0
+        # Per character: inside user content? (Scanning the spans at every character made this fake the slowest
+        # part of the service tests on a loaded machine: 42 shape rows took over httpx's 5 s.)
+        plain_at = bytearray(len(text))
+        for a, b in plain:
+            lo, hi = max(a, 0), min(b, len(text))
+            if hi > lo:
+                plain_at[lo:hi] = b"\x01" * (hi - lo)
         while i < len(text):
-            in_plain = any(a <= i < b for a, b in plain)  # user content: special strings stay characters
-            for j, sp in enumerate(SPECIALS):
+            in_plain = bool(plain_at[i])  # user content: special strings stay characters
+            for j, sp in enumerate(SPECIALS if text[i] == "<" else ()):  # every special starts with "<"
                 if not in_plain and text.startswith(sp, i):
                     ids.append(j)
                     i += len(sp)
