@@ -166,23 +166,30 @@ def identity(path: Path, sha256: str | None, ftype: int) -> GGUFIdentity:
 
 def same_grid(source: Path, requantized: Path) -> dict[str, Any]:
     """How much of ``requantized`` is bit-for-bit ``source``: per tensor name, whether both have the same type and
-    the same bytes. A llama.cpp type re-quantized from a dequantization of a file of that same type can land on
-    the source's own grid (each block's scale and codes recovered exactly), and then it is the source, not a
-    second quantization: this measures whether it did."""
+    the same bytes, in all and per type of the re-quantized tensor (``by_type``: which types land back). A llama.cpp
+    type re-quantized from a dequantization of a file of that same type can land on the source's own grid (each
+    block's scale and codes recovered exactly), and then it is the source, not a second quantization: this measures
+    whether it did."""
     import gguf
     import numpy as np
 
     a, b = gguf.GGUFReader(str(source)), gguf.GGUFReader(str(requantized))
     theirs = {t.name: t for t in a.tensors}
     same_type = identical = identical_bytes = total_bytes = 0
+    by_type: dict[str, dict[str, int]] = {}
     for t in b.tensors:
         total_bytes += int(t.n_bytes)
+        kind = by_type.setdefault(t.tensor_type.name, {"tensors": 0, "same_type": 0, "identical": 0})
+        kind["tensors"] += 1
         s = theirs.get(t.name)
         if s is None or s.tensor_type != t.tensor_type:
             continue
         same_type += 1
+        kind["same_type"] += 1
         if np.array_equal(np.asarray(s.data).view(np.uint8), np.asarray(t.data).view(np.uint8)):
             identical += 1
+            kind["identical"] += 1
             identical_bytes += int(t.n_bytes)
     return {"tensors": len(b.tensors), "same_type": same_type, "identical": identical,
-            "identical_share_of_bytes": identical_bytes / total_bytes if total_bytes else 0.0}
+            "identical_share_of_bytes": identical_bytes / total_bytes if total_bytes else 0.0,
+            "by_type": dict(sorted(by_type.items()))}

@@ -289,3 +289,5 @@ def test_same_grid_counts_identical_tensors_and_their_share_of_bytes(tmp_path: A
     got = same_grid(src, made)
     assert got["tensors"] == 4 and got["same_type"] == 2 and got["identical"] == 1
     assert got["identical_share_of_bytes"] == pytest.approx(256 / (256 + 256 + 128 + 256))
+    assert got["by_type"] == {"F32": {"tensors": 3, "same_type": 2, "identical": 1},
+                              "F16": {"tensors": 1, "same_type": 0, "identical": 0}}
