@@ -46,6 +46,7 @@ KINDS: dict[str, str] = {
     "bench": "semif-bench-v2",  # semif bench shape
     "quant": "semif-quant-v2",  # semif quant
     "quant-schemes": "semif-quant-schemes-v1",  # semif quant --schemes
+    "requant-grid": "semif-requant-grid-v1",  # benchmarks/requant_grid.py (reads quant-schemes reports' GGUFs)
     "compare": "semif-compare-v2",  # semif compare
     "drift": "semif-drift-v2",  # semif drift (also an input of --exact)
     "eval": "semif-eval-v2",  # semif eval

@@ -41,6 +41,7 @@ _KINDS: dict[str, _Kind] = {
     "cache-verify": _Kind("cache-verify", "cache-verify report"),
     "quant": _Kind("quant", "Quantization ladder", draw_quant),
     "quant-schemes": _Kind("quant", "Quantization schemes (llama.cpp types, W8A8, AWQ, GPTQ)", draw_quant_schemes),
+    "requant-grid": _Kind("quant", "Re-quantized llama.cpp types: bit-identical to their source, per tensor type"),
     "compare": _Kind("compare", "Cross-backend comparison"),
     "eval": _Kind("eval", "eval report", draw_eval),
     "calibrate": _Kind("calibrate", "calibrate report", draw_calibrate),
