@@ -23,7 +23,8 @@ measured, 2.7 s instead of 26 s for boundary's second repeat) and vLLM's prefix 
 (``POST /reset_prefix_cache``, a development endpoint: the engines run with ``VLLM_SERVER_DEV_MODE=1`` on
 loopback); configurations run round-robin, ``--repeats`` times each (``--repeats-of SET=N`` sets one set's count:
 a long set may run fewer), and the medians are reported.
-Quality from the records, against the rows' labels: balanced accuracy raw and calibrated (the label-free in-batch
+Quality from the records, against the rows' labels: balanced accuracy (within each family, averaged over families,
+as ``semif eval`` reports it) raw and calibrated (the label-free in-batch
 prior, mean estimator, every signature: what ``--batch-calibrate`` applies), decisions changed and max |Δp| against
 ``torch-fp32``, and whether the prompt/token hashes are identical (they must be). Scores are deterministic per
 configuration (checked: every repeat's choices equal the first's, reported as ``repeats_identical``).
@@ -179,8 +180,8 @@ def _run(config: str, flags: list[str], rows: Path, out: Path) -> dict[str, Any]
 def _quality(recs: list[dict[str, Any]], labels: list[metrics.Label]) -> dict[str, Any]:
     raw, _ = metrics.align(labels, recs)
     cal, _ = metrics.align(labels, in_batch_calibrated(recs))
-    return {"balanced_accuracy_raw": metrics.balanced_accuracy(raw), "accuracy_raw": metrics.accuracy(raw),
-            "balanced_accuracy_calibrated": metrics.balanced_accuracy(cal),
+    return {"balanced_accuracy_raw": metrics.family_balanced_accuracy(raw), "accuracy_raw": metrics.accuracy(raw),
+            "balanced_accuracy_calibrated": metrics.family_balanced_accuracy(cal),
             "accuracy_calibrated": metrics.accuracy(cal), "right_raw": round(metrics.accuracy(raw) * raw.n),
             "right_calibrated": round(metrics.accuracy(cal) * cal.n), "rows": raw.n}
 
@@ -215,6 +216,74 @@ def _routed(fast: dict[str, Any], acc: dict[str, Any], labels: list[metrics.Labe
                                "share of the shared passes) for the escalated decisions"}
 
 
+def _records_dir(report: Path) -> Path:
+    return report.with_name(report.stem + ".records")
+
+
+def _keep(made: Path, records_dir: Path, base: Path) -> dict[str, Any]:
+    """Copy one run's records into the report's records folder; the table row cites the copy."""
+    import shutil
+
+    records_dir.mkdir(parents=True, exist_ok=True)
+    kept = records_dir / made.name
+    shutil.copyfile(made, kept)
+    return {"path": str(kept.relative_to(base) if kept.is_relative_to(base) else kept),
+            "sha256": file_input(kept)["sha256"]}
+
+
+def _routes(model: str, set_name: str, by_config: dict[str, dict[str, Any]], labels: list[metrics.Label]
+            ) -> list[dict[str, Any]]:
+    return [{"model": model, "set": set_name, **_routed(by_config[fast], by_config[acc], labels)}
+            for fast, acc in ROUTES if fast in by_config and acc in by_config]
+
+
+def recompute(report_path: Path, output: Path) -> int:
+    """``--recompute``: the quality columns, the comparison with the reference and the routed rows of a report,
+    rebuilt from its records folder with this version's metrics; timings, commands and load stay the run's own. The
+    new report cites the old one (``recomputed_from``) and each records file by sha256 (checked)."""
+    if output.exists():
+        raise SystemExit(str(refuse_overwrite(output)))
+    old = orjson.loads(report_path.read_bytes())
+    if old.get("kind") != "engines":
+        raise SystemExit(f"{report_path}: kind {old.get('kind')!r}, expected an engines report")
+    records_dir = _records_dir(report_path)
+    table, routes = [], []
+    for model in old["models"]:
+        for set_name in old["sets"]:
+            labels = metrics.labels_from_decisions(str(SETS[set_name]))
+            rows = [r for r in old["table"] if r["model"] == model and r["set"] == set_name]
+            recs_of: dict[str, list[dict[str, Any]]] = {}
+            cites: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                name = f"{model}-{set_name}-{r['config']}-0.jsonl"
+                sha = file_input(records_dir / name)["sha256"]
+                cited = (r.get("records") or [None])[0]
+                if cited is not None and cited["sha256"] != sha:
+                    raise SystemExit(f"{records_dir / name}: sha256 differs from the one {report_path} cites")
+                cites[r["config"]] = r.get("records") or [{"path": f"{records_dir.name}/{name}", "sha256": sha}]
+                recs_of[r["config"]] = [orjson.loads(line) for line in (records_dir / name).read_bytes().splitlines()]
+            ref = recs_of[REFERENCE]
+            by_config = {}
+            for r in rows:
+                recs = recs_of[r["config"]]
+                new = {**r, **_quality(recs, labels), "vs_reference": _against(ref, recs),
+                       "records": cites[r["config"]]}
+                table.append(new)
+                by_config[r["config"]] = {**new, "_records": recs}
+            routes += _routes(model, set_name, by_config, labels)
+    kept = {k: v for k, v in old.items() if k not in ("table", "routes", "inputs")}
+    report = {**envelope("engines", FORMAT, {**old["inputs"], "recomputed_from": file_input(report_path)}),
+              **{k: v for k, v in kept.items() if k not in ("kind", "format", "created_utc", "machine", "versions")},
+              "run_created_utc": old["created_utc"], "run_machine": old["machine"], "run_versions": old["versions"],
+              "table": table, "routes": routes,
+              "recomputed": "quality columns, vs_reference and routed rows rebuilt from the run's records by "
+                            "benchmarks/engines.py --recompute (balanced accuracy per family, averaged over "
+                            "families); timings, commands, engines and load averages are the run's own"}
+    write_report(output, report)
+    print(f"[engines] wrote {output} (recomputed from {report_path})", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="qwen2.5-0.5b")
@@ -227,10 +296,18 @@ def main() -> int:
     ap.add_argument("--one-engine-at-a-time", action="store_true",
                     help="start each configuration's engine alone and run all its sets before the next (when the "
                          "engines together do not fit in memory: qwen2.5-1.5b's vLLM fp32 and W8A8 beside torch)")
-    ap.add_argument("--output", type=Path, required=True)
+    ap.add_argument("--output", type=Path, required=True,
+                    help="the report; every run's records go beside it in OUTPUT.records/ (both create-only)")
+    ap.add_argument("--recompute", type=Path, metavar="REPORT",
+                    help="no run: rebuild REPORT's quality columns and routed rows from the records beside it "
+                         "(REPORT.records/) with this version's metrics, keeping its timings; writes --output")
     args = ap.parse_args()
-    if args.output.exists():
-        raise SystemExit(str(refuse_overwrite(args.output)))
+    if args.recompute is not None:
+        return recompute(args.recompute, args.output)
+    records_dir = _records_dir(args.output)
+    for path in (args.output, records_dir):
+        if path.exists():
+            raise SystemExit(str(refuse_overwrite(path)))
     configs = [c for c in args.configs.split(",") if c]
     bad = [c for c in configs if c not in CONFIGS]
     if bad or REFERENCE not in configs:
@@ -266,6 +343,8 @@ def main() -> int:
                                 r = _run(c, _flags(c, model, engines, args.threads), SETS[set_name],
                                          Path(tmp) / f"{model}-{set_name}-{c}-{rep}.jsonl")
                                 r["cold_start"] = cold
+                                r["records_file"] = _keep(Path(tmp) / f"{model}-{set_name}-{c}-{rep}.jsonl",
+                                                          records_dir, args.output.parent)
                                 span = r["last_record_s"] - r["scoring_start_s"]
                                 print(f"[engines]   wall {r['wall_s']:.1f} s, scoring {span:.1f} s",
                                       file=sys.stderr, flush=True)
@@ -295,13 +374,11 @@ def main() -> int:
                                                     == [x["choice"] for x in recs] for r in mine),
                            "scoring_s_each": [round(r["last_record_s"] - r["scoring_start_s"], 3) for r in mine],
                            "cold_start": [r["cold_start"] for r in mine],
+                           "records": [r["records_file"] for r in mine],
                            "command": mine[0]["command"]}
                     table.append(row)
                     by_config[c] = {**row, "_records": recs}
-                for fast, acc in ROUTES:
-                    if fast in by_config and acc in by_config:
-                        routes.append({"model": model, "set": set_name,
-                                       **_routed(by_config[fast], by_config[acc], labels)})
+                routes += _routes(model, set_name, by_config, labels)
     report = {**envelope("engines", FORMAT, {s: file_input(SETS[s]) for s in sets}),
               "title": f"Engines side by side: {args.models} on {', '.join(sets)} (shared mode)",
               "models": args.models.split(","), "sets": sets, "configs": configs, "repeats": repeats,

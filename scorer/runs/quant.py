@@ -167,11 +167,11 @@ def labels_summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     table, _ = metrics.align(labels, records)
     cal, _ = metrics.align(labels, in_batch_calibrated(records))
     return {"labelled": table.n, "accuracy": metrics.accuracy(table),
-            "balanced_accuracy": metrics.balanced_accuracy(table),
+            "balanced_accuracy": metrics.family_balanced_accuracy(table),
             # after the label-free in-batch prior (what --batch-calibrate applies): a few hundredths of drift can
             # move a calibrated choice, whose margins are small, where the raw one stays
             "accuracy_calibrated": metrics.accuracy(cal),
-            "balanced_accuracy_calibrated": metrics.balanced_accuracy(cal)}
+            "balanced_accuracy_calibrated": metrics.family_balanced_accuracy(cal)}
 
 
 def _median(values: list[float]) -> float:
