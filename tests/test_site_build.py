@@ -483,3 +483,19 @@ def test_bar_chart_reference_line_sits_at_its_value() -> None:
     assert '<line x1="365.00" y1="22" x2="365.00"' in chart  # 300 + 0.25 / 1.0 × 260
     assert ">raw 0.25</text>" in chart
     assert str(svg.svg_bars([("a", 1.0, "")], "unit", "t")).startswith('<svg class="chart" viewBox="0 0 480 ')
+
+
+def test_a_report_rebuilt_from_its_records_is_shown_once_as_the_rebuilt_one(tmp_path: Path) -> None:
+    """benchmarks/engines.py --recompute: the rebuilt report cites the run's own by sha256 (inputs.recomputed_from);
+    the site shows the rebuilt one only; a report citing another by any other role hides nothing."""
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    run = orjson.dumps({"kind": "drift", "rows": [{"x": 1}]})
+    (data / "results" / "drift-run.json").write_bytes(run)
+    cite = {"path": "drift-run.json", "sha256": hashlib.sha256(run).hexdigest()}
+    rebuilt = {"kind": "drift", "inputs": {"recomputed_from": cite}, "rows": [{"x": 2}]}
+    (data / "results" / "drift-new.json").write_bytes(orjson.dumps(rebuilt))
+    (data / "results" / "drift-reads.json").write_bytes(orjson.dumps({"kind": "drift", "inputs": {"run": cite},
+                                                                      "rows": [{"x": 3}]}))
+    _, found = build.discover(data)
+    assert sorted(r.rel for r in found) == ["results/drift-new.json", "results/drift-reads.json"]

@@ -94,4 +94,8 @@ def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
         elif in_results:
             reports.append(load_report(rel, raw, obj, report_slugs))
     distinct_labels(traces)
-    return traces, reports
+    # A report rebuilt from its run's records by a later version (``inputs.recomputed_from``, e.g. benchmarks/
+    # engines.py --recompute) is shown once: as the rebuilt one, which cites the original by sha256.
+    superseded = {r.obj["inputs"]["recomputed_from"].get("sha256") for r in reports
+                  if isinstance(r.obj.get("inputs"), dict) and isinstance(r.obj["inputs"].get("recomputed_from"), dict)}
+    return traces, [r for r in reports if r.sha256 not in superseded]
