@@ -36,7 +36,10 @@ plus the accurate run's per-record time of the escalated decisions.
     .venv/bin/python benchmarks/engines.py --models qwen2.5-0.5b --sets boundary,authored,shape-small \\
         --configs torch-fp32,llamacpp-q4,llama-server,vllm-fp32 --repeats 1 --output data/results/engines-X.json
 
-One report (kind ``engines``); progress on stderr. Quote it only from a quiet machine (load averages inside).
+One report (kind ``engines``) and every run's records beside it (``OUTPUT.records/``, each cited by sha256 in its
+table row); progress on stderr. Quote it only from a quiet machine (load averages inside). ``--recompute REPORT``
+runs nothing: it rebuilds a report's quality columns and routed rows from its records with this version's metrics
+(timings stay the run's) into a new report that cites the old one.
 """
 
 from __future__ import annotations
