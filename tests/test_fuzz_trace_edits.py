@@ -156,6 +156,17 @@ def strips_to_the_same(path: Leaf, old: Any, new: Any) -> bool:
     return bool(texts) and isinstance(old, str) and isinstance(new, str) and old.strip() == new.strip()
 
 
+def unbound_token_id(base: dict[str, Any], path: Leaf, new: Any) -> bool:
+    """The id of a masked generated token outside its ``top_k``, edited to another id outside it: nothing in a trace
+    binds an id to its text (no vocabulary is kept), and its p stays below the k-th entry's either way, so it
+    verifies by design (the guide says so under the allow-list); not an edit this fuzz looks for."""
+    if pattern(path) != "runs[].tokens[].id":
+        return False
+    tok = base["runs"][path[1]]["tokens"][path[3]]
+    listed = {e["id"] for e in tok["top_k"] or []}
+    return bool(tok["masked"]) and tok["id"] not in listed and new not in listed
+
+
 def refinalized(base: dict[str, Any], path: Leaf, value: Any) -> dict[str, Any] | None:
     """The base with one leaf set and the derived fields and checksums recomputed, as a forger would; None
     when re-finalizing undoes the edit (it was in a field finalize derives, e.g. the summary): then the
@@ -177,7 +188,9 @@ def refinalized(base: dict[str, Any], path: Leaf, value: Any) -> dict[str, Any] 
     return None if trace.canonical(doc) == trace.canonical(base) else doc
 
 
-_SETTINGS = dict(deadline=None, database=None, derandomize=False,
+# Derandomized in make test, so that a hole this fuzz has found once fails every run until it is fixed, not one
+# CI run in four; SEMIF_FUZZ_EXPLORE=1 draws new edits (how the masked-token-id and yes_no holes were found).
+_SETTINGS = dict(deadline=None, database=None, derandomize=os.environ.get("SEMIF_FUZZ_EXPLORE") != "1",
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                         HealthCheck.function_scoped_fixture])
 
@@ -199,6 +212,8 @@ def test_single_field_edits_are_refused_unless_allow_listed(bases: dict[str, dic
         path, value = data.draw(st.sampled_from(groups[pat]), label="leaf")
         new = data.draw(edited(value, [v for _, v in groups[pat]]), label="new value")
         if strips_to_the_same(path, value, new):  # whitespace the prompts strip verifies by design (test below)
+            return
+        if unbound_token_id(base, path, new):  # no vocabulary in a trace (the guide, under the allow-list)
             return
         doc = refinalized(base, path, new)
         if doc is None:
@@ -245,3 +260,20 @@ def test_whitespace_the_prompts_strip_verifies(bases: dict[str, dict[str, Any]],
     trace.finalize(doc)
     assert trace.verify(doc) == []
 
+
+
+def test_a_masked_tokens_id_is_bound_by_its_top_k(bases: dict[str, dict[str, Any]]) -> None:
+    """Found by this fuzz: a masked token's id edited to one outside its top_k verified though its p was above the
+    k-th entry's (impossible: top_k lists the k most probable); and one edited onto a top_k entry must take that
+    entry's p and text."""
+    base = bases["browser-v2"]
+    run = next(i for i, r in enumerate(base["runs"]) if r["path"] == "constrained"
+               and any(t["masked"] and t["id"] in {e["id"] for e in t["top_k"]} for t in r["tokens"]))
+    i = next(j for j, t in enumerate(base["runs"][run]["tokens"])
+             if t["masked"] and t["id"] in {e["id"] for e in t["top_k"]})
+    tok = base["runs"][run]["tokens"][i]
+    outside = max({e["id"] for e in tok["top_k"]} | {tok["free_argmax"]["id"]}) + 1
+    onto = next(e for e in tok["top_k"] if e["id"] not in (tok["id"], tok["free_argmax"]["id"]))
+    for new in (outside, onto["id"]):
+        doc = refinalized(base, ("runs", run, "tokens", i, "id"), new)
+        assert doc is not None and trace.verify(doc), new

@@ -69,6 +69,13 @@ def check_greedy_token(t: dict[str, Any]) -> list[str]:
         chosen = _entry(top_k, t["id"])
         if chosen is not None and not _close(t["p"], chosen["p"], GREEDY_P_RTOL):
             out.append(f"the chosen token {t['id']} has p {t['p']} but its top_k entry has p {chosen['p']}")
+        if chosen is not None and t["text"] != chosen["text"]:
+            out.append(f"the chosen token {t['id']} has text {t['text']!r} but its top_k entry {chosen['text']!r}")
+        # top_k lists the k most probable tokens, so one outside it is no more probable than the k-th. (A masked
+        # token outside top_k and below it is bound to its text by nothing in the trace: no vocabulary is kept.)
+        if chosen is None and t["p"] > top_k[-1]["p"] * (1 + GREEDY_P_RTOL):
+            out.append(f"the chosen token {t['id']} is not in top_k, yet its p {t['p']} is above the k-th entry's "
+                       f"{top_k[-1]['p']}")
         if t["p"] > top["p"] * (1 + GREEDY_P_RTOL):
             out.append(f"the chosen token's p {t['p']} is above the model's top-1 p {top['p']}")
     return out + _check_yes_no(t)
