@@ -62,7 +62,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.record_clock import poll  # noqa: E402
 from scorer import metrics  # noqa: E402
 from scorer.calibration.batch import in_batch_calibrated  # noqa: E402
-from scorer.envelope import envelope, file_input, write_report  # noqa: E402
+from scorer.envelope import ENVELOPE_KEYS, envelope, file_input, write_report  # noqa: E402
 from scorer.io import refuse_overwrite  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
 
@@ -274,9 +274,8 @@ def recompute(report_path: Path, output: Path) -> int:
                 table.append(new)
                 by_config[r["config"]] = {**new, "_records": recs}
             routes += _routes(model, set_name, by_config, labels)
-    kept = {k: v for k, v in old.items() if k not in ("table", "routes", "inputs")}
     report = {**envelope("engines", FORMAT, {**old["inputs"], "recomputed_from": file_input(report_path)}),
-              **{k: v for k, v in kept.items() if k not in ("kind", "format", "created_utc", "machine", "versions")},
+              **{k: v for k, v in old.items() if k not in (*ENVELOPE_KEYS, "table", "routes")},
               "run_created_utc": old["created_utc"], "run_machine": old["machine"], "run_versions": old["versions"],
               "table": table, "routes": routes,
               "recomputed": "quality columns, vs_reference and routed rows rebuilt from the run's records by "
