@@ -143,6 +143,17 @@ def _repeats_of(text: list[str], sets: list[str], default: int) -> dict[str, int
     return out
 
 
+def _skips(text: list[str], sets: list[str], configs: list[str]) -> set[tuple[str, str]]:
+    out = set()
+    for item in text:
+        name, _, config = item.partition("=")
+        if name not in sets or config not in configs or config == REFERENCE:
+            raise SystemExit(f"--skip {item!r}: expected SET=CONFIG with SET one of {sets} and CONFIG one of "
+                             f"{[c for c in configs if c != REFERENCE]} (the reference {REFERENCE} cannot be skipped)")
+        out.add((name, config))
+    return out
+
+
 def _run(config: str, flags: list[str], rows: Path, out: Path) -> dict[str, Any]:
     """One ``semif score`` process. Its scoring starts when its progress bar first appears on stderr (the model is
     loaded, or the engine identified and checked, and every prompt rendered and validated) and ends with the last
@@ -294,6 +305,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--repeats-of", action="append", default=[], metavar="SET=N",
                     help="repeats of one set (overrides --repeats for it; repeatable)")
+    ap.add_argument("--skip", action="append", default=[], metavar="SET=CONFIG",
+                    help="leave one configuration out on one set (repeatable; the report lists what was skipped): "
+                         "vLLM bf16 has no native kernel on a CPU without AVX-512 BF16 and runs ~5x slower than fp32")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--one-engine-at-a-time", action="store_true",
                     help="start each configuration's engine alone and run all its sets before the next (when the "
@@ -316,6 +330,7 @@ def main() -> int:
         raise SystemExit(f"--configs: unknown {bad} or missing {REFERENCE} (the reference); known {CONFIGS}")
     sets = [s for s in args.sets.split(",") if s]
     repeats = _repeats_of(args.repeats_of, sets, args.repeats)
+    skip = _skips(args.skip, sets, configs)
     os.environ["VLLM_SERVER_DEV_MODE"] = "1"  # the engines inherit it: /reset_prefix_cache (see _cold)
     load_before = load_average()
     from scorer.engines.launcher import stop
@@ -339,6 +354,8 @@ def main() -> int:
                     for set_name in sets:
                         for rep in range(repeats[set_name]):
                             for c in batch:
+                                if (set_name, c) in skip:
+                                    continue
                                 print(f"[engines] {model} {set_name} repeat {rep + 1}/{repeats[set_name]} {c} …",
                                       file=sys.stderr, flush=True)
                                 cold = _cold(c, model, engines, args.threads)
@@ -359,6 +376,8 @@ def main() -> int:
                 ref = runs[(set_name, REFERENCE)][0]["_records"]
                 by_config: dict[str, dict[str, Any]] = {}
                 for c in configs:
+                    if (set_name, c) in skip:
+                        continue
                     mine = runs[(set_name, c)]
                     recs = mine[0]["_records"]
                     scoring = statistics.median(r["last_record_s"] - r["scoring_start_s"] for r in mine)
@@ -387,6 +406,7 @@ def main() -> int:
               "threads": args.threads, "reference": REFERENCE,
               "schedule": "one engine at a time (each configuration's sets in a row)" if args.one_engine_at_a_time
               else "round-robin (every engine up, configurations interleaved per repeat)",
+              "skipped": [{"set": s, "config": c} for s, c in sorted(skip)],
               "load_average": load_span(load_before),
               "engines_started": engines_started, "table": table, "routes": routes,
               "notes": ["decisions/s (scoring) = rows / (last record - the run's start of scoring: its progress bar "

@@ -20,7 +20,7 @@ constrained lanes, ``semif quant``'s generation check):
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,6 +36,7 @@ from scorer.prompt import (
     message_spans,
     sha256_text,
 )
+from scorer.trace.answers import locate_answers
 
 
 @dataclass(frozen=True)
@@ -184,30 +185,6 @@ def token_texts(tok: Tokenizer, ids: list[int]) -> list[str]:
     return out
 
 
-def string_value_starts(text: str) -> list[int]:
-    """Character offsets where each string value of the top-level array begins (after its quote)."""
-    starts: list[int] = []
-    depth, in_str, esc = 0, False, False
-    for pos, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-            if depth == 1 and pos + 1 < len(text):
-                starts.append(pos + 1)
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-    return starts
-
-
 def _first_token(tok: Tokenizer, text: str) -> int | None:
     ids = tok.encode(text)
     bos = getattr(tok, "bos_id_prepended", None)
@@ -231,35 +208,6 @@ def answer_candidates(tok: Tokenizer, lead: str) -> tuple[int, int] | None:
     return (got[0], got[1]) if got[0] != got[1] else None
 
 
-@dataclass
-class _Evidence:
-    """Where the answer values start, derived after a run's clock stopped."""
-
-    texts: list[str]
-    answer_at: dict[int, int] = field(default_factory=dict)
-    """token index -> answer index k."""
-    leads: dict[int, str] = field(default_factory=dict)
-    """token index -> text between the token's start and the value's first character."""
-
-
-def _locate_answers(texts: list[str], stop_last: bool) -> _Evidence:
-    ev = _Evidence(texts)
-    body = texts[:-1] if stop_last else texts
-    text = "".join(body)
-    offsets = []
-    pos = 0
-    for t in body:
-        offsets.append(pos)
-        pos += len(t)
-    for k, v in enumerate(string_value_starts(text)):
-        for i, (start, t) in enumerate(zip(offsets, body, strict=True)):
-            if t and start <= v < start + len(t):
-                ev.answer_at[i] = k
-                ev.leads[i] = text[start:v]
-                break
-    return ev
-
-
 def _prob(logit: np.ndarray, lse: float, tid: int) -> float:
     return min(float(np.exp(logit[tid] - lse)), 1.0)
 
@@ -272,7 +220,7 @@ def token_records(tok: Tokenizer, dec: Decoded, top_k: int) -> tuple[list[dict[s
     texts = token_texts(tok, body_ids)
     if stop_last:
         texts.append(tok.decode([out[-1]]))
-    ev = _locate_answers(texts, stop_last)
+    ev = locate_answers(texts, stop_last)
     tokens = []
     for i, (tid, t, logit, over) in enumerate(zip(out, dec.times, dec.logits, dec.masked, strict=True)):
         lse = 0.0 if dec.normalized else readout.logsumexp(logit)

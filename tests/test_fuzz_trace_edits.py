@@ -277,3 +277,31 @@ def test_a_masked_tokens_id_is_bound_by_its_top_k(bases: dict[str, dict[str, Any
     for new in (outside, onto["id"]):
         doc = refinalized(base, ("runs", run, "tokens", i, "id"), new)
         assert doc is not None and trace.verify(doc), new
+
+
+def test_answer_index_is_derived_from_the_token_texts(bases: dict[str, dict[str, Any]]) -> None:
+    """Found by this fuzz: a free run whose text is no array took an ``answer_index`` on a token and verified
+    (browser fixture, runs[1].tokens[3] None -> 0). Where a value starts is a fact of the token texts; an index given
+    where no value starts, moved to another token, or taken away, and a yes/no split where no value starts, are
+    refused."""
+    base = bases["browser-v2"]
+    runs = base["runs"]
+    for r, run in enumerate(runs):
+        if run["path"] == "typed":  # its tokens are the prompt's, not generated
+            continue
+        toks = run["tokens"]
+        empty = next((i for i, t in enumerate(toks) if t["answer_index"] is None), None)
+        if empty is not None:
+            doc = refinalized(base, ("runs", r, "tokens", empty, "answer_index"), 0)
+            assert doc is not None and trace.verify(doc), (r, empty)
+        placed = next((i for i, t in enumerate(toks) if t["answer_index"] is not None), None)
+        if placed is not None:
+            doc = refinalized(base, ("runs", r, "tokens", placed, "answer_index"), None)
+            assert doc is not None and trace.verify(doc), (r, placed)
+    base = bases["small-v2"]  # the browser's engine records no yes/no split
+    runs = base["runs"]
+    r, i = next((r, i) for r, run in enumerate(runs) if run["path"] != "typed"
+                for i, t in enumerate(run["tokens"]) if t["yes_no"] is not None)
+    j = next(j for j, t in enumerate(runs[r]["tokens"]) if t["answer_index"] is None and not t["stop"])
+    doc = refinalized(base, ("runs", r, "tokens", j, "yes_no"), runs[r]["tokens"][i]["yes_no"])
+    assert doc is not None and any("start no answer value" in e for e in trace.verify(doc))

@@ -18,7 +18,6 @@ from scorer.generate import (
     answer_candidates,
     array_messages,
     default_max_new_tokens,
-    string_value_starts,
     token_texts,
 )
 from scorer.grammar import ArrayGrammar
@@ -32,6 +31,7 @@ from scorer.runs.versus import (
     run_versus,
 )
 from scorer.trace import trace_name
+from scorer.trace.answers import string_value_starts
 
 SMALL = {"id": "mini", "state": "Order 17: paid, shipped 2024-05-02, customer asked for a refund.",
          "criteria": [{"id": "a", "question": "Is the order paid?", "label": "yes"},

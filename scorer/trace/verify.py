@@ -9,6 +9,7 @@ from typing import Any
 
 from scorer.errors import ValidationError
 from scorer.prompt import YES_NO
+from scorer.trace.answers import locate_answers
 from scorer.trace.derive import (
     agreement,
     calibrated_block,
@@ -259,6 +260,17 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
     answers = [t["answer_index"] for t in toks if t["answer_index"] is not None]
     if answers != list(range(len(answers))):
         out.append(f"answer_index values {answers} are not 0, 1, 2, … in token order")
+    # Where each answer value starts is a fact of the token texts: derive it again, so an index moved to another
+    # token, or given to a run whose text is no array, does not verify (found by tests/test_fuzz_trace_edits.py)
+    spans = locate_answers([t["text"] for t in toks], run["stop_reason"] == "end_of_turn")
+    moved = [(i, t["answer_index"]) for i, t in enumerate(toks) if t["answer_index"] != spans.answer_at.get(i)]
+    if moved:
+        i, got = moved[0]
+        out.append(f"token {i}: answer_index {got} but the token texts put {spans.answer_at.get(i)} there "
+                   f"({len(moved)} token(s) disagree)")
+    placed = [i for i, t in enumerate(toks) if t["yes_no"] is not None and spans.answer_at.get(i) is None]
+    if placed:
+        out.append(f"tokens {placed[:5]} carry a yes_no split but start no answer value")
     k = trace["protocol"]["top_k"]
     for t in toks:
         # 1e-12, not 1e-6: the two are one normalisation (sum off by 2e-16 in every trace); a looser bound let a
