@@ -167,6 +167,19 @@ def unbound_token_id(base: dict[str, Any], path: Leaf, new: Any) -> bool:
     return bool(tok["masked"]) and tok["id"] not in listed and new not in listed
 
 
+def unbound_token_p(base: dict[str, Any], path: Leaf, new: Any) -> bool:
+    """The p of a masked generated token outside its ``top_k`` (and with no yes/no split), edited to another p that
+    is still no higher than the k-th entry's: the trace records that probability once (the top_k lists only the k
+    most probable tokens), so it verifies by design (the guide says so under the allow-list)."""
+    if pattern(path) != "runs[].tokens[].p" or not isinstance(new, (int, float)) or isinstance(new, bool):
+        return False
+    tok = base["runs"][path[1]]["tokens"][path[3]]
+    top = tok["top_k"] or []
+    listed = {e["id"] for e in top}
+    return (bool(tok["masked"]) and tok["id"] not in listed and tok["yes_no"] is None and bool(top)
+            and 0 <= new <= min(e["p"] for e in top))
+
+
 def refinalized(base: dict[str, Any], path: Leaf, value: Any) -> dict[str, Any] | None:
     """The base with one leaf set and the derived fields and checksums recomputed, as a forger would; None
     when re-finalizing undoes the edit (it was in a field finalize derives, e.g. the summary): then the
@@ -213,7 +226,7 @@ def test_single_field_edits_are_refused_unless_allow_listed(bases: dict[str, dic
         new = data.draw(edited(value, [v for _, v in groups[pat]]), label="new value")
         if strips_to_the_same(path, value, new):  # whitespace the prompts strip verifies by design (test below)
             return
-        if unbound_token_id(base, path, new):  # no vocabulary in a trace (the guide, under the allow-list)
+        if unbound_token_id(base, path, new) or unbound_token_p(base, path, new):  # the guide, under the allow-list
             return
         doc = refinalized(base, path, new)
         if doc is None:
