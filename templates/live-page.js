@@ -7,11 +7,14 @@
 
    The pure parts (templates/live/*.js: SemifLiveSha256, SemifLiveGguf, SemifLiveBpe, SemifLiveJinja,
    SemifLivePrompt, SemifLiveLanes) are assets/live-modules.js, loaded with the first model, like the engine, so
-   the page loads only this file before it paints. window.semifLive is the page's state for its tests. */
+   the page loads only assets/live.js before it paints; the engine's plumbing (script and engine loading, browser
+   support, the memory plan) is templates/live-engine.js, concatenated before this file into assets/live.js.
+   window.semifLive is the page's state for its tests. */
 (function () {
   "use strict";
   // The pure parts (assets/live-modules.js), loaded when the first model is opened (modules()).
   var Sha, G, B, J, PR, LN, TR;
+  var E = window.SemifLiveEngine;  // templates/live-engine.js, before this file in assets/live.js
   var $ = function (id) { return document.getElementById(id); };
   var CONFIG = JSON.parse($("semif-live-config").textContent);
   var P = CONFIG.prompt;
@@ -96,19 +99,10 @@
     return Promise.resolve().then(step);
   }
 
-  // What the model needs in the engine: the file (read on demand, but resident once loaded), the f16 KV cache
-  // for the context and an allowance for llama.cpp's work buffers (an estimate, not a measurement: the page says so).
-  function memoryPlan(facts, size, nCtx) {
-    var headDim = facts.embedding && facts.heads ? facts.embedding / facts.heads : 0;
-    var kv = facts.layers && facts.headsKv && headDim ? 2 * facts.layers * nCtx * facts.headsKv * headDim * 2 : 0;
-    var work = 256 * 1024 * 1024;
-    return { file: size, kv: kv, work: work, total: size + kv + work };
-  }
-
   var modulesLoaded = null;
   function modules() {
     if (!modulesLoaded) {
-      modulesLoaded = loadScript(CONFIG.wllama.modules).then(function () {
+      modulesLoaded = E.loadScript(CONFIG.wllama.modules).then(function () {
         Sha = window.SemifLiveSha256; G = window.SemifLiveGguf; B = window.SemifLiveBpe; J = window.SemifLiveJinja;
         PR = window.SemifLivePrompt; LN = window.SemifLiveLanes; TR = window.SemifLiveTrace;
       }, function (e) { modulesLoaded = null; throw e; });
@@ -127,7 +121,7 @@
       $("f-template").textContent = f.chatTemplate || "(none: this GGUF carries no tokenizer.chat_template)";
       S.nCtx = Math.min(f.contextLength || 2048, 4096);
       setFact("f-ctx", S.nCtx + " tokens used here (trained for " + (f.contextLength || "?") + ")");
-      var mem = memoryPlan(f, blob.size, S.nCtx);
+      var mem = E.memoryPlan(f, blob.size, S.nCtx);
       setFact("f-mem", "about " + fmtBytes(mem.total) + " of the engine's 4 GiB: file " + fmtBytes(mem.file) + ", context cache " +
               fmtBytes(mem.kv) + ", work buffers ~" + fmtBytes(mem.work) + " (an estimate)");
       if (mem.total > ENGINE_LIMIT) {
@@ -174,62 +168,12 @@
     return out;
   }
 
-  function loadScript(src) {
-    return new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = src;
-      s.onload = resolve;
-      s.onerror = function () { reject(new Error("could not load " + src)); };
-      document.head.appendChild(s);
-    });
-  }
-  // The engine's code: wllama's JS, and its wasm by address (http) or, under file:// (where a page may not fetch
-  // its sibling files, and the engine's worker may not read a blob: URL made in the page), as a data: URL.
-  var wasmUrl = null;  // kept for the next model
-  function engineAssets() {
-    var W = CONFIG.wllama;
-    if (wasmUrl) return Promise.resolve(wasmUrl);
-    return loadScript(W.js).then(function () {
-      if (location.protocol !== "file:") return new URL(W.wasm, document.baseURI).href;
-      classicWorkers();
-      return loadScript(W.wasm_js).then(function () {
-        var url = "data:application/wasm;base64," + window.SemifWllamaWasm;
-        window.SemifWllamaWasm = null;
-        return url;
-      });
-    }).then(function (url) { wasmUrl = url; return url; });
-  }
-  // Under file:// the page's origin is opaque and Chromium starts no module worker from it; wllama asks for a
-  // module worker, but its worker code imports nothing, so a blob: module worker is started as a classic one.
-  function classicWorkers() {
-    var Native = window.Worker;
-    if (Native.semifClassic) return;
-    var Classic = function (url, opts) {
-      var blob = String(url).indexOf("blob:") === 0;
-      return new Native(url, blob && opts && opts.type === "module" ? Object.assign({}, opts, { type: "classic" }) : opts);
-    };
-    Classic.prototype = Native.prototype;
-    Classic.semifClassic = true;
-    window.Worker = Classic;
-  }
-
-  function engineSupport() {
-    var missing = [];
-    if (typeof WebAssembly !== "object") return "this browser has no WebAssembly";
-    if (!WebAssembly.Suspending) missing.push("JavaScript promise integration (JSPI)");
-    try { new WebAssembly.Memory({ initial: 1n, maximum: 2n, address: "i64" }); } catch (e) { missing.push("64-bit memory (memory64)"); }
-    if (missing.length) {
-      return "this browser lacks WebAssembly " + missing.join(" and ") + ", which the vendored engine needs (Chromium 137 or later has both); its compatibility build, which loads from a CDN, is not used here";
-    }
-    return null;
-  }
-
   function loadEngine(blob) {
-    var why = engineSupport();
+    var why = E.support();
     if (why) throw new Error(why);
     var t0 = performance.now();
     bar("load", 0.1, "fetching the engine (" + CONFIG.wllama.size_text + ")");
-    return engineAssets().then(function (wasmUrl) {
+    return E.assets(CONFIG.wllama).then(function (wasmUrl) {
       var W = window.SemifWllama;
       S.multiThread = window.crossOriginIsolated === true;
       S.threads = S.multiThread ? Math.max(2, Math.min(8, Math.floor((navigator.hardwareConcurrency || 2) / 2))) : 1;

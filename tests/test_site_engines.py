@@ -46,3 +46,20 @@ def test_the_scatter_has_every_engine_and_route_and_the_tables_every_row() -> No
 def test_a_malformed_engines_report_stops_the_build(bad: dict[str, Any]) -> None:
     with pytest.raises(BuildError, match=r"r\.json: an engines report needs"):
         load_report("r.json", json.dumps(_report(**bad)).encode(), _report(**bad), set())
+
+
+@pytest.mark.parametrize(("machine", "words"), [
+    ({"cpu": "AMD EPYC", "cores": 2}, "its instruction sets were not recorded"),
+    ({"cpu": "AMD EPYC", "cores": 2, "cpu_features": ["avx", "avx2", "fma"]}, "with AVX2, no AVX-512"),
+    ({"cpu": "AMD EPYC", "cores": 2, "cpu_features": ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]},
+     "2 cores with AVX-512 (VNNI, BF16)"),
+    ({"cpu": "X", "cores": 4, "cpu_features": ["avx2", "avx512f"]}, "AVX-512 (no VNNI, no BF16)"),
+])
+def test_the_table_says_which_cpu_features_the_speeds_come_from(machine: dict[str, Any], words: str) -> None:
+    """The engines' kernels dispatch on the CPU's instruction sets (vLLM's int8 and bf16 need AVX-512 VNNI/BF16): a
+    report's speeds are only comparable with another's from the same features, so the table says which."""
+    rep = load_report("r.json", b"{}", _report(machine=machine, skipped=[{"set": "authored", "config": "vllm-bf16"}]),
+                      set())
+    note = rep.tables[0]["note"]
+    assert words in note and f"{machine['cores']} cores" in note
+    assert note.endswith("not run (benchmarks/engines.py --skip): vllm-bf16 on authored")

@@ -17,6 +17,33 @@ def _rows(rel: str, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return v
 
 
+def machine_words(obj: dict[str, Any]) -> str:
+    """Which CPU the speeds are from, in words: engines' kernels dispatch on its instruction sets (vLLM's int8 and
+    native bf16 need AVX-512 VNNI/BF16), so two reports from CPUs with the same name can differ several-fold."""
+    mach = obj.get("machine") if isinstance(obj.get("machine"), dict) else {}
+    cpu = f"{mach.get('cpu') or 'an unnamed CPU'}, {mach.get('cores', '?')} cores"
+    feats = mach.get("cpu_features")
+    if not isinstance(feats, list):
+        return f"measured on {cpu}; its instruction sets were not recorded (reports made before 2026-12-02)"
+    have = set(map(str, feats))
+    if "avx512f" in have:
+        extra = [n for f, n in (("avx512_vnni", "VNNI"), ("avx512_bf16", "BF16")) if f in have]
+        isa = "AVX-512" + (f" ({', '.join(extra)})" if extra else " (no VNNI, no BF16)")
+    elif "avx2" in have:
+        isa = "AVX2, no AVX-512"
+    else:  # an Arm CPU lists NEON/SVE, an old x86 neither AVX2 nor AVX-512
+        isa = ", ".join(sorted(have)) if have else "none of the vector extensions the kernels use"
+    return f"measured on {cpu} with {isa}"
+
+
+def _skipped_words(obj: dict[str, Any]) -> str:
+    skipped = obj.get("skipped")
+    if not isinstance(skipped, list) or not skipped:
+        return ""
+    cells = ", ".join(f"{x.get('config')} on {x.get('set')}" for x in skipped if isinstance(x, dict))
+    return f"; not run (benchmarks/engines.py --skip): {cells}"
+
+
 def draw_engines(rel: str, rep: ReportFile) -> None:
     """One scatter per (model, set): decisions/s while scoring against balanced accuracy of the raw readout, engines
     and routed pairs (routing is judged on raw readouts, so both kinds of dot measure the same thing); then the
@@ -66,7 +93,7 @@ def draw_engines(rel: str, rep: ReportFile) -> None:
                           "rows": rows,
                           "note": "scoring: rows ÷ (last record − start of scoring), the model already loaded; whole "
                                   "process: rows ÷ the semif score command's wall time (imports, load or engine "
-                                  "handshake included)"})
+                                  "handshake included); " + machine_words(rep.obj) + _skipped_words(rep.obj)})
     if routes:
         rrows = [[fmt_value(r.get("model")), fmt_value(r.get("set")), fmt_value(r.get("fast")),
                   fmt_value(r.get("accurate")), fmt_value(finite(r.get("threshold"))),

@@ -24,8 +24,9 @@ from scorer.site.inputs import BuildError
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "node_modules" / "@wllama" / "wllama"
-LIVE_PAGE_SCRIPT = "live-page.js"
-"""The page's own code under templates/: ``assets/live.js``, the one script the page loads at first."""
+LIVE_PAGE_SCRIPTS = ("live-engine.js", "live-page.js")
+"""The page's own code under templates/, concatenated in this order into ``assets/live.js``, the one script the page
+loads at first: the engine's plumbing (``window.SemifLiveEngine``), then the page that uses it."""
 LIVE_MODULES = ("live/sha256.js", "live/gguf.js", "live/bpe.js", "live/jinja-parse.js", "live/jinja.js",
                 "live/prompt.js", "live/pyjson.js", "live/lanes.js", "replay/format.js", "live/trace-summary.js",
                 "live/trace.js")

@@ -19,7 +19,7 @@ from scorer.site.lanes import first_repeat
 from scorer.site.live import (
     LIVE_MODULES,
     LIVE_PAGE_PARTS,
-    LIVE_PAGE_SCRIPT,
+    LIVE_PAGE_SCRIPTS,
     engine_files,
     page_config,
     prompt_words,
@@ -155,7 +155,7 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile],
     files["live/index.html"] = env.get_template("live.html.j2").render(
         root="../", csp=_live_csp([css]), wllama=engine.config(), prompt=words, showcase=showcase(),
         config=page_config(engine), **common).encode()
-    files["assets/live.js"] = _asset(LIVE_PAGE_SCRIPT).encode()
+    files["assets/live.js"] = "\n".join(_asset(name) for name in LIVE_PAGE_SCRIPTS).encode()
     files["assets/live-modules.js"] = "\n".join(_asset(name) for name in LIVE_MODULES + LIVE_PAGE_PARTS).encode()
     files.update(engine.files)
     files["assets/check.js"] = (_asset("validate.js") + "\nwindow.SemifSchemas = " + str(script_json(schemas))
