@@ -20,7 +20,7 @@ def _rows(rel: str, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
 def machine_words(obj: dict[str, Any]) -> str:
     """Which CPU the speeds are from, in words: engines' kernels dispatch on its instruction sets (vLLM's int8 and
     native bf16 need AVX-512 VNNI/BF16), so two reports from CPUs with the same name can differ several-fold."""
-    mach = obj.get("machine") if isinstance(obj.get("machine"), dict) else {}
+    mach: dict[str, Any] = obj["machine"] if isinstance(obj.get("machine"), dict) else {}
     cpu = f"{mach.get('cpu') or 'an unnamed CPU'}, {mach.get('cores', '?')} cores"
     feats = mach.get("cpu_features")
     if not isinstance(feats, list):
