@@ -86,21 +86,36 @@ def _flags(config: str, model: str, engines: dict[str, dict[str, Any]], threads:
 
 def _start_engines(model: str, configs: list[str], threads: int, port: int | None = None
                    ) -> dict[str, dict[str, Any]]:
+    from scorer.engines.launcher import stop
+
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        for c in configs:
+            if c in ENGINE_CONFIGS:
+                out[c] = _start_one(c, model, threads, port)
+    except BaseException:
+        # one engine that cannot start (three vLLM engines of the 0.5B model do not fit in 24 GiB together) must not
+        # leave the others running
+        for st in out.values():
+            stop(port=st["port"])
+        raise
+    return out
+
+
+ENGINE_CONFIGS = ("llama-server", "vllm-fp32", "vllm-bf16", "vllm-w8a8")
+"""The configurations served by an engine (the others run in the semif score process)."""
+
+
+def _start_one(config: str, model: str, threads: int, port: int | None) -> dict[str, Any]:
     from scorer.engines.launcher import EngineSpec, start
 
-    out = {}
-    for c in configs:
-        if c == "llama-server":
-            out[c] = start(EngineSpec(engine="llama-server", model=model, ctx=4096, parallel=4, threads=threads,
-                                      port=port))
-        elif c == "vllm-w8a8":
-            out[c] = start(EngineSpec(engine="vllm", model=str(_w8a8_folder(model)), ctx=4096, dtype="float32",
-                                      threads=threads, kv_cache_gib=4))
-        elif c.startswith("vllm-"):
-            dtype = {"vllm-fp32": "float32", "vllm-bf16": "bfloat16"}[c]
-            out[c] = start(EngineSpec(engine="vllm", model=model, ctx=4096, dtype=dtype, threads=threads,
-                                      kv_cache_gib=4))
-    return out
+    if config == "llama-server":
+        return start(EngineSpec(engine="llama-server", model=model, ctx=4096, parallel=4, threads=threads, port=port))
+    if config == "vllm-w8a8":
+        return start(EngineSpec(engine="vllm", model=str(_w8a8_folder(model)), ctx=4096, dtype="float32",
+                                threads=threads, kv_cache_gib=4))
+    dtype = {"vllm-fp32": "float32", "vllm-bf16": "bfloat16"}[config]
+    return start(EngineSpec(engine="vllm", model=model, ctx=4096, dtype=dtype, threads=threads, kv_cache_gib=4))
 
 
 def _cold(config: str, model: str, engines: dict[str, dict[str, Any]], threads: int) -> dict[str, Any] | None:
