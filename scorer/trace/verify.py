@@ -84,12 +84,14 @@ def verify(trace: Any) -> list[str]:
                 problems += [f"{where}: {p}" for p in _check_generated(trace, run, typed_by_key)]
                 if v2:
                     problems += [f"{where}: {p}" for p in _check_generated_v2(trace, run)]
-    except (KeyError, IndexError, TypeError, ValueError) as exc:  # a net under the checks, never a traceback
+    # a net under the checks, never a traceback: a field of the wrong type fails the schema, and the checks that run
+    # beside it may meet it (AttributeError: model.versions edited to true, found by tests/test_fuzz_trace.py)
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
         problems.append(f"inconsistent structure ({type(exc).__name__}: {exc})")
     if not problems:
         try:
             again = compute_summary(trace)
-        except (ValidationError, KeyError, ValueError, ZeroDivisionError) as exc:
+        except (ValidationError, AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             problems.append(f"summary cannot be recomputed: {exc}")
         else:
             if canonical(again) != canonical(trace["summary"]):
