@@ -12,7 +12,8 @@ For each model and decision set, every configuration scores the same rows in sha
   ``semif quant --schemes w8a8 --model MODEL`` made from the same fp32 reference (its verified cache entry; run that
   first), computing in fp32 around vLLM's int8 kernels, through ``--backend openai``;
 * ``vllm-awq`` — the same for the AWQ W4A16 checkpoint (``--schemes awq-w4a16``; int4 weights): the seed's vLLM
-  configuration. vLLM's CPU kernel for it (``cpu_gemm_wna16``) exists only on AVX-512 CPUs.
+  configuration. vLLM's CPU kernel for it (``cpu_gemm_wna16``) exists only on AVX-512 CPUs and takes 16-bit
+  activations, so it computes in bfloat16 (:func:`scorer.engines.vllm.compute_dtype`).
 
 Each run is a fresh ``semif score`` process (the user's command): ``wall_s`` is the whole process (imports, model
 load or engine handshake, scoring); ``scoring_s`` runs from the moment its progress bar appears (model loaded,
@@ -115,8 +116,10 @@ def _start_one(config: str, model: str, threads: int, port: int | None) -> dict[
     if config == "llama-server":
         return start(EngineSpec(engine="llama-server", model=model, ctx=4096, parallel=4, threads=threads, port=port))
     if config in QUANTIZED:
+        from scorer.engines.vllm import compute_dtype
+
         return start(EngineSpec(engine="vllm", model=str(_scheme_folder(model, QUANTIZED[config])), ctx=4096,
-                                dtype="float32", threads=threads, kv_cache_gib=4))
+                                dtype=compute_dtype(QUANTIZED[config]), threads=threads, kv_cache_gib=4))
     dtype = {"vllm-fp32": "float32", "vllm-bf16": "bfloat16"}[config]
     return start(EngineSpec(engine="vllm", model=model, ctx=4096, dtype=dtype, threads=threads, kv_cache_gib=4))
 
