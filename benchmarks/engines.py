@@ -10,7 +10,10 @@ For each model and decision set, every configuration scores the same rows in sha
   checkpoint, through ``--backend openai``;
 * ``vllm-w8a8`` — vLLM's CPU build on the W8A8 int8 checkpoint (SmoothQuant + int8 weights and activations) that
   ``semif quant --schemes w8a8 --model MODEL`` made from the same fp32 reference (its verified cache entry; run that
-  first), computing in fp32 around vLLM's int8 kernels, through ``--backend openai``.
+  first), computing in fp32 around vLLM's int8 kernels, through ``--backend openai``;
+* ``vllm-awq`` — the same for the AWQ W4A16 checkpoint (``--schemes awq-w4a16``; int4 weights): the seed's vLLM
+  configuration. vLLM's CPU kernel for it (``cpu_gemm_wna16``) exists only on AVX-512 CPUs and takes 16-bit
+  activations, so it computes in bfloat16 (:func:`scorer.engines.vllm.compute_dtype`).
 
 Each run is a fresh ``semif score`` process (the user's command): ``wall_s`` is the whole process (imports, model
 load or engine handshake, scoring); ``scoring_s`` runs from the moment its progress bar appears (model loaded,
@@ -69,10 +72,11 @@ from scorer.machine import load_average, load_span  # noqa: E402
 FORMAT = "semif-engines-v1"
 SETS = {"boundary": ROOT / "data/eval/boundary.jsonl", "authored": ROOT / "data/eval/authored.jsonl",
         "shape-small": ROOT / "data/workloads/shape-small.jsonl"}
-CONFIGS = ("torch-fp32", "llamacpp-q4", "llama-server", "vllm-fp32", "vllm-bf16", "vllm-w8a8")
+CONFIGS = ("torch-fp32", "llamacpp-q4", "llama-server", "vllm-fp32", "vllm-bf16", "vllm-w8a8", "vllm-awq")
 REFERENCE = "torch-fp32"
 ROUTES = (("vllm-fp32", "llamacpp-q4"), ("llamacpp-q4", "vllm-fp32"), ("llama-server", "torch-fp32"),
-          ("vllm-w8a8", "llamacpp-q4"), ("vllm-w8a8", "llama-server"), ("llama-server", "vllm-w8a8"))
+          ("vllm-w8a8", "llamacpp-q4"), ("vllm-w8a8", "llama-server"), ("llama-server", "vllm-w8a8"),
+          ("vllm-awq", "llamacpp-q4"), ("llamacpp-q4", "vllm-awq"))
 
 
 def _flags(config: str, model: str, engines: dict[str, dict[str, Any]], threads: int) -> list[str]:
@@ -102,7 +106,7 @@ def _start_engines(model: str, configs: list[str], threads: int, port: int | Non
     return out
 
 
-ENGINE_CONFIGS = ("llama-server", "vllm-fp32", "vllm-bf16", "vllm-w8a8")
+ENGINE_CONFIGS = ("llama-server", "vllm-fp32", "vllm-bf16", "vllm-w8a8", "vllm-awq")
 """The configurations served by an engine (the others run in the semif score process)."""
 
 
@@ -111,9 +115,11 @@ def _start_one(config: str, model: str, threads: int, port: int | None) -> dict[
 
     if config == "llama-server":
         return start(EngineSpec(engine="llama-server", model=model, ctx=4096, parallel=4, threads=threads, port=port))
-    if config == "vllm-w8a8":
-        return start(EngineSpec(engine="vllm", model=str(_w8a8_folder(model)), ctx=4096, dtype="float32",
-                                threads=threads, kv_cache_gib=4))
+    if config in QUANTIZED:
+        from scorer.engines.vllm import compute_dtype
+
+        return start(EngineSpec(engine="vllm", model=str(_scheme_folder(model, QUANTIZED[config])), ctx=4096,
+                                dtype=compute_dtype(QUANTIZED[config]), threads=threads, kv_cache_gib=4))
     dtype = {"vllm-fp32": "float32", "vllm-bf16": "bfloat16"}[config]
     return start(EngineSpec(engine="vllm", model=model, ctx=4096, dtype=dtype, threads=threads, kv_cache_gib=4))
 
@@ -138,13 +144,17 @@ def _cold(config: str, model: str, engines: dict[str, dict[str, Any]], threads: 
     return None
 
 
-def _w8a8_folder(model: str) -> Path:
+QUANTIZED = {"vllm-w8a8": "w8a8", "vllm-awq": "awq-w4a16"}
+"""The configurations that serve a checkpoint ``semif quant --schemes`` made, and its scheme."""
+
+
+def _scheme_folder(model: str, scheme: str) -> Path:
     from scorer.runs.quant_schemes import cached_checkpoint
 
-    entry = cached_checkpoint(model, "w8a8")
+    entry = cached_checkpoint(model, scheme)
     if entry is None:
-        raise SystemExit(f"vllm-w8a8: no W8A8 checkpoint of {model} in the cache; make it first with "
-                         f"`semif quant --schemes w8a8 --model {model} --input data/eval/boundary.jsonl`")
+        raise SystemExit(f"{scheme}: no {scheme} checkpoint of {model} in the cache; make it first with "
+                         f"`semif quant --schemes {scheme} --model {model} --input data/eval/boundary.jsonl`")
     return entry.folder
 
 
@@ -326,7 +336,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--one-engine-at-a-time", action="store_true",
                     help="start each configuration's engine alone and run all its sets before the next (when the "
-                         "engines together do not fit in memory: qwen2.5-1.5b's vLLM fp32 and W8A8 beside torch)")
+                         "engines together do not fit in memory: qwen2.5-1.5b's vLLM beside torch, or the 0.5B "
+                         "model's three vLLM configurations together; idle engines also slow the others down)")
     ap.add_argument("--output", type=Path, required=True,
                     help="the report; every run's records go beside it in OUTPUT.records/ (both create-only)")
     ap.add_argument("--recompute", type=Path, metavar="REPORT",

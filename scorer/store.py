@@ -426,9 +426,15 @@ def gguf_for(ref: ModelRef, progress: bool = True) -> tuple[Path, str]:
 
 
 def dir_digest(folder: Path) -> str:
-    """sha256 over the names and bytes of a local model folder's weight/config/tokenizer files."""
+    """sha256 over the names and bytes of a local model folder's weight/config/tokenizer files.
+
+    semif's own provenance files (``semif-*.json``: the manifest, the dequantization or quantization meta) are left
+    out: they say when and how a folder was built (a quantized folder's meta holds its creation time and seconds),
+    so two builds of the same weights would otherwise get two identities."""
     h = hashlib.sha256()
     for f in sorted(folder.iterdir()):
+        if f.name.startswith("semif-") and f.suffix == ".json":
+            continue
         if f.is_file() and f.suffix in {".json", ".safetensors", ".bin", ".model", ".jinja", ".txt"}:
             h.update(f.name.encode() + b"\0" + sha256_file(f).encode() + b"\n")
     return h.hexdigest()

