@@ -33,23 +33,30 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-_FEATURE_PREFIXES = ("avx", "amx", "fma", "f16c", "sse4", "vnni", "bf16", "asimd", "sve", "i8mm", "dotprod")
+def cpu_flags() -> set[str] | None:
+    """The CPU's instruction-set flags (``/proc/cpuinfo``'s ``flags`` line, ``Features`` on Arm); None where it
+    cannot be read. One reader for every caller: the drift identity's SIMD list, vLLM's kernel choice, the machine
+    block's ``cpu_features``."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            line = next((ln for ln in f if ln.startswith(("flags", "Features"))), None)
+    except OSError:
+        return None
+    return None if line is None else set(line.partition(":")[2].split())
+
+
+_FEATURE_PREFIXES = ("avx", "amx", "fma", "f16c", "sse4", "asimd", "sve", "i8mm", "dotprod")
 
 
 def cpu_features() -> list[str] | None:
     """The CPU's instruction-set extensions that the kernels here dispatch on (AVX2, the AVX-512 family with VNNI
-    and BF16, AMX; NEON/SVE on Arm), sorted, from /proc/cpuinfo's flags; None where it cannot be read. Two machines
-    with the same model name can differ here, and with them the engines' speeds: vLLM's int8 and W4A16 kernels
-    and native bf16 need AVX-512 (VNNI, BF16) on x86, and llama.cpp is built for the flags of its machine."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.lower().startswith(("flags", "features")):
-                    flags = line.split(":", 1)[1].split()
-                    return sorted({x for x in flags if x.startswith(_FEATURE_PREFIXES) or "vnni" in x or "bf16" in x})
-    except OSError:
-        pass
-    return None
+    and BF16, AMX; NEON/SVE on Arm), sorted; None where they cannot be read. Two machines with the same model name
+    can differ here, and with them the engines' speeds: vLLM's int8 and W4A16 kernels and native bf16 need AVX-512
+    (VNNI, BF16) on x86, and llama.cpp is built for the flags of its machine."""
+    flags = cpu_flags()
+    if flags is None:
+        return None
+    return sorted(x for x in flags if x.startswith(_FEATURE_PREFIXES) or "vnni" in x or "bf16" in x)
 
 
 def _memory_bytes() -> int | None:

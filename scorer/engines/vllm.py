@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from scorer import machine
 from scorer.engines import venv
 
 MAX_LOGPROBS = 20
@@ -45,13 +46,8 @@ def command(python: Path, folder: Path, served: str, host: str, port: int, dtype
 
 
 def cpu_flags() -> set[str]:
-    """The instruction-set flags of this CPU (``/proc/cpuinfo``; empty where it cannot be read)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            line = next((ln for ln in f if ln.startswith(("flags", "Features"))), "")
-    except OSError:
-        return set()
-    return set(line.partition(":")[2].split())
+    """The instruction-set flags of this CPU (:func:`scorer.machine.cpu_flags`; empty where it cannot be read)."""
+    return machine.cpu_flags() or set()
 
 
 def compute_dtype(scheme: str | None) -> str:

@@ -132,15 +132,10 @@ def exact_bound(max_abs_dp: float, dtype: str, safety: float) -> float:
 # --- identity: which drift measurement may stand in for which run ---------------------------------------------
 def simd_flags() -> list[str]:
     """SIMD features of the CPU (they choose the math kernels, hence the numerics)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    have = set(line.split(":", 1)[1].split())
-                    return [s for s in _SIMD if s in have]
-    except OSError:
-        pass
-    return []
+    from scorer.machine import cpu_flags
+
+    have = cpu_flags() or set()
+    return [s for s in _SIMD if s in have]
 
 
 def numerics_identity(backend: Backend, mode: str, max_batch_tokens: int) -> dict[str, Any]:

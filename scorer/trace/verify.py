@@ -259,9 +259,6 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
     if (valid, complete, parsed, error) != recorded:
         out.append(f"valid/complete/parsed/error {recorded!r} disagree with the text, which parses as "
                    f"{(valid, complete, parsed, error)!r}")
-    answers = [t["answer_index"] for t in toks if t["answer_index"] is not None]
-    if answers != list(range(len(answers))):
-        out.append(f"answer_index values {answers} are not 0, 1, 2, … in token order")
     # Where each answer value starts is a fact of the token texts: derive it again, so an index moved to another
     # token, or given to a run whose text is no array, does not verify (found by tests/test_fuzz_trace_edits.py)
     spans = locate_answers([t["text"] for t in toks], run["stop_reason"] == "end_of_turn")
