@@ -250,3 +250,86 @@ def test_emulation_facts_say_whether_activations_are_quantized() -> None:
     assert w4a16["activation_quantized_modules"] == 0 and "weight-only" in w4a16["activations"]
     dense = emulation_facts(_Model(_Module(), _Module()))
     assert dense["modules_with_scheme"] == 0 and "weight-only" in dense["activations"]
+
+
+# --- what a checkpoint's bytes hold ------------------------------------------------------------------------------
+def _checkpoint(folder: Path, tensors: dict[str, Any]) -> Path:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(folder / "model.safetensors"))
+    return folder
+
+
+def test_checkpoint_bits_counts_packed_weights_by_their_logical_shape(tmp_path: Path) -> None:
+    import torch
+
+    # a 4x16 int4 layer packed 8 to an int32 (4x2), one scale and zero point per 8 columns, beside fp32 tensors
+    ckpt = _checkpoint(tmp_path / "w4", {
+        "layer.weight_packed": torch.zeros(4, 2, dtype=torch.int32),
+        "layer.weight_shape": torch.tensor([4, 16], dtype=torch.int64),
+        "layer.weight_scale": torch.ones(4, 2, dtype=torch.float32),
+        "layer.weight_zero_point": torch.zeros(1, 2, dtype=torch.int32),
+        "layer.bias": torch.zeros(4, dtype=torch.float32),
+        "embed.weight": torch.zeros(10, 4, dtype=torch.float32)})
+    bits = llmcompressor.checkpoint_bits(ckpt)
+    q_bytes = 4 * 2 * 4 + 2 * 8 + 4 * 2 * 4 + 2 * 4  # packed, shape, scales, zero points
+    assert bits["quantized_linear"] == {"layers": 1, "weights": 64, "bytes": q_bytes,
+                                        "bits_per_weight": round(8 * q_bytes / 64, 4)}
+    assert bits["unquantized"] == {"weights": 44, "bytes": 44 * 4, "weights_by_dtype": {"F32": 44}}
+    assert bits["weights"] == 64 + 44 and bits["tensor_bytes"] == q_bytes + 176
+    assert bits["bits_per_weight"] == round(8 * (q_bytes + 176) / 108, 4)
+
+
+def test_checkpoint_bits_counts_int8_weights_and_their_scales(tmp_path: Path) -> None:
+    import torch
+
+    ckpt = _checkpoint(tmp_path / "w8", {"a.weight": torch.zeros(8, 32, dtype=torch.int8),
+                                         "a.weight_scale": torch.ones(8, 1, dtype=torch.float32),
+                                         "norm.weight": torch.ones(32, dtype=torch.float32)})
+    bits = llmcompressor.checkpoint_bits(ckpt)
+    assert bits["quantized_linear"]["weights"] == 256 and bits["quantized_linear"]["bytes"] == 256 + 32
+    assert bits["quantized_linear"]["bits_per_weight"] == 9.0
+    assert bits["unquantized"]["weights"] == 32
+
+
+def test_checkpoint_bits_of_a_dense_checkpoint_is_its_dtype(tmp_path: Path) -> None:
+    import torch
+
+    bits = llmcompressor.checkpoint_bits(_checkpoint(tmp_path / "d", {"w.weight": torch.zeros(3, 5)}))
+    assert bits["bits_per_weight"] == 32.0 and bits["quantized_linear"]["bits_per_weight"] is None
+
+
+def test_checkpoint_bits_refuses_what_is_not_a_compressed_checkpoint(tmp_path: Path) -> None:
+    import torch
+
+    with pytest.raises(ModelError, match=r"no \.safetensors file"):
+        llmcompressor.checkpoint_bits(tmp_path)
+    lone = _checkpoint(tmp_path / "lone", {"x.weight_packed": torch.zeros(2, 1, dtype=torch.int32)})
+    with pytest.raises(ModelError, match=r"x\.weight_packed has no x\.weight_shape"):
+        llmcompressor.checkpoint_bits(lone)
+
+
+@pytest.mark.parametrize(("data", "says"), [
+    (b"\x01", "too short"),
+    ((10**6).to_bytes(8, "little") + b"{}", "does not fit the file"),
+    (len(b"[1]").to_bytes(8, "little") + b"[1]", "JSON list"),
+    (len(b"{x").to_bytes(8, "little") + b"{x", "not JSON"),
+])
+def test_a_file_that_is_not_safetensors_is_refused_saying_why(data: bytes, says: str, tmp_path: Path) -> None:
+    from scorer.safetensors_header import read_header
+
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(data)
+    with pytest.raises(ModelError, match=says):
+        read_header(path)
+
+
+def test_an_entry_whose_bytes_disagree_with_its_shape_is_refused(tmp_path: Path) -> None:
+    from scorer.safetensors_header import read_header
+
+    head = json.dumps({"t": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8]}}).encode()
+    path = tmp_path / "short.safetensors"
+    path.write_bytes(len(head).to_bytes(8, "little") + head + bytes(8))
+    with pytest.raises(ModelError, match=r"tensor 't': F32 \[2, 2\] spans bytes 0\.\.8"):
+        read_header(path)

@@ -105,6 +105,11 @@ def test_every_scheme_is_produced_and_scored_where_it_runs(first: dict[str, Any]
         assert "emulated" in emu["quantization"]["execution"] and emu["quantization"]["scheme"] == name
         assert "decisions_per_s" not in emu  # an emulation claims no speed
         assert by[name]["cache"]["inputs"]["calibration_sha256"] == first["calibration"]["sha256"]
+        bits = by[name]["bits"]  # read from the checkpoint's safetensors headers
+        assert bits["bits_per_weight"] == by[name]["bits_per_weight"] and bits["quantized_linear"]["layers"] > 0
+        want = 8 if name == "w8a8" else 4  # + its scales (and AWQ's zero points): a little more, never less
+        assert want < bits["quantized_linear"]["bits_per_weight"] < want + 1, bits
+        assert bits["tensor_bytes"] <= by[name]["weight_bytes"]
     w8 = by["w8a8"]["cache"]["inputs"]["recipe"]
     assert w8["modifiers"][0] == {"type": "SmoothQuantModifier", "args": {"smoothing_strength": 0.8}}
 

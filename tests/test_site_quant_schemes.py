@@ -28,7 +28,8 @@ def _report(**over: Any) -> dict[str, Any]:
            "schemes": [
                {"scheme": "gguf:Q8_0", "weight_bytes": 2**20 * 644, "bits_per_weight": 8.5, "produce_s": 4.7,
                 "runs": [_run("llama.cpp", "native")]},
-               {"scheme": "awq-w4a16<b>", "weight_bytes": 2**20 * 400, "produce_s": 800.0,
+               {"scheme": "awq-w4a16<b>", "weight_bytes": 2**20 * 400, "produce_s": 800.0, "bits_per_weight": 16.26,
+                "bits": {"bits_per_weight": 16.26, "quantized_linear": {"bits_per_weight": 4.2813}},
                 "runs": [_run("transformers-emulated", "emulated"),
                          {"runner": "vllm", "execution": "native", "ran": False,
                           "skipped": "skipped: no cpu_gemm_wna16 kernel"}]}]}
@@ -45,12 +46,14 @@ def test_every_run_is_a_row_skips_say_why_and_emulations_claim_no_speed() -> Non
     rows = {(r[0], r[1]): r for r in table["rows"]}
     assert rows[("fp32 (reference)", "torch fp32")][-1] == "1.5"
     q8 = rows[("gguf:Q8_0", "llama.cpp")]
-    assert q8[2] == "its own kernels (native)" and q8[4] == "644" and q8[7] == "1 of 5"
+    assert q8[2] == "its own kernels (native)" and q8[5] == "644" and q8[8] == "1 of 5"
+    assert q8[3] == "8.5" and q8[4] == "—"  # llama.cpp states no per-layer figure
     assert q8[-1] == "2 (load 0.5 → 0.7)"  # a speed carries the load it was measured under
     emulated = rows[("awq-w4a16<b>", "transformers-emulated")]
+    assert emulated[3] == "16.26" and emulated[4] == "4.281"
     assert emulated[2] == "emulated in transformers" and emulated[-1] == ""  # never a speed for an emulation
     skipped = rows[("awq-w4a16<b>", "vllm")]
-    assert skipped[2] == "not run: skipped: no cpu_gemm_wna16 kernel" and skipped[8] == ""  # never a number
+    assert skipped[2] == "not run: skipped: no cpu_gemm_wna16 kernel" and skipped[9] == ""  # never a number
 
 
 @pytest.mark.parametrize("bad", [{"schemes": []}, {"schemes": "x"}, {"schemes": [{"scheme": 1, "runs": []}]},

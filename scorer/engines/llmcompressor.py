@@ -23,6 +23,7 @@ compressed-tensors (which transformers needs for ``CompressedTensorsConfig``) li
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scorer import safetensors_header
 from scorer.engines import venv
 from scorer.errors import EngineError, ModelError
 
@@ -127,6 +129,60 @@ def produce(reference: Path, output: Path, rec: dict[str, Any], scheme: str, sam
     facts["venv"] = {"python": status.python, "specs": status.specs, "reused": status.reused,
                      "install_s": status.install_s, "freeze": status.freeze}
     return facts
+
+
+_OVERHEAD = ("_scale", "_zero_point", "_shape", "_g_idx")
+"""Suffixes compressed-tensors gives the tensors that describe a quantized weight (``weight_scale``,
+``weight_zero_point``, ``weight_shape``, ``weight_g_idx``; ``input_scale`` for static activations): bytes of that
+layer, not weights of the model."""
+BITS_DEFINITION = (
+    "bits_per_weight: 8 x the bytes of every tensor in the checkpoint's safetensors files (scales, zero points and "
+    "shapes included) / the weights the model computes with (a packed int4 weight counts the elements of its "
+    "logical shape, scales and zero points count none): llama.cpp's BPW, over the same kind of total. The "
+    "llm-compressor files store lm_head apart from the embeddings (tie_word_embeddings false) where a GGUF of a "
+    "tied model stores one matrix, so their totals count that matrix twice. quantized_linear: the same ratio over "
+    "the quantized Linear layers only (their weights and their scales, zero points and shapes).")
+
+
+def checkpoint_bits(folder: Path) -> dict[str, Any]:
+    """What a compressed-tensors checkpoint spends its bytes on, from its safetensors headers (no tensor loaded;
+    :data:`BITS_DEFINITION`). A ModelError for a folder with no safetensors file or a packed weight without its
+    shape."""
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise ModelError(f"{folder}: no .safetensors file (expected a compressed-tensors checkpoint)")
+    headers = [safetensors_header.read_header(f) for f in files]
+    tensors = {name: (h, t) for h in headers for name, t in h.tensors.items()}
+    quantized: dict[str, int] = {}  # layer prefix -> logical weights
+    for name, (h, t) in tensors.items():
+        if name.endswith(".weight_packed"):
+            prefix = name[:-len(".weight_packed")]
+            shape = tensors.get(prefix + ".weight_shape")
+            if shape is None:
+                raise ModelError(f"{h.path}: {name} has no {prefix}.weight_shape (expected the packed weight's "
+                                 "logical shape beside it)")
+            quantized[prefix] = math.prod(safetensors_header.read_values(*shape))
+        elif name.endswith(".weight") and t.dtype in ("I8", "U8", "F8_E4M3", "F8_E5M2"):
+            quantized[name[:-len(".weight")]] = t.elements
+    q_bytes = rest_bytes = rest_weights = 0
+    rest_dtypes: dict[str, int] = {}
+    for name, (_, t) in tensors.items():
+        prefix, _, leaf = name.rpartition(".")
+        if prefix in quantized and (leaf.startswith("weight") or leaf.endswith(_OVERHEAD)):
+            q_bytes += t.nbytes
+        else:
+            rest_bytes += t.nbytes
+            rest_weights += t.elements
+            rest_dtypes[t.dtype] = rest_dtypes.get(t.dtype, 0) + t.elements
+    q_weights = sum(quantized.values())
+    total_weights = q_weights + rest_weights
+    return {"bits_per_weight": round(8 * (q_bytes + rest_bytes) / total_weights, 4) if total_weights else None,
+            "weights": total_weights, "tensor_bytes": q_bytes + rest_bytes,
+            "quantized_linear": {"layers": len(quantized), "weights": q_weights, "bytes": q_bytes,
+                                 "bits_per_weight": round(8 * q_bytes / q_weights, 4) if q_weights else None},
+            "unquantized": {"weights": rest_weights, "bytes": rest_bytes, "weights_by_dtype": dict(sorted(
+                rest_dtypes.items()))},
+            "files": [f.name for f in files], "definition": BITS_DEFINITION}
 
 
 def _env(threads: int | None) -> dict[str, str]:

@@ -422,6 +422,9 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
             "weight_bytes": quant_cache.weight_bytes(entry.folder),
             "bits_per_weight": produced.get("bits_per_weight"),
         }
+        if not scheme.startswith("gguf:"):  # llama.cpp states its BPW when it quantizes; a safetensors header is read
+            block["bits"] = llmcompressor.checkpoint_bits(entry.folder)
+            block["bits_per_weight"] = block["bits"]["bits_per_weight"]
         if scheme.startswith("gguf:"):  # the confound of a dequantized reference, measured (see REFERENCE_NOTE)
             # an entry made before the meta kept it is compared now
             block["against_source"] = (produced.get("against_source")

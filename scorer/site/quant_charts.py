@@ -61,6 +61,7 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
             rate = finite(run.get("decisions_per_s")) if run.get("execution") == "native" else None
             rows.append([fmt_value(s["scheme"]), fmt_value(run.get("runner")), _how(run),
                          fmt_value(finite(s.get("bits_per_weight"))),
+                         fmt_value(finite(_obj(_obj(s.get("bits")).get("quantized_linear")).get("bits_per_weight"))),
                          fmt_value(round(mib / 2**20)) if mib else "",
                          fmt_value(finite(s.get("produce_s"))),
                          fmt_value(flips) if run.get("ran") else "",
@@ -74,7 +75,7 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
     ref = _obj(rep.obj.get("reference"))
     ref_labels = _obj(ref.get("labels"))
     rows.insert(0, ["fp32 (reference)", fmt_value(ref.get("runner")), "the reference every row is compared with",
-                    "32", "", "", "—", "—", "0", "0", fmt_value(finite(ref_labels.get("balanced_accuracy"))),
+                    "32", "", "", "", "—", "—", "0", "0", fmt_value(finite(ref_labels.get("balanced_accuracy"))),
                     fmt_value(finite(ref_labels.get("balanced_accuracy_calibrated"))),
                     fmt_value(finite(ref.get("decisions_per_s")))])
     if bars:
@@ -85,11 +86,17 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
             "'changed' counts the decisions whose chosen option differs."))
     rep.tables.insert(0, {
         "caption": "every scheme, where it ran, against the fp32 reference on the same decisions",
-        "columns": ["scheme", "ran on", "how", "bits/weight", "MiB", "seconds to make", "changed choices",
-                    "changed boundary decisions", "max |Δp|", "median |Δp|", "balanced acc. raw",
-                    "balanced acc. calibrated", "decisions/s (native only; load average around the run)"],
+        "columns": ["scheme", "ran on", "how", "bits/weight", "bits/weight of the quantized layers", "MiB",
+                    "seconds to make", "changed choices", "changed boundary decisions", "max |Δp|", "median |Δp|",
+                    "balanced acc. raw", "balanced acc. calibrated",
+                    "decisions/s (native only; load average around the run)"],
         "rows": rows,
-        "note": "boundary decisions: the reference's margin is below 0.1, where a few hundredths of drift can flip "
-                "the choice; calibrated: after the label-free in-batch prior; an emulated run simulates the scheme "
-                "in fp32, so no speed is claimed for it; a scheme that could not run on this machine says why; a "
-                "speed measured while the 2-core machine was busy (load well above 2) is slower than a quiet one"})
+        "note": "bits/weight: every stored byte of the weights file, in bits, over the weights the model computes "
+                "with (llama.cpp's own BPW for a GGUF; read from the safetensors headers for an llm-compressor "
+                "checkpoint, which keeps its embeddings and lm_head in fp32 and so stands far above the bits of its "
+                "quantized layers, the next column; '—' there for a GGUF, whose quantizer states the whole file's "
+                "figure only); boundary decisions: the reference's margin is below 0.1, where a few hundredths of "
+                "drift can flip the choice; calibrated: after the label-free in-batch prior; an emulated run "
+                "simulates the scheme in fp32, so no speed is claimed for it; a scheme that could not run on this "
+                "machine says why; a speed measured while the 2-core machine was busy (load well above 2) is slower "
+                "than a quiet one"})
