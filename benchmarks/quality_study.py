@@ -202,17 +202,10 @@ def unusable_readouts(backend: Any, sets: list[StudySet], layouts: list[str], re
     """(set, layout, readout) → why the readout cannot render some row (every row rendered on the model's own
     tokenizer by the code's own renderer, without demonstrations: e.g. an option id that is not one token)."""
     from scorer.demos import prompt_for
-    from scorer.layouts import check_slots_layout
-    from scorer.options import OptionError
-
     out: dict[Any, str] = {}
     for s in sets:
         for layout in layouts:
             for readout in readouts:
-                try:
-                    check_slots_layout(readout, layout, False)
-                except OptionError:
-                    continue  # the plan skips it with the rule's words
                 for d in s.decisions:
                     try:
                         prompt_for(backend.tokenizer, d, layout, None, readout)

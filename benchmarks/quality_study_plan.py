@@ -12,9 +12,9 @@ configurations, the scoring runs each configuration needs and the demonstrations
   calibration. No record used for fold ``f`` was scored with a demonstration from fold ``f``. With ``--demos FILE``
   (a labelled file checked to share no state with any set) the records do not depend on the fold: one run per
   configuration, as a preset with that file would run.
-* **Readouts.** Every value of :data:`scorer.options.SLOTS` the code accepts, each where
-  :func:`scorer.layouts.check_slots_layout` allows it for the layout and k (``ids``: state-major, no
-  demonstrations); elsewhere the configuration is listed as skipped with the rule's own words.
+* **Readouts.** Every value of :data:`scorer.options.SLOTS`, in every layout and with every k; a readout that
+  cannot render some row of a set (``ids``: an option id that is not one token) is listed as skipped for that set
+  with the renderer's own words.
 
 Pure planning: no model is loaded here.
 """
@@ -31,8 +31,8 @@ from scorer.calibration.temperature import DEFAULT_FOLDS, group_folds
 from scorer.demos import Demos, demo_of, load_demos
 from scorer.echo import state_sha256
 from scorer.errors import InputError, brief
-from scorer.layouts import LAYOUTS, check_slots_layout
-from scorer.options import SLOTS, OptionError
+from scorer.layouts import LAYOUTS
+from scorer.options import SLOTS
 from scorer.schema import Decision, load_decisions
 from scorer.store import sha256_file
 
@@ -218,11 +218,6 @@ def plan(sets: list[StudySet], layouts: list[str], ks: list[int], readouts: list
             for k in ks:
                 for readout in readouts:
                     c = Config(s.name, layout, k, readout)
-                    try:
-                        check_slots_layout(readout, layout, k > 0)
-                    except OptionError as exc:
-                        out.skipped.append({**_named(c), "reason": exc.problem})
-                        continue
                     why = (unusable or {}).get((s.name, layout, readout))
                     if why is not None:
                         out.skipped.append({**_named(c), "reason": why})

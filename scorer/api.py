@@ -323,7 +323,7 @@ class Scorer:
         from scorer.calibration.apply import check_on_uncovered
         from scorer.demos import Demos
         from scorer.echo import check_echo
-        from scorer.layouts import STATE_MAJOR, check_layout, check_slots_layout
+        from scorer.layouts import STATE_MAJOR, check_layout
 
         # A preset fills what the call leaves unset (None); whatever is given explicitly wins.
         self.preset = _load_preset(preset)
@@ -371,7 +371,6 @@ class Scorer:
         self.demos = _load_demos(demos, demos_k, seed)
         self._preset_demos = self.preset is not None and self.demos is not None \
             and self.demos.source.get("path") == str(self.preset.demos_path)
-        check_slots_layout(self.slots, self.layout, self.demos is not None)
         self.model = model
         self._backend: Backend | None = None if isinstance(backend, str) else backend
         self._owned = isinstance(backend, str)
@@ -494,7 +493,7 @@ class Scorer:
 
         if layout is None:
             layout = self.layout if self.layout != "auto" else resolve_layout(self.load(), decisions, "auto",
-                                                                                 self.demos)[0]
+                                                                                 self.demos, self.slots)[0]
         return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
                                     self.max_batch_tokens, calibration=self.calibration,
                                     on_uncovered=self.on_uncovered, echo=self.echo_level(echo), layout=layout,
@@ -529,7 +528,7 @@ class Scorer:
         with self._lock:
             backend = self._load_locked()
             cal = self.calibration
-            layout, _ = resolve_layout(backend, decisions, self.layout, self.demos)
+            layout, _ = resolve_layout(backend, decisions, self.layout, self.demos, self.slots)
             parts = self.run_config(decisions, run_parts, backend.model_info(), mode, layout, level or False)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}

@@ -13,10 +13,14 @@ Each layout is a prompt version of its own (``prompt_version`` in every record, 
 * ``auto``: per run, the layout whose prompts share more tokens over the run's actual rows
   (:func:`shared_prefix_tokens`: the tokens a prefix tree of the prompts saves); a tie keeps state-major.
 
+Every layout is read out through any answer slots (:data:`scorer.options.SLOTS`): with ``ids`` or ``sequence`` the
+options are listed under their own ids and the model is asked for an id (the ``-ids`` versions:
+``semif-direct-ids-v1``, ``semif-question-major-ids-v1``; ``sequence`` scores the ids prompt unchanged).
+
 Demonstrations (:mod:`scorer.demos`) are earlier chat turns (user: the demonstration's decision in the same
-layout; assistant: its letter). In question-major they come right after the instructions, inside the
-reusable prefix; in state-major they come after the state (which stays the prefix a state's criteria share)
-and before the question.
+layout; assistant: its letter, or its option id when the run reads ids). In question-major they come right
+after the instructions, inside the reusable prefix; in state-major they come after the state (which stays the
+prefix a state's criteria share) and before the question.
 """
 
 from __future__ import annotations
@@ -25,22 +29,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scorer.options import OptionError, one_of
+from scorer.options import SLOTS, one_of
 from scorer.prompt import (
+    IDS_PROMPT_VERSION,
+    IDS_SYSTEM,
     LETTERS,
     PROMPT_VERSION,
     SYSTEM,
     Head,
     Prompt,
     Tokenizer,
-    prompt_version,
     question_block,
     render_messages,
     state_block,
     user_content,
-)
-from scorer.prompt import (
-    render as prompt_render,
 )
 from scorer.schema import Decision
 
@@ -52,13 +54,20 @@ LAYOUTS = (STATE_MAJOR, QUESTION_MAJOR)
 LAYOUT_CHOICES = (*LAYOUTS, AUTO)
 """What ``--layout`` / ``Scorer(layout=…)`` accept."""
 QUESTION_MAJOR_VERSION = "semif-question-major-v1"
+QUESTION_MAJOR_IDS_VERSION = "semif-question-major-ids-v1"
 VERSIONS = {STATE_MAJOR: PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_VERSION}
-"""The prompt version each layout renders."""
+"""The prompt version each layout renders with letters."""
+IDS_VERSIONS = {STATE_MAJOR: IDS_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_IDS_VERSION}
+"""The prompt version each layout renders when the options are read out by id (``ids``, ``sequence``)."""
 
 QUESTION_MAJOR_SYSTEM = (
     "You are a precise decision function. Read the question and its lettered options, then the state, and "
     "answer the question about that state by choosing exactly one of the lettered options. Reply with the "
     "option's letter only."
+)
+QUESTION_MAJOR_IDS_SYSTEM = (
+    "You are a precise decision function. Read the question and its options, then the state, and answer the "
+    "question about that state by choosing exactly one of the options. Reply with the option's id only."
 )
 # State-major with demonstrations: the state is given first (the reusable prefix of its criteria), solved
 # examples about other states follow as earlier turns, then the question about the first state.
@@ -82,74 +91,80 @@ def check_layout(layout: Any, option: str | None = "layout") -> str:
     return one_of(layout, LAYOUT_CHOICES, option)
 
 
+def version(layout: str, slots: str = "letters") -> str:
+    """The prompt version ``layout`` renders when read out through ``slots``."""
+    one_of(slots, SLOTS, "slots")
+    return (VERSIONS if slots == "letters" else IDS_VERSIONS)[layout]
+
+
 def signature_version(layout: str, demos_k: int = 0, slots: str = "letters") -> str:
     """The prompt version the decision signatures of a run name (:attr:`scorer.prompt.Prompt.signature_version`)."""
-    check_slots_layout(slots, layout, bool(demos_k))
-    if slots != "letters":  # ids, sequence: the ids prompt
-        return prompt_version(slots)
-    return f"{VERSIONS[layout]}+demos-{demos_k}" if demos_k else VERSIONS[layout]
+    base = version(layout, slots)
+    return f"{base}+demos-{demos_k}" if demos_k else base
 
 
-def question_major_content(decision: Decision) -> tuple[str, int]:
-    """The ``semif-question-major-v1`` user message, and the length of its shared head (question, options
-    and the ``State:`` heading; the state and the answer reminder after it are this row's own)."""
-    head = f"{question_block(decision)}\n\n"
-    last = LETTERS[len(decision.options) - 1]
-    return f"{head}{state_block(decision)}\n\nAnswer with one letter, A to {last}.", len(head)
+def question_major_content(decision: Decision, slots: str = "letters") -> tuple[str, int]:
+    """The question-major user message, and the length of its shared head (question, options and the
+    ``State:`` heading; the state and the answer reminder after it are this row's own)."""
+    head = f"{question_block(decision, slots)}\n\n"
+    if slots == "letters":
+        reminder = f"Answer with one letter, A to {LETTERS[len(decision.options) - 1]}."
+    else:
+        ids = decision.option_ids
+        reminder = f"Answer with one option id: {', '.join(ids[:-1])} or {ids[-1]}."
+    return f"{head}{state_block(decision)}\n\n{reminder}", len(head)
 
 
-def _demo_turns(shown: Sequence[Shown], layout: str) -> list[dict[str, str]]:
-    """Each demonstration as a user turn (its decision in ``layout``) and an assistant turn (its letter)."""
+def _demo_turns(shown: Sequence[Shown], layout: str, slots: str) -> list[dict[str, str]]:
+    """Each demonstration as a user turn (its decision in ``layout``) and an assistant turn (its answer: the
+    label's letter, or its option id when ``slots`` reads ids)."""
     out: list[dict[str, str]] = []
     for s in shown:
-        text = user_content(s.decision)[0] if layout == STATE_MAJOR else question_major_content(s.decision)[0]
-        out += [{"role": "user", "content": text}, {"role": "assistant", "content": LETTERS[s.label_index]}]
+        if layout == STATE_MAJOR:
+            text = user_content(s.decision, slots)[0]
+        else:
+            text = question_major_content(s.decision, slots)[0]
+        answer = LETTERS[s.label_index] if slots == "letters" else s.decision.options[s.label_index].id
+        out += [{"role": "user", "content": text}, {"role": "assistant", "content": answer}]
     return out
 
 
-def messages(decision: Decision, layout: str, shown: Sequence[Shown] = ()) -> tuple[list[dict[str, str]], Head]:
-    """The chat messages of ``decision`` in ``layout`` with demonstrations ``shown``, and where the head
-    shared with other rows ends."""
+def messages(decision: Decision, layout: str, shown: Sequence[Shown] = (),
+             slots: str = "letters") -> tuple[list[dict[str, str]], Head]:
+    """The chat messages of ``decision`` in ``layout`` with demonstrations ``shown``, its options listed for
+    ``slots``, and where the head shared with other rows ends."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r} is not rendered (expected one of {', '.join(LAYOUTS)}; auto is "
                          "resolved per run first)")
+    letters = slots == "letters"
     if layout == QUESTION_MAJOR:
-        content, head_len = question_major_content(decision)
-        msgs = [{"role": "system", "content": QUESTION_MAJOR_SYSTEM}, *_demo_turns(shown, layout),
+        content, head_len = question_major_content(decision, slots)
+        system = QUESTION_MAJOR_SYSTEM if letters else QUESTION_MAJOR_IDS_SYSTEM
+        msgs = [{"role": "system", "content": system}, *_demo_turns(shown, layout, slots),
                 {"role": "user", "content": content}]
         return msgs, Head(-1, head_len)
-    if not shown:  # semif-direct-v1, exactly
-        content, head_len = user_content(decision)
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}], Head(-1, head_len)
+    system = SYSTEM if letters else IDS_SYSTEM
+    if not shown:  # semif-direct-v1 (semif-direct-ids-v1), exactly
+        content, head_len = user_content(decision, slots)
+        return [{"role": "system", "content": system}, {"role": "user", "content": content}], Head(-1, head_len)
     first = f"{state_block(decision)}{STATE_FIRST_NOTE}"
-    msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": first},
-            {"role": "assistant", "content": STATE_FIRST_ACK}, *_demo_turns(shown, layout),
-            {"role": "user", "content": STATE_RETURN + question_block(decision)}]
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": first},
+            {"role": "assistant", "content": STATE_FIRST_ACK}, *_demo_turns(shown, layout, slots),
+            {"role": "user", "content": STATE_RETURN + question_block(decision, slots)}]
     return msgs, Head(-(len(msgs) - 1), len(first))
-
-
-def check_slots_layout(slots: str, layout: str, demos: bool) -> None:
-    """``--slots ids`` and ``--slots sequence`` are rendered in the state-major layout without demonstrations only
-    (their prompt version, ``semif-direct-ids-v1``, has no question-major or demonstration form yet): anything else is
-    an :class:`~scorer.options.OptionError` (exit 2) before a model loads."""
-    if slots != "letters" and (layout != STATE_MAJOR or demos):
-        raise OptionError("slots", f"{slots} works with layout state-major and no demonstrations (got layout {layout}"
-                          f"{' with demonstrations' if demos else ''}); use letters for the other layouts")
 
 
 def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown: Sequence[Shown] = (),
            level: str | None = None, demos_k: int = 0, slots: str = "letters") -> Prompt:
-    """Render, encode and validate ``decision``'s prompt in ``layout`` (:func:`scorer.prompt.render_messages`:
-    every answer letter one token, decoding to itself, distinct, and stable at the prompt's end).
+    """Render, encode and validate ``decision``'s prompt in ``layout`` read out through ``slots``
+    (:func:`scorer.prompt.render_messages`: every answer slot one token, decoding to itself, distinct, and stable
+    at the prompt's end; ``sequence``: every option id a continuation that leaves the prompt's tokens as they are).
 
     ``shown`` are the demonstrations picked for this row (:meth:`scorer.demos.Demos.pick`), ``level`` where
     they came from and ``demos_k`` how many the run asked for; all three are recorded in the prompt.
     """
-    check_slots_layout(slots, layout, bool(shown) or bool(demos_k))
-    if slots != "letters":
-        return prompt_render(tok, decision, slots)
-    msgs, head = messages(decision, layout, shown)
-    return render_messages(tok, msgs, head, decision, VERSIONS[layout], layout=layout,
+    msgs, head = messages(decision, layout, shown, slots)
+    return render_messages(tok, msgs, head, decision, version(layout, slots), slots=slots, layout=layout,
                            demo_ids=tuple(s.id for s in shown), demo_level=level if shown else None,
                            demos_k=demos_k)
 

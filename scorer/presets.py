@@ -37,8 +37,8 @@ from typing import Any
 
 from scorer.echo import state_sha256
 from scorer.errors import InputError, brief
-from scorer.layouts import LAYOUTS, check_slots_layout
-from scorer.options import SLOTS, OptionError
+from scorer.layouts import LAYOUTS
+from scorer.options import SLOTS
 
 PRESET_KIND = "preset"
 PRESET_FORMAT = "semif-preset-v1"
@@ -145,10 +145,6 @@ def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_D
     k = _field(doc, "demos_k", where)
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise InputError(where, None, "demos_k", f"{brief(k)}", "an integer >= 0")
-    try:
-        check_slots_layout(slots, layout, k > 0)
-    except OptionError as exc:
-        raise InputError(where, None, "slots", exc.problem, "settings semif score accepts together") from None
     base = p.parent
     demos = _field(doc, "demos", where)
     demos_path: Path | None = None

@@ -5,6 +5,7 @@ head, ``auto`` counts the shared prefix tokens of both over the run's rows, and 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -93,6 +94,96 @@ def test_question_major_fast_modes_equal_direct(tmp_path, mode):
     for a, b in zip(out["direct"], out[mode], strict=True):
         assert a["probabilities"] == b["probabilities"] and a["tokens_sha256"] == b["tokens_sha256"]
     assert sum(bool(r["cache_hit"]) for r in out[mode]) >= len(_queue()) - 1
+
+
+# --- every layout read out by id ------------------------------------------------------------------------------
+def _yes_no_queue(n: int = 4) -> list[Decision]:
+    opts = (Option("y", "the order arrived late"), Option("n", "the order arrived on time"))
+    return [Decision(f"q{i}", f"Order {i} arrived {i} days after the promised date.", "Was it late?", opts,
+                     {"label": "y" if i % 2 else "n", "group": f"g{i}"}, f"q.jsonl:{i + 1}") for i in range(n)]
+
+
+def _demos_of(rows: list[Decision], k: int = 2) -> Any:
+    from scorer.demos import Demos, demo_of
+
+    return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], k, 0)
+
+
+@pytest.mark.parametrize("slots", ["ids", "sequence"])
+def test_question_major_read_by_id_lists_the_ids_and_asks_for_one(slots):
+    tok = FakeTokenizer()
+    d = _yes_no_queue(1)[0]
+    p = layouts.render(tok, d, layouts.QUESTION_MAJOR, slots=slots)
+    user = p.text[p.plain_spans[-1][0]:p.plain_spans[-1][1]]
+    assert p.text.index(layouts.QUESTION_MAJOR_IDS_SYSTEM) < p.text.index("Question: Was it late?")
+    assert user.index("n: the order arrived on time") < user.index("State:\nOrder 0") < user.index(
+        "Answer with one option id: y or n.")
+    assert "A. " not in p.text and p.prefix_text.endswith("n: the order arrived on time\n\n")
+    assert p.version == layouts.QUESTION_MAJOR_IDS_VERSION == "semif-question-major-ids-v1"
+    assert p.slots == slots and p.layout == "question-major" and p.slot_texts == ("y", "n")
+    assert [tok.decode([t]) for t in p.slot_ids] == ["y", "n"]
+    assert bool(p.continuations) == (slots == "sequence")
+    # the letters' prompts are untouched by the ids' ones
+    letters = layouts.render(tok, d, layouts.QUESTION_MAJOR)
+    assert letters.version == "semif-question-major-v1" and "Answer with one letter, A to B." in letters.text
+
+
+def test_state_major_read_by_id_without_demonstrations_is_semif_direct_ids_v1_byte_for_byte():
+    tok = FakeTokenizer(merges=["\n\n", "Qu", "State"])
+    for d in _yes_no_queue():
+        old, new = render(tok, d, "ids"), layouts.render(tok, d, layouts.STATE_MAJOR, slots="ids")
+        assert (new.text, new.ids, new.prefix_text, new.slot_ids) == (old.text, old.ids, old.prefix_text, old.slot_ids)
+        assert new.version == old.version == "semif-direct-ids-v1" == new.signature_version
+
+
+@pytest.mark.parametrize("layout", ["state-major", "question-major"])
+@pytest.mark.parametrize("slots", ["ids", "sequence"])
+def test_demonstrations_read_by_id_answer_with_their_ids(layout, slots):
+    from scorer.demos import prompt_for
+
+    tok = FakeTokenizer()
+    rows = _yes_no_queue(6)
+    demos = _demos_of(rows[2:], k=2)
+    p = prompt_for(tok, rows[0], layout, demos, slots)
+    assert len(p.demo_ids) == 2 and rows[0].id not in p.demo_ids
+    msgs = layouts.messages(rows[0], layout, [demos.pick(rows[0]).shown[i] for i in range(2)], slots)[0]
+    answers = [m["content"] for m in msgs if m["role"] == "assistant" and m["content"] != layouts.STATE_FIRST_ACK]
+    labels = {d.id: d.extra["label"] for d in rows}
+    assert answers == [labels[i] for i in p.demo_ids]  # the demonstration's option id, never a letter
+    base = "semif-direct-ids-v1" if layout == "state-major" else "semif-question-major-ids-v1"
+    assert p.version == base and p.signature_version == f"{base}+demos-2"
+    assert layouts.signature_version(layout, 2, slots) == p.signature_version
+    assert "A. " not in p.text
+
+
+@pytest.mark.parametrize("slots", ["ids", "sequence"])
+def test_cli_scores_question_major_with_demonstrations_read_by_id(tmp_path, monkeypatch, slots):
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
+    rows = _yes_no_queue(6)
+    inp, demos, out = tmp_path / "rows.jsonl", tmp_path / "demos.jsonl", tmp_path / "out.jsonl"
+
+    def line(d: Decision, **extra: Any) -> bytes:
+        opts = [{"id": o.id, "description": o.description} for o in d.options]
+        return orjson.dumps({"id": d.id, "state": d.state, "question": d.question, "options": opts, **extra}) + b"\n"
+
+    inp.write_bytes(b"".join(line(d) for d in rows[:3]))
+    demos.write_bytes(b"".join(line(d, id="d" + d.id, state=f"Demo {d.state}", label=d.extra["label"])
+                               for d in rows[3:]))
+    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--slots", slots, "--layout",
+                     "question-major", "--demos", str(demos), "--demos-k", "2", "--mode", "shared"]) == 0
+    recs = read_records(out)
+    validate_records(recs)
+    assert {r["layout"] for r in recs} == {"question-major"} and {r["slots"]["readout"] for r in recs} == {slots}
+    assert {r["prompt_version"] for r in recs} == {"semif-question-major-ids-v1"}
+    assert all(len(r["demos"]["ids"]) == 2 for r in recs)
+
+
+def test_auto_renders_the_readout_it_will_score(tmp_path):
+    rows = _yes_no_queue()
+    layout, choice = resolve_layout(FakeBackend(), rows, "auto", None, "ids")
+    assert layout == "question-major" and choice is not None
+    ids_total = sum(len(layouts.render(FakeBackend().tokenizer, d, layout, slots="ids").ids) for d in rows)
+    assert choice.total_tokens["question-major"] == ids_total
 
 
 # --- auto ------------------------------------------------------------------------------------------------------

@@ -136,13 +136,23 @@ def test_semif_ask_with_a_preset(tmp_path, monkeypatch, capsys):
     assert rec["layout"] == "question-major" and rec["demos"]["k"] == 2 and rec["preset"]["name"] == "good"
 
 
+def test_a_preset_may_read_by_id_in_question_major_with_demonstrations(tmp_path):
+    path = _preset(tmp_path / "p", calibrated=False, over={"slots": "sequence"})
+    with Scorer(backend=FakeBackend(), preset=path) as sc:
+        assert (sc.layout, sc.slots) == ("question-major", "sequence")
+        recs = [d.record for d in sc.decide_many(_rows(4))]
+    validate_records(recs)
+    assert {r["prompt_version"] for r in recs} == {"semif-question-major-ids-v1"}
+    assert {r["slots"]["readout"] for r in recs} == {"sequence"} and all(r["demos"]["k"] == 2 for r in recs)
+
+
 @pytest.mark.parametrize(("over", "field"), [
     ({"layout": "sideways"}, "layout"), ({"slots": "words"}, "slots"), ({"demos_k": -1}, "demos_k"),
     ({"demos": None}, "demos"), ({"demos": {"path": "demos.jsonl", "sha256": "f" * 64, "seed": 0}}, "demos.sha256"),
     ({"demos": {"path": "missing.jsonl", "sha256": "f" * 64, "seed": 0}}, "demos.path"),
     ({"calibration": {"kind": "magic", "file": None}}, "calibration.kind"),
     ({"calibration": {"kind": "bias", "file": None}}, "calibration.file"),
-    ({"layout": "question-major", "slots": "ids"}, "slots"), ({"name": "Not A Name"}, "name"),
+    ({"name": "Not A Name"}, "name"),
 ])
 def test_a_bad_preset_is_refused_naming_file_and_field(tmp_path, monkeypatch, capsys, over, field):
     path = _preset(tmp_path / "p", calibrated=False, over=over)

@@ -22,6 +22,7 @@ from fakes import FakeBackend, FakeEngine, FakeTokenizer, engine_backend, fake_p
 from scorer import Scorer, cli
 from scorer.backends.base import Backend
 from scorer.calibration.signature import readout_of
+from scorer.demos import Demos, demo_of, prompt_for
 from scorer.errors import InputError
 from scorer.options import OptionError
 from scorer.prompt import IDS_PROMPT_VERSION, messages_for, render, sha256_text
@@ -44,9 +45,10 @@ def _decisions(n: int = 6, options: tuple[Option, ...] = OPTIONS) -> list[Decisi
 
 
 def _records(decisions: list[Decision], mode: str = "direct", norm: str | None = None,
-             backend: Backend | None = None) -> list[dict[str, Any]]:
+             backend: Backend | None = None, layout: str = "state-major",
+             demos: Demos | None = None) -> list[dict[str, Any]]:
     b = backend or FakeBackend()
-    items = prepare(b, decisions, with_prefix=mode != "direct", slots="sequence")
+    items = prepare(b, decisions, with_prefix=mode != "direct", layout=layout, demos=demos, slots="sequence")
     return list(score_items(b, items, mode, {"config_sha256": "test"}, sequence_norm=norm))
 
 
@@ -90,6 +92,29 @@ def test_every_mode_equals_a_fresh_full_sequence_log_likelihood(mode):
         assert r["full_vocab_argmax"]["token_id"] == int(np.argmax(head))
         assert r["full_vocab_argmax"]["is_slot"] == (int(np.argmax(head)) in [c[0] for c in conts])
         assert r["slots"]["normalisation"] == "sum" and r["kernel"] == b.kernel and r["mode"] == mode
+
+
+def _demos(k: int = 2) -> Demos:
+    """Labelled rows about other states (so no row is its own demonstration)."""
+    rows = [Decision(f"d{i}", f"Demonstration state {i}.", f"Question {i % 2}?", OPTIONS,
+                     {"family": "f", "label": OPTIONS[i % 3].id}, f"demos.jsonl:{i + 1}") for i in range(6)]
+    return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], k, 0)
+
+
+@pytest.mark.parametrize("mode", ["direct", "shared"])
+@pytest.mark.parametrize(("layout", "k"), [("question-major", 0), ("question-major", 2), ("state-major", 2)])
+def test_every_layout_and_demonstrations_equal_a_fresh_full_sequence_log_likelihood(mode, layout, k):
+    decisions = _decisions()
+    b = FakeBackend()
+    demos = _demos(k) if k else None
+    recs = _records(decisions, mode, backend=b, layout=layout, demos=demos)
+    validate_records(recs)
+    for d, r in zip(decisions, recs, strict=True):
+        p = prompt_for(b.tokenizer, d, layout, demos, "sequence")
+        assert r["layout"] == layout and r["prompt_sha256"] == sha256_text(p.text) and len(p.demo_ids) == k
+        want = [fresh_loglik(b, p.ids, list(c)) for c in p.continuations]
+        assert np.allclose(np.concatenate(r["slots"]["token_logprobs"]), np.concatenate(want), atol=1e-9, rtol=0)
+        assert np.allclose(r["option_logits"], [sum(w) for w in want], atol=1e-9, rtol=0)
 
 
 def test_mean_normalisation_scores_per_token_and_keeps_the_mass():
@@ -190,7 +215,6 @@ def test_the_openai_backend_is_refused_naming_the_slots(tmp_path, capsys):
     (["--sequence-norm", "mean"], "sequence_norm: 'mean' applies to slots sequence only (got slots letters)"),
     (["--slots", "sequence", "--permute", "2"], "permute: does not combine with slots sequence"),
     (["--slots", "sequence", "--mode", "shared", "--exact"], "exact: does not combine with slots sequence"),
-    (["--slots", "sequence", "--layout", "question-major"], "slots: sequence works with layout state-major"),
     (["--slots", "sequence", "--engine", "ray"], "--slots sequence is not supported with --engine ray"),
 ])
 def test_bad_combinations_exit_2_naming_the_field_before_anything_runs(tmp_path, monkeypatch, capsys, args, words):
@@ -211,8 +235,6 @@ def test_the_api_and_configs_refuse_the_same_combinations():
         Scorer(backend=FakeBackend(), slots="ids", sequence_norm="sum")
     with pytest.raises(OptionError, match="permute: does not combine"):
         ScoreConfig(slots="sequence", permute=3)
-    with pytest.raises(OptionError, match="slots: sequence works with layout state-major"):
-        Scorer(backend=FakeBackend(), slots="sequence", layout="auto")
     assert ScoreConfig(slots="sequence").sequence_norm == "sum" and ScoreConfig().sequence_norm is None
 
 
@@ -358,12 +380,12 @@ later branches drift, 0.5). Both pass on the rows above; the actual largest drif
 yet recorded here (to be measured and the bound tightened)."""
 
 
-def _check_real(backend: Backend, mode: str) -> float:
-    recs = _records(REAL_ROWS, mode, backend=backend)
+def _check_real(backend: Backend, mode: str, layout: str = "state-major", demos: Demos | None = None) -> float:
+    recs = _records(REAL_ROWS, mode, backend=backend, layout=layout, demos=demos)
     validate_records(recs)
     worst = 0.0
     for d, r in zip(REAL_ROWS, recs, strict=True):
-        p = render(backend.tokenizer, d, "sequence")
+        p = prompt_for(backend.tokenizer, d, layout, demos, "sequence")
         assert max(r["slots"]["token_counts"]) > 1  # multi-token ids
         for c, lp in zip(p.continuations, r["slots"]["token_logprobs"], strict=True):
             want = fresh_loglik(backend, p.ids, list(c))
@@ -373,14 +395,29 @@ def _check_real(backend: Backend, mode: str) -> float:
     return worst
 
 
+def _real_demos() -> Demos:
+    rows = [Decision(f"d{i}", state, q, REAL_OPTIONS, {"label": label}, f"demos.jsonl:{i + 1}")
+            for i, (state, q, label) in enumerate([
+                ("Please refund the broken kettle I returned last week.", "What does the customer want?",
+                 "refund_request"),
+                ("I moved house; update my delivery address.", "What does the customer want?", "account_change")])]
+    return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], 2, 0)
+
+
+REAL_LAYOUTS = [("state-major", False), ("question-major", False), ("question-major", True)]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["direct", "shared"])
-def test_smollm2_torch_equals_the_fresh_full_sequence_log_likelihood(smol_torch, mode):
-    _check_real(smol_torch, mode)
+@pytest.mark.parametrize(("layout", "with_demos"), REAL_LAYOUTS)
+def test_smollm2_torch_equals_the_fresh_full_sequence_log_likelihood(smol_torch, mode, layout, with_demos):
+    _check_real(smol_torch, mode, layout, _real_demos() if with_demos else None)
 
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
 @pytest.mark.parametrize("mode", ["direct", "shared"])
-def test_smollm2_llamacpp_equals_the_fresh_full_sequence_log_likelihood(smol_llamacpp, mode):
-    _check_real(smol_llamacpp, mode)  # validate_prompt: the GGUF's tokenizer gives each id the same tokens
+@pytest.mark.parametrize(("layout", "with_demos"), REAL_LAYOUTS)
+def test_smollm2_llamacpp_equals_the_fresh_full_sequence_log_likelihood(smol_llamacpp, mode, layout, with_demos):
+    # validate_prompt: the GGUF's tokenizer gives each id the same tokens
+    _check_real(smol_llamacpp, mode, layout, _real_demos() if with_demos else None)

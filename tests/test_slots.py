@@ -87,27 +87,31 @@ def test_cli_refuses_a_multi_token_id_with_exit_2(tmp_path, monkeypatch, capsys)
     assert "argument --slots: 'words' is not one of letters, ids, sequence" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra", [["--layout", "question-major"], ["--layout", "auto"], ["--demos", "DEMOS"]])
-def test_ids_with_another_layout_or_demonstrations_is_refused_before_the_model_loads(tmp_path, monkeypatch,
-                                                                                    capsys, extra):
-    loaded = []
-    monkeypatch.setattr(cli, "load_backend", lambda cfg: loaded.append(cfg) or FakeBackend())
+@pytest.mark.parametrize(("extra", "version"), [
+    (["--layout", "question-major"], "semif-question-major-ids-v1"), (["--layout", "auto"], None),
+    (["--demos", "DEMOS"], IDS_PROMPT_VERSION)])
+def test_ids_work_in_every_layout_and_with_demonstrations(tmp_path, monkeypatch, capsys, extra, version):
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
     inp, out, demos = tmp_path / "rows.jsonl", tmp_path / "out.jsonl", tmp_path / "demos.jsonl"
     rows = [row_of(d) for d in _decisions(2)]
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    demos.write_bytes(b"".join(orjson.dumps({**r, "id": "d" + r["id"], "label": r["options"][0]["id"]}) + b"\n"
-                               for r in rows))
+    demos.write_bytes(b"".join(orjson.dumps({**r, "id": "d" + r["id"], "state": "Another state.",
+                                             "label": r["options"][0]["id"]}) + b"\n" for r in rows))
     args = [str(demos) if a == "DEMOS" else a for a in extra]
-    for command in (["score", "--input", str(inp), "--output", str(out)],
-                    ["prompt", "--input", str(inp), "--id", "r0"]):
-        assert cli.main([*command, "--slots", "ids", *args]) == 2
-        err = capsys.readouterr().err
-        assert "slots: ids works with layout state-major and no demonstrations" in err and "Traceback" not in err
-    assert loaded == [] and not out.exists()
-    with pytest.raises(OptionError, match="ids works with layout state-major"):
-        Scorer(backend=FakeBackend(), slots="ids", layout="question-major")
-    with pytest.raises(OptionError, match="ids works with layout state-major"):
-        ScoreConfig(slots="ids", layout="auto")
+    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--slots", "ids", *args]) == 0
+    recs = read_records(out)
+    validate_records(recs)
+    assert {r["slots"]["readout"] for r in recs} == {"ids"}
+    assert {r["prompt_version"] for r in recs} <= {IDS_PROMPT_VERSION, "semif-question-major-ids-v1"}
+    if version is not None:
+        assert {r["prompt_version"] for r in recs} == {version}
+    capsys.readouterr()
+    assert cli.main(["prompt", "--input", str(inp), "--id", "r0", "--slots", "ids", "--json", *args]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    assert doc["slots"] == "ids" and doc["slot_texts"] == ["y", "n"]
+    assert Scorer(backend=FakeBackend(), slots="ids", layout="question-major").layout == "question-major"
+    assert ScoreConfig(slots="ids", layout="auto").layout == "auto"
+
 
 # --- the readout --------------------------------------------------------------------------------------------------
 def test_ids_read_the_ids_tokens_with_the_letters_machinery():

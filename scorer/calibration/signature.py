@@ -24,8 +24,9 @@ it is what varies between the rows of a batch.
 
 ``readout`` is ``permute-K`` for records of ``semif score --permute K`` (their probabilities are
 averages over K orderings, a different function of the prompt than one plain pass), and ``sequence-sum`` or
-``sequence-mean`` for ``semif score --slots sequence`` (its prompt is the ``ids`` readout's, ``semif-direct-ids-v1``,
-but its numbers are the options' continuation scores: a calibration of one never applies to the other).
+``sequence-mean`` for ``semif score --slots sequence`` (its prompt is the ``ids`` readout's, e.g.
+``semif-direct-ids-v1``, but its numbers are the options' continuation scores: a calibration of one never applies
+to the other).
 """
 
 from __future__ import annotations

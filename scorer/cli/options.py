@@ -179,9 +179,6 @@ def layout_options(args: argparse.Namespace) -> tuple[str, Any]:
     """The layout and the loaded :class:`~scorer.demos.Demos` (None without ``--demos``) of
     :func:`add_layout_args`' arguments; a bad demonstrations file is refused here, before any model loads."""
     from scorer.demos import DEFAULT_K, DEFAULT_SEED, load_demos
-    from scorer.layouts import check_slots_layout
-
-    check_slots_layout(getattr(args, "slots", "letters"), args.layout, args.demos is not None)
     if args.demos is None:
         for flag, value in (("--demos-k", args.demos_k), ("--seed", args.seed)):
             if value is not None:

@@ -38,7 +38,7 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     layout, demos = layout_options(args)
     backend = load_model(args)
     # auto: the choice `semif score --layout auto` makes for this very file
-    layout, choice = resolve_layout(backend, rows, layout, demos)
+    layout, choice = resolve_layout(backend, rows, layout, demos, args.slots)
     if choice is not None:
         print(f"[semif] {choice.describe()}", file=sys.stderr)
     p = prompt_for(backend.tokenizer, decisions[args.id], layout, demos, args.slots)

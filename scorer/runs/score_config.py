@@ -22,7 +22,6 @@ from scorer.layouts import (
     STATE_MAJOR,
     LayoutChoice,
     check_layout,
-    check_slots_layout,
     choose,
     signature_version,
 )
@@ -142,7 +141,6 @@ class ScoreConfig:
         if self.sequence_norm is not None:
             check_sequence_options(self.permute, self.exact, self.route)
         check_layout(self.layout)
-        check_slots_layout(self.slots, self.layout, self.demos is not None)
         positive_int(self.permute, "permute")
         if self.temperature is not None:
             positive_float(self.temperature, "temperature")
@@ -216,16 +214,17 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
 
 
 def resolve_layout(backend: Backend, decisions: Sequence[Decision], layout: str,
-                   demos: Demos | None = None) -> tuple[str, LayoutChoice | None]:
+                   demos: Demos | None = None, slots: str = "letters") -> tuple[str, LayoutChoice | None]:
     """``layout`` itself, or for ``auto`` the layout whose prompts share more prefix tokens over
-    ``decisions`` (both rendered and counted on ``backend``'s tokenizer: :func:`scorer.layouts.choose`)."""
+    ``decisions`` (both rendered for ``slots`` and counted on ``backend``'s tokenizer:
+    :func:`scorer.layouts.choose`)."""
     if check_layout(layout) != AUTO:
         return layout, None
     tok = backend.tokenizer
     prompts: dict[str, list[Prompt]] = {}
     for name in LAYOUTS:
         try:
-            prompts[name] = [prompt_for(tok, d, name, demos) for d in decisions]
+            prompts[name] = [prompt_for(tok, d, name, demos, slots) for d in decisions]
         except ValidationError as exc:
             raise ValidationError(f"--layout auto: rendering {name}: {exc}") from None
     choice = choose(prompts)

@@ -88,7 +88,7 @@ def run_score(decisions: list[Decision], backend: Backend, output: Path | Record
     """
     from dataclasses import replace
 
-    layout, choice = resolve_layout(backend, decisions, cfg.layout, cfg.demos)
+    layout, choice = resolve_layout(backend, decisions, cfg.layout, cfg.demos, cfg.slots)
     if choice is not None:
         cfg = replace(cfg, layout=layout)
         if on_layout is not None:
