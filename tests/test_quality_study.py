@@ -351,7 +351,9 @@ def test_a_tiny_real_study_on_smollm2(tmp_path, smol_torch, capsys):
     assert report["model"]["key"] == "smollm2-135m"
     skipped = {(s["set"], s["layout"], s["k"], s["readout"]) for s in report["skipped"]}
     assert ("rule-tiny", "state-major", 0, "ids") not in skipped  # yes/no are one token each on smollm2
-    assert len(report["table"]) == 5 * 3 and len(report["runs"]) == 3 + 2 * 3
+    assert ("rule-tiny", "question-major", 2, "ids") not in skipped  # every layout and k reads ids now
+    # 2 layouts x 2 k x 2 readouts, 3 calibrations each; k 0 one run per configuration, k 2 one per fold
+    assert len(report["table"]) == 8 * 3 and len(report["runs"]) == 4 + 4 * 3
     assert all(r["cost"]["decisions"] > 0 and r["cost"]["scoring_s"] > 0 for r in report["runs"])
 
 
