@@ -40,6 +40,7 @@ from benchmarks.quality_study_plan import (  # noqa: E402
     DEFAULT_GROUP_FIELDS,
     DEFAULT_SEED,
     K_VALUES,
+    READOUTS,
     Plan,
     RunSpec,
     StudySet,
@@ -65,7 +66,7 @@ from scorer.errors import InputError, SemifError  # noqa: E402
 from scorer.io import check_writable, os_error_text, write_atomic  # noqa: E402
 from scorer.layouts import LAYOUTS  # noqa: E402
 from scorer.machine import load_average, load_span  # noqa: E402
-from scorer.options import MODES, SLOTS  # noqa: E402
+from scorer.options import MODES  # noqa: E402
 from scorer.records import dumps_record, read_records  # noqa: E402
 from scorer.store import sha256_file  # noqa: E402
 
@@ -178,8 +179,9 @@ class Runner:
 
         c = r.config
         demos = self._demos(s, r)
-        return Scorer(backend=self.backend, mode=self.mode, max_batch_tokens=self.max_batch_tokens, slots=c.readout,
-                      layout=c.layout, demos=demos)
+        slots, norm = READOUTS[c.readout]
+        return Scorer(backend=self.backend, mode=self.mode, max_batch_tokens=self.max_batch_tokens, slots=slots,
+                      sequence_norm=norm, layout=c.layout, demos=demos)
 
     def parts(self, s: StudySet) -> dict[str, Any]:
         return {"input_sha256": s.sha256, "semif": __version__}
@@ -208,7 +210,7 @@ def unusable_readouts(backend: Any, sets: list[StudySet], layouts: list[str], re
             for readout in readouts:
                 for d in s.decisions:
                     try:
-                        prompt_for(backend.tokenizer, d, layout, None, readout)
+                        prompt_for(backend.tokenizer, d, layout, None, READOUTS[readout][0])
                     except SemifError as exc:
                         out[(s.name, layout, readout)] = f"row {d.id!r}: {exc}"
                         break
@@ -229,7 +231,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma list of set names (authored, boundary, shape-full) or JSONL paths")
     p.add_argument("--layouts", default=",".join(LAYOUTS))
     p.add_argument("--k", default=",".join(map(str, K_VALUES)), help="demonstrations per decision (comma list)")
-    p.add_argument("--readouts", default=",".join(SLOTS), help=f"comma list of {', '.join(SLOTS)}")
+    p.add_argument("--readouts", default=",".join(READOUTS), help=f"comma list of {', '.join(READOUTS)}")
     p.add_argument("--calibrations", default=",".join(CALIBRATIONS))
     p.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="group-disjoint folds (at most one per group)")
     p.add_argument("--group-field", default=",".join(DEFAULT_GROUP_FIELDS),

@@ -41,6 +41,11 @@ SETS = {"authored": ROOT / "data/eval/authored.jsonl", "boundary": ROOT / "data/
         "shape-full": ROOT / "data/workloads/shape-full.jsonl"}
 """The decision sets of issue #22 by name (any other JSONL path is accepted too)."""
 DEFAULT_GROUP_FIELDS = ("group", "state_id")
+READOUTS: dict[str, tuple[str, str | None]] = {
+    **{slots: (slots, None) for slots in SLOTS if slots != "sequence"},
+    "sequence": ("sequence", "sum"), "sequence-mean": ("sequence", "mean")}
+"""The study's readout names → (``--slots``, ``--sequence-norm``): ``sequence`` keeps the name of the sum, the
+default, so reports written before ``sequence-mean`` joined the grid resume unchanged."""
 K_VALUES = (0, 2, 4, 8)
 CALIBRATIONS = ("none", "prior", "bias")
 """none: the raw readout; prior: the label-free prior fitted on the training folds' records; bias: offsets fitted on
@@ -194,8 +199,8 @@ class Plan:
 
 
 def check_grid(layouts: list[str], ks: list[int], readouts: list[str], calibrations: list[str]) -> None:
-    """Every value of the grid one the code knows (the readouts are :data:`scorer.options.SLOTS`)."""
-    for flag, values, known in (("--layouts", layouts, LAYOUTS), ("--readouts", readouts, SLOTS),
+    """Every value of the grid one the code knows (the readouts are :data:`READOUTS`)."""
+    for flag, values, known in (("--layouts", layouts, LAYOUTS), ("--readouts", readouts, tuple(READOUTS)),
                                 ("--calibrations", calibrations, CALIBRATIONS)):
         bad = [v for v in values if v not in known]
         if bad or not values:

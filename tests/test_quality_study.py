@@ -265,6 +265,19 @@ def test_dry_run_counts_runs_and_scores_nothing(tmp_path, capsys):
     assert not (tmp_path / "s.json").exists()
 
 
+def test_sequence_mean_is_scored_with_the_mean_normalisation(tmp_path):
+    """The study's ``sequence-mean`` readout reaches the Scorer as --slots sequence --sequence-norm mean."""
+    a, _ = _sets(tmp_path)
+    assert quality_study.main(["run", "--model", "fake", "--sets", str(a), "--k", "0", "--folds", "3", "--reps", "40",
+                               "--layouts", "state-major", "--readouts", "sequence,sequence-mean",
+                               "--calibrations", "none", "--output", str(tmp_path / "s.json"),
+                               "--work", str(tmp_path / "runs")], load=lambda cfg: FakeBackend()) == 0
+    report = orjson.loads((tmp_path / "s.json").read_bytes())
+    norms = {r["readout"]: {rec["slots"]["normalisation"] for rec in read_records(r["records"]["path"])}
+             for r in report["runs"]}
+    assert norms == {"sequence": {"sum"}, "sequence-mean": {"mean"}}
+
+
 @pytest.mark.parametrize(("edit", "field"), [
     (lambda r: r.pop("label"), "label"), (lambda r: r.update(label="maybe"), "label"),
     (lambda r: r.pop("group"), "group"),
@@ -326,12 +339,16 @@ def test_a_winner_with_demonstrations_from_the_sets_own_folds_is_not_a_preset(tm
 
 
 def test_the_grid_takes_every_readout_the_code_accepts(tmp_path):
+    from benchmarks.quality_study_plan import READOUTS
     from scorer.options import SLOTS
 
+    # every --slots value, and sequence under both length normalisations
+    assert {slots for slots, _ in READOUTS.values()} == set(SLOTS)
+    assert READOUTS["sequence"] == ("sequence", "sum") and READOUTS["sequence-mean"] == ("sequence", "mean")
     s = load_set(str(_jsonl(tmp_path / "set.jsonl", _rows(4))), folds=2)
-    p = plan([s], ["state-major", "question-major"], [0, 2], list(SLOTS), ["none"], False)
+    p = plan([s], ["state-major", "question-major"], [0, 2], list(READOUTS), ["none"], False)
     ran = {c.readout for c in p.configs} | {x["readout"] for x in p.skipped}
-    assert ran == set(SLOTS)
+    assert ran == set(READOUTS)
     with pytest.raises(InputError, match="--readouts: 'words' is not one"):
         plan([s], ["state-major"], [0], ["words"], ["none"], False)
 

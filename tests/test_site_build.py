@@ -502,3 +502,24 @@ def test_a_report_rebuilt_from_its_records_is_shown_once_as_the_rebuilt_one(tmp_
                                                                       "rows": [{"x": 3}]}))
     _, found = build.discover(data)
     assert sorted(r.rel for r in found) == ["results/drift-new.json", "results/drift-reads.json"]
+
+
+def test_index_draws_each_sections_newest_report_and_lists_the_others(tmp_path: Path) -> None:
+    """One chart per section on the index (the newest report's), every other report one line with its links."""
+    data = make_data_dir(tmp_path, hostile=False, reports=False)
+    (data / "results").mkdir()
+    for name, created in (("route-old.json", "2026-11-01T00:00:00Z"), ("route-new.json", "2026-12-01T00:00:00Z"),
+                          ("route-mid.json", "2026-11-15T00:00:00Z")):
+        (data / "results" / name).write_bytes(orjson.dumps({"kind": "route", "created_utc": created,
+                                                            "rows": [{"x": 1}]}))
+    _, found = build.discover(data)
+    (section,) = site_reports.report_sections(found)
+    assert section["lead"].rel == "results/route-new.json"
+    assert [r.rel for r in section["rest"]] == ["results/route-mid.json", "results/route-old.json"]
+    out = tmp_path / "site"
+    build.build(data, out)
+    html = (out / "index.html").read_text()
+    assert html.count('<article class="card" id="r-') == 1 and "newest of 3" in html
+    for r in found:
+        assert f'id="r-{r.slug}"' in html and f'href="results/{r.slug}.html"' in html
+        assert f'href="results/{r.slug}.json" download' in html

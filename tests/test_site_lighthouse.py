@@ -23,12 +23,11 @@ from site_helpers import CHROMIUM, ROOT, SHOTS, build, serve
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 RUNS = int(os.environ.get("SEMIF_LIGHTHOUSE_RUNS", "3"))
 PAGES = ("index.html", "demo/index.html", "traces/index.html", "live/index.html")
-# Element budgets: the index grows by one headline card per published trace and one chart per report (it was
-# 24,123 elements before the site was reworked; 2,070 with 69 reports on 2026-12-01, when the quantization-schemes,
-# agent-example and batching reports came in: room for about ten more charts before the index must lazy-load
-# them); the Performance score itself is asserted separately (0.99 at 2,070).
-# index.html lists every committed report and trace (2,505 elements with the reports of 2026-12-02)
-MAX_DOM = {"index.html": 2800, "demo/index.html": 900, "traces/index.html": 400, "live/index.html": 400}
+# Element budgets: the index drew every report's first chart and grew by a chart per report (24,123 elements before
+# the site was reworked, 2,882 with 88 reports on 2026-12-02, past the 2,800 budget). Each section now draws its
+# newest report and lists the others as one line each (1,038 elements with the same 88 reports): about six
+# elements per further report, so this budget holds some ninety more.
+MAX_DOM = {"index.html": 1600, "demo/index.html": 900, "traces/index.html": 400, "live/index.html": 400}
 
 pytestmark = [
     pytest.mark.browser,

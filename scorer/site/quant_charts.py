@@ -80,7 +80,8 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
                     fmt_value(finite(ref.get("decisions_per_s")))])
     if bars:
         rep.charts.append(with_caption(
-            svg_bars(bars, "max |Δp| vs fp32", "How far each scheme moves the option probabilities"),
+            svg_bars(bars, "max |Δp| vs fp32", "How far each scheme moves the option probabilities",
+                     label_w=270),
             "Each bar is one quantization scheme where it ran: the largest change, over every decision and option, "
             "of the probability SemIf reads, against the same model in fp32. Shorter is closer to the original; "
             "'changed' counts the decisions whose chosen option differs."))

@@ -165,12 +165,29 @@ def generic_tables(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
     return tables
 
 
+def _created(r: ReportFile) -> str:
+    """The envelope's ``created_utc`` (ISO 8601, so it sorts as text); "" for a report without one."""
+    c = r.obj.get("created_utc")
+    return c if isinstance(c, str) else ""
+
+
 def report_sections(reports: list[ReportFile]) -> list[dict[str, Any]]:
-    """Reports grouped for the index page: the known families in ``_SECTIONS`` order, then any other kind."""
+    """Reports grouped for the index page: the known families in ``_SECTIONS`` order, then any other kind.
+
+    Each section's ``lead`` is its newest report (by ``created_utc``; the first listed on a tie), drawn on the
+    index with its first chart; ``rest`` are the others, listed with their links only. Drawing every report's
+    chart made the index one long wall (2,882 elements with 88 reports on 2026-12-02) that grew by a chart per
+    report; every chart stays on its report's own page."""
     titles = dict(_SECTIONS)
     order = [f for f, _ in _SECTIONS]
     families = sorted({r.family for r in reports}, key=lambda f: (order.index(f) if f in order else len(order), f))
-    return [{"id": "s-" + re.sub(r"[^a-z0-9]+", "-", f.lower()).strip("-"), "title": titles.get(f, f"Other: {f}"),
-             # Reports kept in sub-folders (e.g. results/gpu-h200/) after the top-level ones of their family.
-             "reports": sorted((r for r in reports if r.family == f), key=lambda r: (r.rel.count("/"), r.rel))}
-            for f in families]
+    out: list[dict[str, Any]] = []
+    for f in families:
+        # Reports kept in sub-folders (e.g. results/gpu-h200/) after the top-level ones of their family.
+        listed = sorted((r for r in reports if r.family == f), key=lambda r: (r.rel.count("/"), r.rel))
+        newest = max(_created(r) for r in listed)
+        lead = next(r for r in listed if _created(r) == newest)
+        out.append({"id": "s-" + re.sub(r"[^a-z0-9]+", "-", f.lower()).strip("-"),
+                    "title": titles.get(f, f"Other: {f}"),
+                    "reports": listed, "lead": lead, "rest": [r for r in listed if r is not lead]})
+    return out

@@ -25,7 +25,7 @@ def svg_bars(bars: list[tuple[str, float, str]], unit: str, title: str, *, label
     row_h, top = 30, 26
     width = label_w + 330
     plot_w = width - label_w - 70
-    max_chars = label_w * 24 // 150
+    max_chars = label_w * 10 // 72  # 7.2 px a character at 13 px system-ui: a cut label never runs off the left
     vmax = max([v for _, v, _ in bars] + ([ref[1]] if ref else []), default=0.0) or 1.0
     height = top + row_h * len(bars) + 8
     if ref:
@@ -59,6 +59,11 @@ def with_caption(chart: Markup, caption: str) -> Markup:
     return Markup(f'{chart}<p class="small muted">{escape(caption)}</p>')
 
 
+_AXIS_MARGIN = 6
+"""Units left of x = 0 in the charts with a rotated y-axis name: its 13 px text, centred on x = 10, reaches x = 1.5
+and needs room for the glyphs' overhang."""
+
+
 def svg_reliability(series: list[tuple[str, list[dict[str, Any]]]], title: str) -> Markup:
     """Reliability diagram as inline SVG: per series, a point per non-empty bin at (mean confidence,
     accuracy), sized by its row count, joined by a line; the diagonal is perfect calibration."""
@@ -69,8 +74,9 @@ def svg_reliability(series: list[tuple[str, list[dict[str, Any]]]], title: str) 
     def xy(c: float, a: float) -> tuple[float, float]:
         return pad + c * plot, size - pad - a * plot
 
-    parts = [f'<svg class="chart" viewBox="0 0 {width} {size}" role="img" aria-label="{_esc(title)}" '
-             f'xmlns="http://www.w3.org/2000/svg">', f'<title>{_esc(title)}</title>',
+    # The view box starts left of 0 so the rotated axis name (centred on x = 10) clears the tick labels and the edge.
+    parts = [f'<svg class="chart" viewBox="{-_AXIS_MARGIN} 0 {width + _AXIS_MARGIN} {size}" role="img" '
+             f'aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg">', f'<title>{_esc(title)}</title>',
              f'<rect x="{pad}" y="{pad}" width="{plot}" height="{plot}" class="chart-frame"/>',
              f'<line x1="{pad}" y1="{size - pad}" x2="{size - pad}" y2="{pad}" class="chart-diagonal"/>',
              f'<text x="{size / 2}" y="{size - 6}" text-anchor="middle" class="chart-label">confidence</text>',
@@ -106,15 +112,18 @@ def svg_scatter(points: list[tuple[str, float, float, int]], x_unit: str, y_unit
     """A scatter plot as inline SVG: one labelled point per (label, x, y, series); x from 0 to the largest x,
     y (a share such as accuracy) from 0 to 1. ``series`` picks the marker's colour (0 or 1); labels are
     escaped and each point's exact values are its tooltip."""
-    width, height, left, bottom, top = 480, 300, 46, 38, 14
-    plot_w, plot_h = width - left - 150, height - top - bottom
+    height, left, bottom, top = 300, 46, 38, 14
+    plot_w, plot_h = 284, height - top - bottom
+    # The legend column holds the longest "N. label" (11 px notes: under 6.4 px a character), at least 150 wide.
+    longest = max((len(f"{i + 1}. {label}") for i, (label, _, _, _) in enumerate(points)), default=0)
+    width = left + plot_w + 10 + max(140, math.ceil(longest * 6.4) + 6)
     xmax = max([x for _, x, _, _ in points], default=0.0) or 1.0
 
     def xy(x: float, y: float) -> tuple[float, float]:
         return left + x / xmax * plot_w, top + (1 - y) * plot_h
 
-    parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{_esc(title)}" '
-             f'xmlns="http://www.w3.org/2000/svg">', f'<title>{_esc(title)}</title>',
+    parts = [f'<svg class="chart" viewBox="{-_AXIS_MARGIN} 0 {width + _AXIS_MARGIN} {height}" role="img" '
+             f'aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg">', f'<title>{_esc(title)}</title>',
              f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="chart-frame"/>',
              f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle" class="chart-label">'
              f'{_esc(x_unit)}</text>',
