@@ -231,6 +231,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="comma list of set names (authored, boundary, shape-full) or JSONL paths")
     p.add_argument("--layouts", default=",".join(LAYOUTS))
     p.add_argument("--k", default=",".join(map(str, K_VALUES)), help="demonstrations per decision (comma list)")
+    p.add_argument("--k-for", action="append", default=[], metavar="LAYOUT=K,K",
+                   help="a layout's own k values in place of --k (repeatable), e.g. state-major=0")
     p.add_argument("--readouts", default=",".join(READOUTS), help=f"comma list of {', '.join(READOUTS)}")
     p.add_argument("--calibrations", default=",".join(CALIBRATIONS))
     p.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="group-disjoint folds (at most one per group)")
@@ -287,9 +289,21 @@ def _estimate(p: Plan, done: dict[str, dict[str, Any]], rate_given: float | None
     return f"{todo} decisions to score × {src} ≈ {todo * rate / 60:.1f} min (rates differ by layout and k)"
 
 
+def _ks_for(values: list[str]) -> dict[str, list[int]]:
+    """``--k-for LAYOUT=K,K,…`` (repeatable) as layout → its k values."""
+    out: dict[str, list[int]] = {}
+    for v in values:
+        layout, eq, ks = v.partition("=")
+        if not eq or not layout.strip() or layout.strip() in out:
+            raise InputError("--k-for", None, None, f"{v!r}",
+                             "LAYOUT=K,K,… once per layout, e.g. state-major=0")
+        out[layout.strip()] = _ints(ks, "--k-for")
+    return out
+
+
 def cmd_run(args: argparse.Namespace, load: Loader) -> int:
     layouts, readouts, cals = _words(args.layouts), _words(args.readouts), _words(args.calibrations)
-    ks = _ints(args.k, "--k")
+    ks, ks_for = _ints(args.k, "--k"), _ks_for(args.k_for)
     if args.folds < 2:
         raise InputError("--folds", None, None, f"{args.folds}", "an integer >= 2")
     group_fields = tuple(_words(args.group_field)) or DEFAULT_GROUP_FIELDS
@@ -297,13 +311,14 @@ def cmd_run(args: argparse.Namespace, load: Loader) -> int:
     names = [s.name for s in sets]
     if len(set(names)) != len(names) or not names:
         raise InputError("--sets", None, None, f"{names}", "one or more sets with distinct names")
-    demos_file = load_file_demos(args.demos, max(ks) or 1, args.seed, sets) if args.demos else None
+    k_max = max([*ks, *(k for v in ks_for.values() for k in v)])
+    demos_file = load_file_demos(args.demos, k_max or 1, args.seed, sets) if args.demos else None
     out, work = Path(args.output), Work(_work_folder(args))
     check_writable(out)  # create-only, checked before anything is scored
     if work.folder.exists() and any(work.folder.iterdir()) and not args.resume and not args.dry_run:
         raise InputError(str(work.folder), None, None, "holds runs of an earlier study",
                          "--resume to reuse them (each one checked), or another --work")
-    pre = plan(sets, layouts, ks, readouts, cals, demos_file is not None)  # the grid checked before the model loads
+    pre = plan(sets, layouts, ks, readouts, cals, demos_file is not None, ks_for=ks_for)  # the grid checked before the model loads
     if args.dry_run:
         done = {r.key: m for r in pre.runs if (m := _meta_or_none(work.meta_path(r))) is not None}
         print(f"{len(pre.configs)} configurations × {len(cals)} calibrations = {len(pre.configs) * len(cals)} table "
@@ -331,7 +346,7 @@ def cmd_run(args: argparse.Namespace, load: Loader) -> int:
     backend = load(cfg)
     runner = Runner(backend, args.mode, args.max_batch_tokens, args.seed, args.demos)
     p = plan(sets, layouts, ks, readouts, cals, demos_file is not None,
-             unusable_readouts(backend, sets, layouts, readouts))
+             unusable_readouts(backend, sets, layouts, readouts), ks_for=ks_for)
     by_name = {s.name: s for s in sets}
     work.folder.mkdir(parents=True, exist_ok=True)
     metas: dict[str, dict[str, Any]] = {}
@@ -392,7 +407,8 @@ def build_report(args: argparse.Namespace, sets: list[StudySet], p: Plan, cals: 
         "model": model,
         "scoring": {"entry": "scorer.api.Scorer.score_decisions (one Scorer per run, one backend)", "mode": args.mode,
                     "max_batch_tokens": args.max_batch_tokens},
-        "grid": {"layouts": _words(args.layouts), "k": _ints(args.k, "--k"), "readouts": _words(args.readouts),
+        "grid": {"layouts": _words(args.layouts), "k": _ints(args.k, "--k"), "k_for": _ks_for(args.k_for),
+                 "readouts": _words(args.readouts),
                  "calibrations": cals, "baseline": dict(zip(("layout", "k", "readout", "calibration"), BASELINE,
                                                             strict=True))},
         "folds": {"requested": args.folds, "group_fields": _words(args.group_field),

@@ -212,15 +212,22 @@ def check_grid(layouts: list[str], ks: list[int], readouts: list[str], calibrati
 
 
 def plan(sets: list[StudySet], layouts: list[str], ks: list[int], readouts: list[str], calibrations: list[str],
-         demos_from_file: bool, unusable: dict[tuple[str, str, str], str] | None = None) -> Plan:
+         demos_from_file: bool, unusable: dict[tuple[str, str, str], str] | None = None,
+         ks_for: dict[str, list[int]] | None = None) -> Plan:
     """The configurations and their runs (module docstring). ``unusable``: (set, layout, readout) → why a readout
-    cannot render some row of the set (found by rendering every row on the model's tokenizer), skipped with it."""
+    cannot render some row of the set (found by rendering every row on the model's tokenizer), skipped with it.
+    ``ks_for``: a layout's own k values in place of ``ks`` (``--k-for state-major=0``: a layout where
+    demonstrations were measured to cost many times the tokens, kept to its baseline)."""
     check_grid(layouts, ks, readouts, calibrations)
+    for layout, its_ks in (ks_for or {}).items():
+        if layout not in layouts:
+            raise InputError("--k-for", None, None, f"{layout!r} is not in --layouts", f"one of {', '.join(layouts)}")
+        check_grid([layout], its_ks, readouts, calibrations)
     out = Plan()
     fitted = any(c != "none" for c in calibrations)
     for s in sets:
         for layout in layouts:
-            for k in ks:
+            for k in (ks_for or {}).get(layout, ks):
                 for readout in readouts:
                     c = Config(s.name, layout, k, readout)
                     why = (unusable or {}).get((s.name, layout, readout))

@@ -278,6 +278,20 @@ def test_sequence_mean_is_scored_with_the_mean_normalisation(tmp_path):
     assert norms == {"sequence": {"sum"}, "sequence-mean": {"mean"}}
 
 
+def test_k_for_gives_a_layout_its_own_k_values(tmp_path, capsys):
+    s = load_set(str(_jsonl(tmp_path / "set.jsonl", _rows(4))), folds=2)
+    p = plan([s], ["state-major", "question-major"], [0, 2, 4], ["letters"], ["none"], True,
+             ks_for={"state-major": [0]})
+    assert sorted((c.layout, c.k) for c in p.configs) == [("question-major", 0), ("question-major", 2),
+                                                         ("question-major", 4), ("state-major", 0)]
+    for bad, said in (("question=1", "'question' is not in --layouts"), ("state-major", "LAYOUT=K,K"),
+                      ("state-major=x", "a comma list of integers")):
+        assert _study(tmp_path, "--k-for", bad, out=f"{bad}.json") == 2
+        err = capsys.readouterr().err
+        assert "--k-for" in err and said in err and "Traceback" not in err
+        assert not (tmp_path / f"{bad}.json").exists()
+
+
 @pytest.mark.parametrize(("edit", "field"), [
     (lambda r: r.pop("label"), "label"), (lambda r: r.update(label="maybe"), "label"),
     (lambda r: r.pop("group"), "group"),
