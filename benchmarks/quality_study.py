@@ -318,7 +318,8 @@ def cmd_run(args: argparse.Namespace, load: Loader) -> int:
     if work.folder.exists() and any(work.folder.iterdir()) and not args.resume and not args.dry_run:
         raise InputError(str(work.folder), None, None, "holds runs of an earlier study",
                          "--resume to reuse them (each one checked), or another --work")
-    pre = plan(sets, layouts, ks, readouts, cals, demos_file is not None, ks_for=ks_for)  # the grid checked before the model loads
+    # the grid checked before the model loads
+    pre = plan(sets, layouts, ks, readouts, cals, demos_file is not None, ks_for=ks_for)
     if args.dry_run:
         done = {r.key: m for r in pre.runs if (m := _meta_or_none(work.meta_path(r))) is not None}
         print(f"{len(pre.configs)} configurations × {len(cals)} calibrations = {len(pre.configs) * len(cals)} table "

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality_study_plan import StudySet
+from benchmarks.quality_study_plan import READOUTS, StudySet
 from benchmarks.quality_study_table import fitter
 from scorer.calibration.core import write_calibration
 from scorer.errors import InputError
@@ -74,6 +74,7 @@ def write_winner(name: str, presets_dir: Path, report: dict[str, Any], report_pa
             "metric_words": w["metric_words"], "value": w["value"], "per_set": w["per_set"],
             "configuration": w["name"], "model": report.get("model"),
             "sets": [{"name": s.name, "path": str(s.path), "sha256": s.sha256} for s in sets]}
-    body = preset_body(name, w["layout"], w["readout"], w["k"], demos, w["calibration"], cal_file, prov)
+    slots, norm = READOUTS[w["readout"]]  # the study's readout name → --slots and --sequence-norm
+    body = preset_body(name, w["layout"], slots, w["k"], demos, w["calibration"], cal_file, prov, norm)
     write_preset(path, body)
     return path

@@ -330,6 +330,8 @@ class Scorer:
         if self.preset is not None:
             p = self.preset
             slots = p.slots if slots is None else slots
+            if sequence_norm is None and slots == p.slots:  # the preset's normalisation goes with its readout
+                sequence_norm = p.sequence_norm
             layout = p.layout if layout is None else layout
             if p.demos_path is not None:  # its k and seed also apply to demonstrations given explicitly
                 demos = p.demos_path if demos is None else demos

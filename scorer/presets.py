@@ -4,7 +4,8 @@ A preset is a JSON file ``data/presets/NAME.json`` (kind ``preset``, format :dat
 envelope of :mod:`scorer.envelope` first) that names how to score:
 
 * ``layout`` (``state-major`` or ``question-major``), ``slots`` (the readout: one of :data:`scorer.options.SLOTS`)
-  and ``demos_k`` (demonstrations per decision, 0 for none);
+  and ``demos_k`` (demonstrations per decision, 0 for none); with ``slots`` ``sequence``, optionally
+  ``sequence_norm`` (``sum``, the default when absent, or ``mean``), a key no other readout may carry;
 * ``demos``: the demonstrations file (``path`` relative to the preset's folder, its ``sha256`` and the ``seed``
   that orders its candidates), required exactly when ``demos_k`` > 0;
 * ``calibration``: its ``kind`` (``none``, ``prior`` or ``bias``) and, unless ``none``, the calibration ``file``
@@ -38,7 +39,7 @@ from typing import Any
 from scorer.echo import state_sha256
 from scorer.errors import InputError, brief
 from scorer.layouts import LAYOUTS
-from scorer.options import SLOTS
+from scorer.options import SEQUENCE_NORMS, SLOTS
 
 PRESET_KIND = "preset"
 PRESET_FORMAT = "semif-preset-v1"
@@ -69,6 +70,8 @@ class Preset:
     calibration_path: Path | None
     """The calibration file (None for kind ``none``)."""
     provenance: dict[str, Any] = field(default_factory=dict)
+    sequence_norm: str | None = None
+    """``sequence`` readout: how option scores are normalised by length (None for the other readouts)."""
 
     def block(self) -> dict[str, Any]:
         """The ``preset`` block of every record of a run with this preset."""
@@ -142,6 +145,14 @@ def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_D
     slots = _field(doc, "slots", where)
     if slots not in SLOTS:
         raise InputError(where, None, "slots", f"{brief(slots)}", f"one of {', '.join(SLOTS)}")
+    norm = doc.get("sequence_norm")
+    if slots == "sequence":
+        norm = "sum" if norm is None else norm
+        if norm not in SEQUENCE_NORMS:
+            raise InputError(where, None, "sequence_norm", f"{brief(norm)}", f"one of {', '.join(SEQUENCE_NORMS)}")
+    elif norm is not None:
+        raise InputError(where, None, "sequence_norm", f"given with slots {slots!r}",
+                         "no sequence_norm key unless slots is 'sequence'")
     k = _field(doc, "demos_k", where)
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise InputError(where, None, "demos_k", f"{brief(k)}", "an integer >= 0")
@@ -169,17 +180,19 @@ def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_D
     if not isinstance(prov, dict):
         raise InputError(where, None, "provenance", f"{brief(prov)}", "an object (study report, metric, value)")
     return Preset(pname, p, hashlib.sha256(data).hexdigest(), layout, slots, k, demos_path, seed, cal["kind"],
-                  cal_path, prov)
+                  cal_path, prov, norm)
 
 
 def preset_body(name: str, layout: str, slots: str, demos_k: int, demos: Mapping[str, Any] | None,
                 calibration_kind: str, calibration_file: Mapping[str, Any] | None,
-                provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """A preset's body (paths in ``demos``/``calibration_file`` already relative to the preset's folder)."""
+                provenance: Mapping[str, Any], sequence_norm: str | None = None) -> dict[str, Any]:
+    """A preset's body (paths in ``demos``/``calibration_file`` already relative to the preset's folder);
+    ``sequence_norm`` only with slots ``sequence`` (written then, so the file says which normalisation ran)."""
     if not NAME_RULE.match(name):
         raise InputError("--write-preset", None, None, f"{brief(name)} is not a preset name",
                          "lower-case letters, digits, '.', '_', '-'")
-    return {"name": name, "layout": layout, "slots": slots, "demos_k": demos_k,
+    return {"name": name, "layout": layout, "slots": slots,
+            **({"sequence_norm": sequence_norm} if slots == "sequence" and sequence_norm else {}), "demos_k": demos_k,
             "demos": dict(demos) if demos is not None else None,
             "calibration": {"kind": calibration_kind,
                             "file": dict(calibration_file) if calibration_file is not None else None},

@@ -146,8 +146,33 @@ def test_a_preset_may_read_by_id_in_question_major_with_demonstrations(tmp_path)
     assert {r["slots"]["readout"] for r in recs} == {"sequence"} and all(r["demos"]["k"] == 2 for r in recs)
 
 
+def test_a_sequence_presets_normalisation_goes_with_its_readout(tmp_path, monkeypatch):
+    path = _preset(tmp_path / "p", calibrated=False, over={"slots": "sequence", "sequence_norm": "mean"})
+    assert load_preset(path).sequence_norm == "mean"
+    assert load_preset(_preset(tmp_path / "s", calibrated=False, over={"slots": "sequence"})).sequence_norm == "sum"
+    with Scorer(backend=FakeBackend(), preset=path) as sc:
+        assert (sc.slots, sc.sequence_norm) == ("sequence", "mean")
+        recs = [d.record for d in sc.decide_many(_rows(4))]
+    assert {r["slots"]["normalisation"] for r in recs} == {"mean"}
+    with Scorer(backend=FakeBackend(), preset=path, sequence_norm="sum") as sc:  # explicit wins
+        assert sc.sequence_norm == "sum"
+    with Scorer(backend=FakeBackend(), preset=path, slots="letters") as sc:  # not carried onto another readout
+        assert (sc.slots, sc.sequence_norm) == ("letters", None)
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
+    rows = _jsonl(tmp_path / "rows.jsonl", _rows(4))
+    for extra, norm in (([], "mean"), (["--sequence-norm", "sum"], "sum")):
+        out = tmp_path / f"o{len(extra)}.jsonl"
+        assert cli.main(["score", "--input", str(rows), "--output", str(out), "--preset", str(path), *extra]) == 0
+        assert {r["slots"]["normalisation"] for r in read_records(out)} == {norm}
+    out = tmp_path / "letters.jsonl"
+    assert cli.main(["score", "--input", str(rows), "--output", str(out), "--preset", str(path),
+                     "--slots", "letters"]) == 0
+    assert {r["slots"]["readout"] for r in read_records(out)} == {"letters"}
+
+
 @pytest.mark.parametrize(("over", "field"), [
     ({"layout": "sideways"}, "layout"), ({"slots": "words"}, "slots"), ({"demos_k": -1}, "demos_k"),
+    ({"sequence_norm": "mean"}, "sequence_norm"), ({"slots": "sequence", "sequence_norm": "max"}, "sequence_norm"),
     ({"demos": None}, "demos"), ({"demos": {"path": "demos.jsonl", "sha256": "f" * 64, "seed": 0}}, "demos.sha256"),
     ({"demos": {"path": "missing.jsonl", "sha256": "f" * 64, "seed": 0}}, "demos.path"),
     ({"calibration": {"kind": "magic", "file": None}}, "calibration.kind"),

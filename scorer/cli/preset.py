@@ -34,6 +34,10 @@ def preset_args(args: argparse.Namespace) -> Preset | None:
     for dest, value in fill.items():
         if dest not in named and hasattr(args, dest):
             setattr(args, dest, value)
+    # The preset's normalisation goes with its readout: not onto a --slots the command line chose instead.
+    # (--sequence-norm has no default: None is "not given".)
+    if preset.sequence_norm is not None and getattr(args, "sequence_norm", "") is None and args.slots == preset.slots:
+        args.sequence_norm = preset.sequence_norm
     return preset
 
 
