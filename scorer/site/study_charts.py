@@ -26,12 +26,17 @@ def _table(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+_READOUT_WORDS = {"letters": "letters read", "ids": "option ids read", "sequence": "each option scored whole (sum)",
+                  "sequence-mean": "each option scored whole (mean per token)"}
+
+
 def _how(r: dict[str, Any]) -> str:
     k = r.get("k")
     demos = "no examples" if k == 0 else f"{fmt_value(k)} solved examples"
     cal = {"none": "raw", "prior": "label-free prior", "bias": "fitted bias"}.get(str(r.get("calibration")),
                                                                                   str(r.get("calibration")))
-    return f"{r.get('layout')}, {demos}, {r.get('readout')}, {cal}"
+    readout = _READOUT_WORDS.get(str(r.get("readout")), str(r.get("readout")))
+    return f"{r.get('layout')}, {demos}, {readout}, {cal}"
 
 
 def draw_quality_study(rel: str, rep: ReportFile) -> None:
@@ -47,7 +52,9 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
                          label_w=300, ref=ref)
         rep.charts.append(with_caption(chart, (
             f"{set_name}: each bar is one way of asking the model — the prompt layout, how many solved examples come "
-            "before the question, what is read out (the option letters or ids) and how the answer is calibrated. "
+            "before the question, what is read out (the option letters, the option ids as one token each, or each "
+            "option's whole text scored as the model's continuation, its token log-probabilities summed or averaged) "
+            "and how the answer is calibrated. "
             "Longer is more often right (balanced accuracy: every answer class counts the same, 0.5 is a coin flip "
             "for yes/no), measured only on rows the examples and the calibration never saw.")))
     table = []
