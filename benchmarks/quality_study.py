@@ -11,6 +11,7 @@ group-disjoint folds (:mod:`benchmarks.quality_study_plan`, :mod:`benchmarks.qua
     .venv/bin/python benchmarks/quality_study.py run --model qwen2.5-1.5b --sets authored,boundary,shape-full \\
         --output data/results/quality-study-q15.json [--work DIR] [--resume] [--dry-run] [--write-preset accurate]
     .venv/bin/python benchmarks/quality_study.py table data/results/quality-study-q15.json   # the README table
+    .venv/bin/python benchmarks/quality_study.py preset data/results/quality-study-q15.json --name accurate
 
 Every run's records are kept in the work folder (default: the output's name with ``.runs``), one JSONL file per run
 and a one-line ``.meta.jsonl`` beside it (its scoring seconds, the configuration hash, the rows); ``--resume``
@@ -23,6 +24,7 @@ README table on stdout; progress on stderr. Quote timings only from a quiet mach
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import sys
 import time
@@ -257,6 +259,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--presets-dir", default=str(ROOT / "data" / "presets"))
     t = sub.add_parser("table", help="print a report's README table (markdown)")
     t.add_argument("report")
+    w = sub.add_parser("preset", help="write a finished study's winner as a preset (what run --write-preset "
+                                      "writes), from the report and its cited records, scoring nothing")
+    w.add_argument("report")
+    w.add_argument("--name", required=True, help="the preset's name: data/presets/NAME.json")
+    w.add_argument("--presets-dir", default=str(ROOT / "data" / "presets"))
     return ap
 
 
@@ -437,8 +444,8 @@ def build_report(args: argparse.Namespace, sets: list[StudySet], p: Plan, cals: 
     return make_report(KIND, FORMAT, carried_inputs(body), body)
 
 
-def cmd_table(args: argparse.Namespace) -> int:
-    path = Path(args.report)
+def read_study(path: Path) -> dict[str, Any]:
+    """A quality-study report, refused (file, field) unless it is one."""
     try:
         doc = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
@@ -446,7 +453,53 @@ def cmd_table(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or doc.get("kind") != KIND or doc.get("format") != FORMAT:
         raise InputError(str(path), None, "kind", f"{doc.get('kind') if isinstance(doc, dict) else doc!r}",
                          f"a {KIND} report ({FORMAT})")
-    sys.stdout.write(markdown(doc))
+    return doc
+
+
+def cmd_table(args: argparse.Namespace) -> int:
+    sys.stdout.write(markdown(read_study(Path(args.report))))
+    return 0
+
+
+def _cited(path: Path, field: str, cite: dict[str, Any]) -> Path:
+    """The file a report cites, refused unless its bytes are the ones the report hashed."""
+    target = Path(cite["path"])
+    if not target.is_file():
+        raise InputError(str(path), None, field, f"cites {target}, which does not exist",
+                         "the report's files where it wrote them (run from the folder the study ran in)")
+    if sha256_file(target) != cite["sha256"]:
+        raise InputError(str(path), None, field, f"{target} has changed since the study (sha256 differs)",
+                         "the very file the study read or wrote")
+    return target
+
+
+def cmd_preset(args: argparse.Namespace) -> int:
+    """``preset REPORT --name NAME``: the winner of a finished study as a preset, from the report's own citations
+    (its sets, demonstrations file and the winner's records, each checked against the sha256 the report holds):
+    the same files ``run --write-preset`` writes at the end of a run, without loading a model."""
+    from benchmarks.quality_study_preset import write_winner
+
+    path = Path(args.report)
+    doc = read_study(path)
+    w = doc.get("winner")
+    if not w:
+        raise InputError(str(path), None, "winner", "the study has no winner", "a study whose grid ran on every set")
+    folds = doc["folds"]
+    sets = []
+    for n, cite in enumerate(doc["sets"]):
+        s = load_set(str(_cited(path, f"sets[{n}]", cite)), tuple(folds["group_fields"]), folds["requested"])
+        sets.append(dataclasses.replace(s, name=cite["name"]))  # a named set keeps its name, not its file's stem
+    demo = doc.get("demonstrations") or {}
+    demos_path = str(_cited(path, "demonstrations", demo)) if demo.get("source") == "file" else None
+    runs = [r for r in doc["runs"] if r["fold"] is None
+            and (r["layout"], r["k"], r["readout"]) == (w["layout"], w["k"], w["readout"])]
+    recs = [rec for r in runs for rec in read_records(_cited(path, f"runs[{r['run']}].records",
+                                                                             r["records"]))]
+    if w["k"] > 0 and demos_path is None:
+        recs = []  # write_winner refuses it with the reason
+    written = write_winner(args.name, Path(args.presets_dir), doc, path, sets, recs, demos_path,
+                           int(demo.get("seed", DEFAULT_SEED)))
+    _log(f"wrote preset {written} ({w['name']})")
     return 0
 
 
@@ -457,6 +510,8 @@ def main(argv: list[str] | None = None, load: Loader | None = None) -> int:
     try:
         if args.cmd == "table":
             return cmd_table(args)
+        if args.cmd == "preset":
+            return cmd_preset(args)
         if load is None:
             from scorer.backends import load_backend as load
         return cmd_run(args, load)

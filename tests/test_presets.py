@@ -217,3 +217,14 @@ def test_unknown_presets_and_files_that_are_not_presets(tmp_path, monkeypatch, c
         write_preset(folder / "good.json", {k: v for k, v in doc.items() if k not in ENVELOPE_KEYS})
     with pytest.raises(InputError, match=r"^preset: "):
         Scorer(backend=FakeBackend(), preset="no-such-preset-here")
+
+
+def test_every_committed_preset_loads_and_its_files_match_their_hashes():
+    from scorer.presets import PRESETS_DIR
+
+    names = sorted(p.stem for p in PRESETS_DIR.glob("*.json") if not p.stem.endswith("-calibration"))
+    assert "accurate-qwen2.5-0.5b" in names and "accurate-qwen2.5-1.5b" in names
+    for name in names:
+        p = load_preset(name)  # checks the demonstrations' and calibration's sha256
+        assert p.provenance["study"]["path"].startswith("data/results/quality-study-"), name
+        assert (Path(__file__).resolve().parents[1] / p.provenance["study"]["path"]).is_file(), name

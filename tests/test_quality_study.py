@@ -345,6 +345,37 @@ def test_the_winner_becomes_a_preset_only_with_demonstrations_from_a_disjoint_fi
     assert "refusing to overwrite" in capsys.readouterr().err
 
 
+def test_a_finished_study_becomes_the_same_preset_without_scoring_again(tmp_path, capsys):
+    demos = _jsonl(tmp_path / "demos.jsonl", _rows(4, 2, prefix="d"))
+    presets = tmp_path / "presets"
+    assert _study(tmp_path, "--demos", str(demos), "--layouts", "question-major", "--k", "2",
+                  "--calibrations", "prior", "--write-preset", "best", "--presets-dir", str(presets)) == 0
+    report = tmp_path / "study.json"
+    argv = ["preset", str(report), "--name", "again", "--presets-dir", str(presets)]
+    assert quality_study.main(argv, load=lambda cfg: pytest.fail("the preset command loads no model")) == 0
+    a, b = load_preset(presets / "best.json"), load_preset(presets / "again.json")
+    assert (a.layout, a.demos_k, a.slots, a.sequence_norm, a.calibration_kind, a.demos_path) == (
+        b.layout, b.demos_k, b.slots, b.sequence_norm, b.calibration_kind, b.demos_path)
+    assert a.provenance == b.provenance
+    assert a.calibration_path is not None and b.calibration_path is not None
+    fitted = [orjson.loads(p.read_bytes()) for p in (a.calibration_path, b.calibration_path)]
+    assert fitted[0]["entries"] == fitted[1]["entries"]
+    assert quality_study.main(argv) == 2  # never overwritten
+    assert "refusing to overwrite" in capsys.readouterr().err
+    # a record file changed since the study is refused, the file and the field named
+    doc = orjson.loads(report.read_bytes())
+    run = next(r for r in doc["runs"] if r["layout"] == "question-major")
+    cited = Path(run["records"]["path"])
+    cited.write_bytes(cited.read_bytes() + b"\n")
+    assert quality_study.main(["preset", str(report), "--name", "third", "--presets-dir", str(presets)]) == 2
+    err = capsys.readouterr().err
+    assert f"{report}: field 'runs[{run['run']}].records': {cited} has changed since the study" in err
+    assert not (presets / "third.json").exists() and "Traceback" not in err
+    bad = _jsonl(tmp_path / "not-a-study.json", [{"kind": "compare"}])
+    assert quality_study.main(["preset", str(bad), "--name", "x", "--presets-dir", str(presets)]) == 2
+    assert "field 'kind'" in capsys.readouterr().err
+
+
 def test_a_winner_with_demonstrations_from_the_sets_own_folds_is_not_a_preset(tmp_path):
     report = {"winner": {"k": 2, "name": "question-major · k=2 · letters · calibration none", "calibration": "none"}}
     with pytest.raises(InputError, match=r"training folds.*would show rows of the sets it is judged on"):
