@@ -328,17 +328,12 @@ class Scorer:
         # A preset fills what the call leaves unset (None); whatever is given explicitly wins.
         self.preset = _load_preset(preset)
         if self.preset is not None:
-            p = self.preset
-            slots = p.slots if slots is None else slots
-            if sequence_norm is None and slots == p.slots:  # the preset's normalisation goes with its readout
-                sequence_norm = p.sequence_norm
-            layout = p.layout if layout is None else layout
-            if p.demos_path is not None:  # its k and seed also apply to demonstrations given explicitly
-                demos = p.demos_path if demos is None else demos
-                if not isinstance(demos, Demos):
-                    demos_k = p.demos_k if demos_k is None else demos_k
-                    seed = p.demos_seed if seed is None else seed
-            calibration = p.calibration_path if calibration is None else calibration
+            filled = self.preset.fill({"layout": layout, "slots": slots, "sequence_norm": sequence_norm,
+                                       "demos": demos, "demos_k": demos_k, "seed": seed,
+                                       "calibration": calibration}, demos_loaded=isinstance(demos, Demos))
+            layout, slots, sequence_norm = filled["layout"], filled["slots"], filled["sequence_norm"]
+            demos, demos_k, seed, calibration = filled["demos"], filled["demos_k"], filled["seed"], \
+                filled["calibration"]
         # One validation for the API and the command line (scorer.options): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(
             mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)

@@ -77,6 +77,39 @@ class Preset:
         """The ``preset`` block of every record of a run with this preset."""
         return {"name": self.name, "path": str(self.path), "sha256": self.sha256}
 
+    def fill(self, chosen: Mapping[str, Any], *, demos_loaded: bool = False,
+             calibration: bool = True) -> dict[str, Any]:
+        """The one rule by which a preset fills options, for the API and the command line alike: ``chosen`` maps
+        option names (:data:`FILLED`) to the caller's values, None meaning "not given"; the result keeps every
+        given value and takes the rest from the preset.
+
+        The preset's ``sequence_norm`` goes with its readout only (not onto another ``slots`` the caller chose);
+        its demonstrations' ``demos_k`` and ``seed`` also apply to a demonstrations file given explicitly, but not
+        to demonstrations already built (``demos_loaded``); ``calibration=False`` leaves the calibration alone
+        (an in-run ``--batch-calibrate`` replaces the preset's file)."""
+        out = dict(chosen)
+
+        def take(key: str, value: Any) -> None:
+            if out.get(key) is None:
+                out[key] = value
+
+        take("slots", self.slots)
+        if out["slots"] == self.slots:
+            take("sequence_norm", self.sequence_norm)
+        take("layout", self.layout)
+        if self.demos_path is not None:
+            take("demos", self.demos_path)
+            if not demos_loaded:
+                take("demos_k", self.demos_k)
+                take("seed", self.demos_seed)
+        if calibration:
+            take("calibration", self.calibration_path)
+        return out
+
+
+FILLED = ("layout", "slots", "sequence_norm", "demos", "demos_k", "seed", "calibration")
+"""The options a preset fills (:meth:`Preset.fill`)."""
+
 
 def preset_path(name: Any, option: str = "preset", presets_dir: Path = PRESETS_DIR) -> Path:
     """The file ``name`` stands for: a preset name (``accurate`` → ``data/presets/accurate.json``) or a path to a

@@ -108,6 +108,7 @@ def add_slots_arg(p: Any, norm: bool = True) -> None:
                         "each id scored as a continuation of it (its tokens' log-probabilities, any length)")
     if norm:
         p.add_argument("--sequence-norm", type=choice(rules.SEQUENCE_NORMS), choices=rules.SEQUENCE_NORMS,
+                       action=Given,
                        help="--slots sequence: an option's score is the sum of its tokens' log-probabilities "
                             f"(default {rules.DEFAULT_SEQUENCE_NORM}) or their mean (per token)")
 

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from scorer.cli.options import given
-from scorer.presets import Preset, check_states_disjoint, load_preset
+from scorer.presets import FILLED, Preset, check_states_disjoint, load_preset
 
 
 def add_preset_arg(p: argparse.ArgumentParser) -> None:
@@ -26,18 +27,13 @@ def preset_args(args: argparse.Namespace) -> Preset | None:
         return None
     preset = load_preset(args.preset, "--preset")
     named = given(args)
-    fill: dict[str, Any] = {"layout": preset.layout, "slots": preset.slots}
-    if preset.demos_path is not None:  # its k and seed also apply to demonstrations given explicitly
-        fill.update(demos=str(preset.demos_path), demos_k=preset.demos_k, seed=preset.demos_seed)
-    if preset.calibration_path is not None and not getattr(args, "batch_calibrate", None):
-        fill["calibration"] = str(preset.calibration_path)
-    for dest, value in fill.items():
-        if dest not in named and hasattr(args, dest):
-            setattr(args, dest, value)
-    # The preset's normalisation goes with its readout: not onto a --slots the command line chose instead.
-    # (--sequence-norm has no default: None is "not given".)
-    if preset.sequence_norm is not None and getattr(args, "sequence_norm", "") is None and args.slots == preset.slots:
-        args.sequence_norm = preset.sequence_norm
+    dests = [d for d in FILLED if hasattr(args, d)]
+    filled = preset.fill({d: getattr(args, d) if d in named else None for d in dests},
+                         calibration=not getattr(args, "batch_calibrate", None))
+    for dest in dests:
+        if dest not in named and filled.get(dest) is not None:
+            value = filled[dest]
+            setattr(args, dest, str(value) if isinstance(value, Path) else value)
     return preset
 
 
