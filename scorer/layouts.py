@@ -18,9 +18,13 @@ options are listed under their own ids and the model is asked for an id (the ``-
 ``semif-direct-ids-v1``, ``semif-question-major-ids-v1``; ``sequence`` scores the ids prompt unchanged).
 
 Demonstrations (:mod:`scorer.demos`) are earlier chat turns (user: the demonstration's decision in the same
-layout; assistant: its letter, or its option id when the run reads ids). In question-major they come right
-after the instructions, inside the reusable prefix; in state-major they come after the state (which stays the
-prefix a state's criteria share) and before the question.
+layout; assistant: its letter, or its option id when the run reads ids), right after the instructions in both
+layouts. In question-major they sit inside the prefix a question's rows share. State-major with demonstrations
+is its own version (``semif-state-major-demos-v1``): instructions, demonstrations, then the row's own
+``semif-direct-v1`` turn (state, question, options), so the radix cache (:mod:`scorer.radix_cache`) reuses the
+demonstrations across every row shown the same ones and the state across the state's criteria. (Before it,
+state-major put the demonstrations after the state: every state paid for them again, 1.95× the time of k = 0
+with k = 8 on shape-full, qwen2.5-0.5b llama.cpp.)
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ VERSIONS = {STATE_MAJOR: PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_VERSION}
 """The prompt version each layout renders with letters."""
 IDS_VERSIONS = {STATE_MAJOR: IDS_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_IDS_VERSION}
 """The prompt version each layout renders when the options are read out by id (``ids``, ``sequence``)."""
+STATE_MAJOR_DEMOS_VERSION = "semif-state-major-demos-v1"
+STATE_MAJOR_DEMOS_IDS_VERSION = "semif-state-major-demos-ids-v1"
+"""State-major with demonstrations shown: the demonstrations first, then the row's state-major turn. (Until
+2026-12-02 its demonstrations followed the state under ``semif-direct-v1``; see the module docstring.)"""
 
 QUESTION_MAJOR_SYSTEM = (
     "You are a precise decision function. Read the question and its lettered options, then the state, and "
@@ -69,12 +77,6 @@ QUESTION_MAJOR_IDS_SYSTEM = (
     "You are a precise decision function. Read the question and its options, then the state, and answer the "
     "question about that state by choosing exactly one of the options. Reply with the option's id only."
 )
-# State-major with demonstrations: the state is given first (the reusable prefix of its criteria), solved
-# examples about other states follow as earlier turns, then the question about the first state.
-STATE_FIRST_NOTE = ("\n\nKeep this state in mind. Solved examples about other states come first; "
-                    "then a question about this state.")
-STATE_FIRST_ACK = "OK."
-STATE_RETURN = "Now the question about the state given first.\n"
 
 
 @dataclass(frozen=True)
@@ -91,15 +93,18 @@ def check_layout(layout: Any, option: str | None = "layout") -> str:
     return one_of(layout, LAYOUT_CHOICES, option)
 
 
-def version(layout: str, slots: str = "letters") -> str:
-    """The prompt version ``layout`` renders when read out through ``slots``."""
+def version(layout: str, slots: str = "letters", demos: bool = False) -> str:
+    """The prompt version ``layout`` renders when read out through ``slots``, with demonstrations shown or not
+    (only state-major's order changes with them)."""
     one_of(slots, SLOTS, "slots")
+    if demos and layout == STATE_MAJOR:
+        return STATE_MAJOR_DEMOS_VERSION if slots == "letters" else STATE_MAJOR_DEMOS_IDS_VERSION
     return (VERSIONS if slots == "letters" else IDS_VERSIONS)[layout]
 
 
 def signature_version(layout: str, demos_k: int = 0, slots: str = "letters") -> str:
     """The prompt version the decision signatures of a run name (:attr:`scorer.prompt.Prompt.signature_version`)."""
-    base = version(layout, slots)
+    base = version(layout, slots, demos_k > 0)
     return f"{base}+demos-{demos_k}" if demos_k else base
 
 
@@ -144,14 +149,10 @@ def messages(decision: Decision, layout: str, shown: Sequence[Shown] = (),
                 {"role": "user", "content": content}]
         return msgs, Head(-1, head_len)
     system = SYSTEM if letters else IDS_SYSTEM
-    if not shown:  # semif-direct-v1 (semif-direct-ids-v1), exactly
-        content, head_len = user_content(decision, slots)
-        return [{"role": "system", "content": system}, {"role": "user", "content": content}], Head(-1, head_len)
-    first = f"{state_block(decision)}{STATE_FIRST_NOTE}"
-    msgs = [{"role": "system", "content": system}, {"role": "user", "content": first},
-            {"role": "assistant", "content": STATE_FIRST_ACK}, *_demo_turns(shown, layout, slots),
-            {"role": "user", "content": STATE_RETURN + question_block(decision, slots)}]
-    return msgs, Head(-(len(msgs) - 1), len(first))
+    # semif-direct-v1 (semif-direct-ids-v1) exactly, with the demonstrations (if any) as earlier turns before it
+    content, head_len = user_content(decision, slots)
+    return [{"role": "system", "content": system}, *_demo_turns(shown, layout, slots),
+            {"role": "user", "content": content}], Head(-1, head_len)
 
 
 def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown: Sequence[Shown] = (),
@@ -164,7 +165,8 @@ def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown:
     they came from and ``demos_k`` how many the run asked for; all three are recorded in the prompt.
     """
     msgs, head = messages(decision, layout, shown, slots)
-    return render_messages(tok, msgs, head, decision, version(layout, slots), slots=slots, layout=layout,
+    return render_messages(tok, msgs, head, decision, version(layout, slots, bool(shown)), slots=slots,
+                           layout=layout,
                            demo_ids=tuple(s.id for s in shown), demo_level=level if shown else None,
                            demos_k=demos_k)
 

@@ -131,15 +131,29 @@ def test_question_major_demos_are_earlier_turns_inside_the_shared_head():
     assert p.demos_k == 2 and p.signature_version == "semif-question-major-v1+demos-2"
 
 
-def test_state_major_demos_come_after_the_state_and_before_the_question():
+def test_state_major_demos_come_first_and_the_rows_turn_is_semif_direct_v1():
     tok = FakeTokenizer()
     demos = _demos([_row(i, "no", state=f"Demo state {i}.") for i in range(2)], k=2)
-    p = prompt_for(tok, _row(50, state="Scored state."), layouts.STATE_MAJOR, demos)
+    rows = [_row(50 + i, state=f"Scored state {i // 2}.", question=f"Question {i % 2}?") for i in range(4)]
+    prompts = [prompt_for(tok, r, layouts.STATE_MAJOR, demos) for r in rows]
+    p = prompts[0]
     t = p.text
-    assert t.index("State:\nScored state.") < t.index("Demo state") < t.index(layouts.STATE_RETURN)
+    assert t.index("Demo state") < t.index("State:\nScored state 0.") and "Demo state" in p.prefix_text
     assert t.rstrip().endswith("B. No<|im_end|>\n<|im_start|>assistant")
-    assert p.prefix_text.endswith(layouts.STATE_FIRST_NOTE) and "Demo state" not in p.prefix_text
-    assert p.version == "semif-direct-v1" and p.signature_version == "semif-direct-v1+demos-2"
+    # the row's own turn is its semif-direct-v1 turn, unchanged
+    plain = prompt_for(tok, rows[0], layouts.STATE_MAJOR, None)
+    own = plain.text[plain.text.index("<|im_start|>user\n"):]
+    assert t.endswith(own) and t.count("<|im_start|>user\n") == 3
+    assert "Scored state 0." in p.prefix_text and "Question 0?" not in p.prefix_text
+    assert p.version == "semif-state-major-demos-v1"
+    assert p.signature_version == "semif-state-major-demos-v1+demos-2" == layouts.signature_version(
+        layouts.STATE_MAJOR, 2)
+    # one prefix per state (demonstrations + state), and the demonstrations' tokens shared by every row
+    heads = [tuple(prefix_ids(tok, q)) for q in prompts]
+    assert heads[0] == heads[1] and heads[2] == heads[3] and heads[0] != heads[2]
+    demo_part = tok.encode(t[: t.index("State:\nScored state 0.")])
+    common = next(i for i, (a, b) in enumerate(zip(heads[0], heads[2], strict=False)) if a != b)
+    assert common >= len(demo_part) - 2
 
 
 def test_records_list_their_demos_and_runs_name_them(tmp_path):

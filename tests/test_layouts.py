@@ -147,10 +147,10 @@ def test_demonstrations_read_by_id_answer_with_their_ids(layout, slots):
     p = prompt_for(tok, rows[0], layout, demos, slots)
     assert len(p.demo_ids) == 2 and rows[0].id not in p.demo_ids
     msgs = layouts.messages(rows[0], layout, [demos.pick(rows[0]).shown[i] for i in range(2)], slots)[0]
-    answers = [m["content"] for m in msgs if m["role"] == "assistant" and m["content"] != layouts.STATE_FIRST_ACK]
+    answers = [m["content"] for m in msgs if m["role"] == "assistant"]
     labels = {d.id: d.extra["label"] for d in rows}
     assert answers == [labels[i] for i in p.demo_ids]  # the demonstration's option id, never a letter
-    base = "semif-direct-ids-v1" if layout == "state-major" else "semif-question-major-ids-v1"
+    base = "semif-state-major-demos-ids-v1" if layout == "state-major" else "semif-question-major-ids-v1"
     assert p.version == base and p.signature_version == f"{base}+demos-2"
     assert layouts.signature_version(layout, 2, slots) == p.signature_version
     assert "A. " not in p.text

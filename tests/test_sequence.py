@@ -375,8 +375,9 @@ REAL_ROWS = [Decision("t1", "I was charged twice for my order, please give me my
                       "What does the customer want?", REAL_OPTIONS, {}, "mem:3")]
 SEQ_TOL = {"torch": 1e-4, "llamacpp": 0.2}
 """Largest |Δ| allowed between a record's token log-probability and the fresh full-sequence one, per backend.
-Measured on the rows above (2026-12-02, every mode × layout below): torch fp32 at most 2.7e-5; llama.cpp (Q4_1)
-exactly 0 except question-major with demonstrations, 0.121 in both modes (the continuation is then forked from a
+Measured on the rows above (2026-12-02, every mode × layout below; state-major with demonstrations 2026-12-03):
+torch fp32 at most 2.7e-5; llama.cpp (Q4_1) exactly 0 except question-major with demonstrations, 0.121 in both
+modes (the continuation is then forked from a
 prefix the radix cache built in another batch, and llama.cpp's quantized matmuls sum in a batch-dependent order).
 The bounds sit a little above those, well inside the contract's packed-pass tolerances (1e-3 and 0.5)."""
 
@@ -405,7 +406,7 @@ def _real_demos() -> Demos:
     return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], 2, 0)
 
 
-REAL_LAYOUTS = [("state-major", False), ("question-major", False), ("question-major", True)]
+REAL_LAYOUTS = [("state-major", False), ("state-major", True), ("question-major", False), ("question-major", True)]
 
 
 @pytest.mark.slow

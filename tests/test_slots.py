@@ -89,7 +89,7 @@ def test_cli_refuses_a_multi_token_id_with_exit_2(tmp_path, monkeypatch, capsys)
 
 @pytest.mark.parametrize(("extra", "version"), [
     (["--layout", "question-major"], "semif-question-major-ids-v1"), (["--layout", "auto"], None),
-    (["--demos", "DEMOS"], IDS_PROMPT_VERSION)])
+    (["--demos", "DEMOS"], "semif-state-major-demos-ids-v1")])
 def test_ids_work_in_every_layout_and_with_demonstrations(tmp_path, monkeypatch, capsys, extra, version):
     monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
     inp, out, demos = tmp_path / "rows.jsonl", tmp_path / "out.jsonl", tmp_path / "demos.jsonl"
@@ -102,7 +102,8 @@ def test_ids_work_in_every_layout_and_with_demonstrations(tmp_path, monkeypatch,
     recs = read_records(out)
     validate_records(recs)
     assert {r["slots"]["readout"] for r in recs} == {"ids"}
-    assert {r["prompt_version"] for r in recs} <= {IDS_PROMPT_VERSION, "semif-question-major-ids-v1"}
+    assert {r["prompt_version"] for r in recs} <= {IDS_PROMPT_VERSION, "semif-question-major-ids-v1",
+                                                     "semif-state-major-demos-ids-v1"}
     if version is not None:
         assert {r["prompt_version"] for r in recs} == {version}
     capsys.readouterr()

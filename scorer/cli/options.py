@@ -163,7 +163,8 @@ def add_layout_args(p: argparse.ArgumentParser, auto: bool = True) -> None:
     names = LAYOUT_CHOICES if auto else LAYOUTS
     g = p.add_argument_group("prompt")
     g.add_argument("--layout", type=choice(names), choices=names, default=STATE_MAJOR, action=Given,
-                   help="state-major: system, state, question, options (semif-direct-v1); question-major: system, "
+                   help="state-major: system, state, question, options (semif-direct-v1; with --demos the "
+                        "demonstrations come first: semif-state-major-demos-v1); question-major: system, "
                         "demonstrations, question, options, then the state (semif-question-major-v1)"
                         + ("; auto: per run, whichever shares more prefix tokens over the rows" if auto else "")
                         + f" (default {STATE_MAJOR})")

@@ -24,6 +24,7 @@ from scorer.layouts import (
     check_layout,
     choose,
     signature_version,
+    version,
 )
 from scorer.options import (
     DEFAULT_MAX_BATCH_TOKENS,
@@ -177,6 +178,10 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
             raise ValidationError("--demos and --permute cannot be combined yet (the demonstrations of a rotated "
                                   "decision would be picked for another option order)")
         parts["demos"] = demos.config()
+        if layout == STATE_MAJOR:
+            # state-major's order with demonstrations changed on 2026-12-02 (demonstrations first, under a version
+            # of its own): a run of the earlier order must not resume into, or be mistaken for, one of this order
+            parts["prompt_version"] = version(layout, slots, True)
     if permute > 1:
         parts["permute"] = permute
     if temperature is not None:
