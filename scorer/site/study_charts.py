@@ -96,8 +96,9 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
             "columns": ["set", "layout", "read out", "examples (k)", "time × k = 0", "tokens computed × k = 0",
                         "share of tokens reused"],
             "rows": rows_c,
-            "note": "the examples sit in the part of the prompt the cache reuses, so their cost is paid once per "
-                    "distinct prefix, not once per decision"})
+            "note": "the examples sit in the part of the prompt the cache reuses, so the tokens they add are "
+                    "computed once per distinct prefix, not once per decision (tokens computed × k = 0 near 1); the "
+                    "time can still grow, because every later token of every decision attends to them"})
     w = rep.obj.get("winner")
     if isinstance(w, dict) and w.get("name"):
         rep.note = (f"The best way of asking on these sets: {w['name']} (balanced accuracy "
