@@ -68,6 +68,20 @@ class Lookup:
     budget_bytes: int
     """The cache's budget."""
 
+    def after(self, earlier: Lookup) -> Lookup:
+        """This lookup with the model work of ``earlier``, a lookup of a shorter prefix of the same ids made just
+        before it so that this one could extend it (``--slots sequence`` holds a row's group state first): its
+        prefilled tokens count as this prefix's, since they went through the model for it, and are no longer
+        counted as reused (left out, a run's first row of each state would say its state was free). The counts
+        still add up to the prefix; the kind follows them."""
+        if not earlier.prefilled_tokens:
+            return self
+        total = self.reused_tokens + self.prefilled_tokens
+        filled = min(total, self.prefilled_tokens + earlier.prefilled_tokens)
+        kind = "miss" if filled == total else "partial"
+        return Lookup(kind, total - filled, filled, self.prefill_s + earlier.prefill_s, self.state_bytes,
+                      self.held_bytes, self.budget_bytes)
+
     def block(self) -> dict[str, Any]:
         """The record's ``cache`` block (schema ``scorer/schema/record-v2.json``)."""
         return {"kind": "radix", "lookup": self.lookup, "reused_tokens": self.reused_tokens,

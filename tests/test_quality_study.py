@@ -430,3 +430,22 @@ def test_a_malformed_study_report_stops_the_site_build(table, what):
            "machine": {}, "versions": {}, "inputs": {}, "table": table}
     with pytest.raises(BuildError, match=re.escape(f"r.json: a quality-study report needs {what}")):
         load_report("r.json", b"{}", rep, set())
+
+
+@pytest.mark.parametrize(("created", "shown"), [("2026-12-02T19:16:51Z", "undercounted in this report"),
+                                                ("2026-12-03T12:20:00Z", "23")])
+def test_a_report_made_before_the_sequence_token_fix_does_not_show_those_counts_as_true(created, shown):
+    """The sequence readouts' token counts of a report made before 2026-12-03 left out each group prefix's
+    prefill (scorer.radix_cache.Lookup.after); the site says so rather than show them; letters rows are shown."""
+    cost = {"seconds_per_decision": 0.7, "computed_tokens_per_decision": 23.0, "reused_share": 0.98}
+    row = {"set": "a", "layout": "state-major", "k": 0, "calibration": "none", "balanced_accuracy": 0.5,
+           "cost": cost}
+    rep = {"kind": "quality-study", "format": quality_study.FORMAT, "created_utc": created, "machine": {},
+           "versions": {}, "inputs": {}, "table": [{**row, "readout": "sequence-mean"}, {**row, "readout": "letters"}],
+           "demo_costs": [{"set": "a", "layout": "state-major", "readout": "sequence", "k": 8, "time_ratio": 1.01,
+                           "computed_tokens_ratio": 1.0, "reused_share": 0.98}]}
+    site = load_report("r.json", b"{}", rep, set())
+    seq, letters = site.tables[0]["rows"]
+    assert seq[10] == shown and letters[10] == "23"
+    assert site.tables[1]["rows"][0][4] == "1.01"
+    assert site.tables[1]["rows"][0][5] == ("1" if shown == "23" else shown)

@@ -151,12 +151,18 @@ def test_the_options_of_a_row_share_a_pass_and_rows_share_their_state():
     assert all(r["timing"]["sequence_chunks"] == 1 for r in recs)  # three options, one pass per row
     for r in recs:
         assert r["prefix_tokens"] == r["input_tokens"] - 1 and r["suffix_tokens"] == 1
-    # each state's first row builds its group prefix; its second row (the other question) reuses it
-    assert [r["cache"]["lookup"] for r in recs] == ["partial"] * 6
-    assert all(r["cache"]["reused_tokens"] > 0 for r in recs)
+    # each state's first row builds its group prefix and counts those tokens as prefilled (the run's first from
+    # nothing, the others on the system prompt the first left); its second row (the other question) reuses it
+    assert [r["cache"]["lookup"] for r in recs] == ["miss", "partial"] + ["partial"] * 4
+    first, second = recs[0], recs[1]
+    assert first["cache"]["prefilled_tokens"] == first["prefix_tokens"]
+    assert second["cache"]["reused_tokens"] > second["cache"]["prefilled_tokens"] > 0
     with Scorer(backend=FakeBackend(), mode="serial", slots="sequence") as s:  # the cache lives across calls
         rows = [row_of(d) for d in _decisions(2)]
-        s.decide_many(rows)
+        once = [d.record for d in s.decide_many(rows)]
+        # the records' counts are the cache's: every token that went through the model is some record's
+        stats = s.prefix_cache.stats
+        assert sum(r["cache"]["prefilled_tokens"] for r in once) == stats.prefilled_tokens
         again = [d.record for d in s.decide_many(rows)]
     assert [r["cache"]["lookup"] for r in again] == ["hit", "hit"] and all(r["cache_hit"] for r in again)
     assert all(r["timing"]["prefill_s"] == 0.0 for r in again)

@@ -13,8 +13,9 @@ Where the forked state comes from is the mode's:
 * ``direct``: prefilled fresh for the row and released after it (nothing is reused across rows);
 * ``serial`` and ``shared``: the radix prefix cache (:mod:`scorer.radix_cache`). The row's group prefix (its state)
   is held first, so every row's state extends it (a ``partial`` lookup) whether or not the backend can cut a held
-  state, and an equal prompt is a ``hit``; the record's ``cache`` block says how the forked state was had, and its
-  ``prefill_s`` counts the group prefix's prefill too when this row paid it. Both modes run the same per-row
+  state, and an equal prompt is a ``hit``; the record's ``cache`` block says how the forked state was had, and
+  when this row paid the group prefix's prefill its tokens count as prefilled, not reused
+  (:meth:`~scorer.radix_cache.Lookup.after`), and its seconds are in ``prefill_s``. Both modes run the same per-row
   passes: the options of one row already share a pass, and packing several rows' options would repeat each row's
   question once per option.
 """
@@ -125,10 +126,12 @@ def score_rows(backend: Backend, rows: list[tuple[Prompt, list[int]]], mode: str
                 stack.callback(backend.release, state)
                 prefill_s = time.perf_counter() - t0
             else:
-                prefill_s = 0.0
+                held: Lookup | None = None
                 if group and len(group) < len(state_ids):  # held first: the row's state extends it
-                    prefill_s += stack.enter_context(cache.prefix(backend, group))[1].prefill_s
+                    held = stack.enter_context(cache.prefix(backend, group))[1]
                 state, look = stack.enter_context(cache.prefix(backend, state_ids))
-                prefill_s += look.prefill_s
+                if held is not None:
+                    look = look.after(held)
+                prefill_s = look.prefill_s
             conts, timing = backend.fan_out_logprobs(state, suffixes, targets, max_batch_tokens)
         yield SequenceScores(conts, normalisation, prefill_s, timing.copy_s, timing.suffix_s, timing.chunks, look)

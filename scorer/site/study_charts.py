@@ -26,6 +26,17 @@ def _table(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+SEQUENCE_TOKENS_COUNTED_FROM = "2026-12-03T11:50:00Z"
+"""Quality-study reports made before this left out, for the sequence readouts, the tokens of each group prefix
+whose prefill a row paid (counted as reused; fixed by :meth:`scorer.radix_cache.Lookup.after`). Their seconds are
+right; their token counts for those readouts are not shown as if they were."""
+UNDERCOUNTED = "undercounted in this report"
+
+
+def _tokens_counted(obj: dict[str, Any], readout: Any) -> bool:
+    return not str(readout).startswith("sequence") or str(obj.get("created_utc", "")) >= SEQUENCE_TOKENS_COUNTED_FROM
+
+
 _READOUT_WORDS = {"letters": "letters read", "ids": "option ids read", "sequence": "each option scored whole (sum)",
                   "sequence-mean": "each option scored whole (mean per token)"}
 
@@ -68,8 +79,9 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
                       "—" if delta is None or vs.get("verdict") == "baseline" else f"{delta:+.3f}",
                       _VERDICT.get(str(vs.get("verdict")), "no default in this study"),
                       fmt_value(finite(cost.get("seconds_per_decision"))),
-                      fmt_value(finite(cost.get("computed_tokens_per_decision"))),
-                      fmt_value(finite(cost.get("reused_share")))])
+                      *((fmt_value(finite(cost.get("computed_tokens_per_decision"))),
+                         fmt_value(finite(cost.get("reused_share"))))
+                        if _tokens_counted(rep.obj, r["readout"]) else (UNDERCOUNTED, UNDERCOUNTED))])
     rep.tables.insert(0, {"caption": "every way of asking, on every set (out of fold)",
                           "columns": ["set", "layout", "examples (k)", "read out", "calibration", "balanced accuracy",
                                       "95 % interval", "vs today's default", "verdict", "seconds / decision",
@@ -79,7 +91,9 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
                                   "today's default (state-major, no examples, letters, raw) excludes 0; a "
                                   "configuration that does not help is shown as such. Cost: the scoring call's seconds "
                                   "and the tokens the model computed, per decision; reused tokens came from the prefix "
-                                  "cache."})
+                                  "cache. 'undercounted in this report': a report made before 2026-12-03 left the "
+                                  "prefill of each shared prefix out of the whole-option readouts' token counts "
+                                  "(their seconds include it)."})
     skipped = rep.obj.get("skipped")
     if isinstance(skipped, list) and skipped:
         rep.tables.insert(1, {"caption": "ways of asking that were not run, and why",
@@ -89,7 +103,9 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
     costs = rep.obj.get("demo_costs")
     if isinstance(costs, list) and costs:  # after the skipped ones, before the report's every-field tables
         rows_c = [[fmt_value(c.get(k)) for k in ("set", "layout", "readout", "k")]
-                  + [fmt_value(finite(c.get(k))) for k in ("time_ratio", "computed_tokens_ratio", "reused_share")]
+                  + [fmt_value(finite(c.get("time_ratio")))]
+                  + ([fmt_value(finite(c.get(k))) for k in ("computed_tokens_ratio", "reused_share")]
+                     if _tokens_counted(rep.obj, c.get("readout")) else [UNDERCOUNTED, UNDERCOUNTED])
                   for c in costs if isinstance(c, dict)]
         rep.tables.insert(2 if isinstance(skipped, list) and skipped else 1, {
             "caption": "what solved examples cost (against the same way of asking without them)",
