@@ -61,3 +61,14 @@ def test_every_run_is_a_row_skips_say_why_and_emulations_claim_no_speed() -> Non
 def test_a_malformed_schemes_report_stops_the_build(bad: dict[str, Any]) -> None:
     with pytest.raises(BuildError, match=r"q\.json: "):
         load_report("q.json", b"{}", _report(**bad), set())
+
+
+def test_a_report_without_bits_says_so_for_a_checkpoint_and_not_for_a_gguf() -> None:
+    """The 0.5B reports of 2026-12-02 predate ``bits``: their W8A8/AWQ/GPTQ cells must not read as blank."""
+    rep = _report()
+    for s in rep["schemes"]:
+        s.pop("bits", None)
+        s.pop("bits_per_weight", None)
+    rows = {(r[0], r[1]): r for r in load_report("q.json", b"{}", rep, set()).tables[0]["rows"]}
+    assert rows[("awq-w4a16<b>", "transformers-emulated")][3:5] == ["not in this report", "not in this report"]
+    assert rows[("gguf:Q8_0", "llama.cpp")][3:5] == ["—", "—"]

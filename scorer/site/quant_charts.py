@@ -35,6 +35,17 @@ def _rate(rate: float | None, load: Any) -> str:
     return fmt_value(rate)
 
 
+def _bits(s: dict[str, Any]) -> tuple[str, str]:
+    """The whole file's bits per weight and its quantized layers'. A report written before it carried ``bits``
+    (the qwen2.5-0.5b ones of 2026-12-02) has neither for an llm-compressor checkpoint: the cells say so rather
+    than stand blank, as if the scheme had no such figure (a GGUF's quantizer states the whole file's only)."""
+    whole = finite(s.get("bits_per_weight"))
+    layers = finite(_obj(_obj(s.get("bits")).get("quantized_linear")).get("bits_per_weight"))
+    if whole is None and not str(s["scheme"]).startswith("gguf:"):
+        return "not in this report", "not in this report"
+    return fmt_value(whole), fmt_value(layers)
+
+
 def _how(run: dict[str, Any]) -> str:
     if not run.get("ran"):
         return f"not run: {run.get('skipped') or run.get('error') or 'no reason given'}"
@@ -59,9 +70,7 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
             if run.get("ran") and dp is not None:
                 bars.append((label, dp, f"{flips} changed" if isinstance(flips, int) else ""))
             rate = finite(run.get("decisions_per_s")) if run.get("execution") == "native" else None
-            rows.append([fmt_value(s["scheme"]), fmt_value(run.get("runner")), _how(run),
-                         fmt_value(finite(s.get("bits_per_weight"))),
-                         fmt_value(finite(_obj(_obj(s.get("bits")).get("quantized_linear")).get("bits_per_weight"))),
+            rows.append([fmt_value(s["scheme"]), fmt_value(run.get("runner")), _how(run), *_bits(s),
                          fmt_value(round(mib / 2**20)) if mib else "",
                          fmt_value(finite(s.get("produce_s"))),
                          fmt_value(flips) if run.get("ran") else "",
@@ -96,7 +105,8 @@ def draw_quant_schemes(rel: str, rep: ReportFile) -> None:
                 "with (llama.cpp's own BPW for a GGUF; read from the safetensors headers for an llm-compressor "
                 "checkpoint, which keeps its embeddings and lm_head in fp32 and so stands far above the bits of its "
                 "quantized layers, the next column; '—' there for a GGUF, whose quantizer states the whole file's "
-                "figure only); boundary decisions: the reference's margin is below 0.1, where a few hundredths of "
+                "figure only; 'not in this report' where the report was written before it recorded them); "
+                "boundary decisions: the reference's margin is below 0.1, where a few hundredths of "
                 "drift can flip the choice; calibrated: after the label-free in-batch prior; an emulated run "
                 "simulates the scheme in fp32, so no speed is claimed for it; a scheme that could not run on this "
                 "machine says why; a speed measured while the 2-core machine was busy (load well above 2) is slower "
