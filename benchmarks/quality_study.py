@@ -54,7 +54,10 @@ from benchmarks.quality_study_plan import (  # noqa: E402
 from benchmarks.quality_study_table import (  # noqa: E402
     BASELINE,
     BIAS,
+    CEILINGS,
     PRIOR,
+    ceiling,
+    ceiling_summary,
     demo_costs,
     markdown,
     run_cost,
@@ -410,6 +413,7 @@ def build_report(args: argparse.Namespace, sets: list[StudySet], p: Plan, cals: 
         return cache[r.key]
 
     rows = table(sets, p, cals, records, lambda r: metas[r.key]["cost"], args.reps, args.bootstrap_seed)
+    ceil = ceiling(sets, p, records)
     body = {
         "title": f"Decision quality study · {model.get('key') or args.model} · {model.get('backend', args.backend)}",
         "model": model,
@@ -439,6 +443,7 @@ def build_report(args: argparse.Namespace, sets: list[StudySet], p: Plan, cals: 
         "table": rows,
         "demo_costs": demo_costs(rows),
         "winner": winner(rows, [s.name for s in sets]),
+        "ceiling": {"measures": CEILINGS, "configurations": ceil, "summary": ceiling_summary(rows, ceil)},
         "load_average": load_span(before),
     }
     return make_report(KIND, FORMAT, carried_inputs(body), body)

@@ -11,6 +11,12 @@ cost of each configuration, the winner and the README table.
   family, averaged over families), with the 95 % interval of a seeded group bootstrap; the paired difference with
   the baseline (state-major, k 0, letters, no calibration) on the same rows has its own paired interval, and a
   configuration whose interval does not lie above 0 is published as not helping.
+* **Ceiling.** How far a calibration alone could take each configuration's records, to say why a target is out of
+  reach (:func:`ceiling`): the label-free prior fitted on the very rows it scores (what ``--batch-calibrate`` does;
+  no labels, but no held-out rows either), at the default row minimum and with every signature whatever its size;
+  and the best per-family option offsets chosen *in sample* with the evaluated rows' labels
+  (:func:`scorer.calibration.report.family_offset_bound`), an optimistic bound of every family-level offset fit.
+  Neither is an out-of-fold number; both are upper marks for what recalibrating these scores can do.
 * **Cost.** From the runs' records and clocks: decisions scored, scoring seconds (the public API call, prompts
   rendered included), prompt tokens, tokens reused from the radix prefix cache, prefix tokens prefilled and suffix
   tokens computed (``cache`` block, ``suffix_tokens``; a direct-mode record computes all its tokens).
@@ -23,12 +29,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from benchmarks.quality_study_plan import Plan, StudySet
 from scorer import metrics
 from scorer.calibration import bias, prior
 from scorer.calibration.apply import calibrated_view
 from scorer.calibration.core import Calibration
 from scorer.calibration.evaluate import apply_held_out
+from scorer.calibration.report import family_offset_bound
 
 METRIC = "balanced_accuracy"
 SHOWN = ("balanced_accuracy", "accuracy", "macro_f1", "nll", "brier", "ece")
@@ -75,6 +84,57 @@ def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str) -
             uncovered += not rec["calibrated"]["applied"]  # no entry, or one fitted on too few rows: raw numbers
             out[i] = calibrated_view(rec)
     return [out[i] for i in range(len(s.decisions))], uncovered
+
+
+CEILINGS = {
+    "batch_prior": "the label-free prior fitted on the scored rows themselves (--batch-calibrate, default row minimum, "
+                   "pooled fallback)",
+    "batch_prior_every": "the same with every signature calibrated whatever its size (--calibration-min-rows 1)",
+    "offset_bound": "the best per-family option offsets chosen in sample with the evaluated rows' labels (optimistic)"}
+"""The ceiling's measures (module docstring), each a mean per-family balanced accuracy."""
+
+
+def _batch_prior(s: StudySet, recs: list[dict[str, Any]], min_rows: int) -> float:
+    cal = prior.fit_prior(recs, [r["signature"] for r in recs], PRIOR["estimator"], min_rows, PRIOR["fallback"])
+    view = [calibrated_view(apply_held_out(cal, r, r["signature"])[0]) for r in recs]
+    return metrics.family_balanced_accuracy(metrics.align(s.labels, view, "batch prior")[0])
+
+
+def ceiling(sets: list[StudySet], p: Plan, records: Callable[[Any], Records]) -> list[dict[str, Any]]:
+    """Per configuration: its raw records (a row's from the run that served its fold) judged by each measure of
+    :data:`CEILINGS`, beside the raw readout's own balanced accuracy."""
+    by_name = {s.name: s for s in sets}
+    out = []
+    for c in p.configs:
+        s = by_name[c.set]
+        fold_run = {r.fold: r for r in p.runs_of(c)}
+        recs = [records(fold_run.get(s.fold_of_row[i], fold_run.get(None)))[i] for i in range(len(s.decisions))]
+        raw = metrics.family_balanced_accuracy(metrics.align(s.labels, recs, "raw")[0])
+        bound = family_offset_bound(s.labels, {r["id"]: np.asarray(r["probabilities"], dtype=float) for r in recs})
+        out.append({"set": c.set, "layout": c.layout, "k": c.k, "readout": c.readout, "raw": raw,
+                    "batch_prior": _batch_prior(s, recs, PRIOR["min_rows"]),
+                    "batch_prior_every": _batch_prior(s, recs, 1),
+                    "offset_bound": bound["mean_per_family_balanced_accuracy"],
+                    "offset_bound_per_family": {f: v["bound"] for f, v in bound["per_family"].items()}})
+    return out
+
+
+def ceiling_summary(rows: list[dict[str, Any]], ceil: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per set: the best out-of-fold cell of the table and, for each measure of :data:`CEILINGS`, its best
+    configuration, so a reader sees how far each kind of recalibration could go at most."""
+    out = []
+    for set_name in dict.fromkeys(r["set"] for r in rows):
+        mine = [r for r in rows if r["set"] == set_name]
+        best = max(mine, key=lambda r: r[METRIC]["value"])
+        entry: dict[str, Any] = {"set": set_name, "out_of_fold": {
+            "value": best[METRIC]["value"], "name": config_name(best["layout"], best["k"], best["readout"],
+                                                                 best["calibration"])}}
+        cs = [c for c in ceil if c["set"] == set_name]
+        for measure in CEILINGS:
+            top = max(cs, key=lambda c, m=measure: c[m])
+            entry[measure] = {"value": top[measure], "name": f"{top['layout']} · k={top['k']} · {top['readout']}"}
+        out.append(entry)
+    return out
 
 
 def run_cost(records: Sequence[dict[str, Any]], scoring_s: float) -> dict[str, Any]:
@@ -231,6 +291,13 @@ def markdown(report: dict[str, Any]) -> str:
             out.append(f"| {c['set']} | {c['layout']} | {c['readout']} | {c['k']} | "
                        f"{'—' if t is None else f'{t:.2f}×'} | {'—' if tok is None else f'{tok:.2f}×'} | "
                        f"{c['reused_share']:.0%} |")
+    summary = (report.get("ceiling") or {}).get("summary") or []
+    if summary:
+        out += ["", "| set | best out of fold | in-batch prior | in-batch prior, every signature | "
+                    "in-sample family offsets (optimistic) |", "|---|---:|---:|---:|---:|"]
+        for e in summary:
+            cells = [f"{e[m]['value']:.3f} ({e[m]['name']})" for m in ("out_of_fold", *CEILINGS)]
+            out.append(f"| {e['set']} | " + " | ".join(cells) + " |")
     w = report.get("winner")
     if w:
         out.append("")

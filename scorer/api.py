@@ -326,7 +326,7 @@ class Scorer:
         from scorer.layouts import STATE_MAJOR, check_layout
 
         # A preset fills what the call leaves unset (None); whatever is given explicitly wins.
-        self.preset = _load_preset(preset)
+        self.preset = _load_preset(preset, model)
         if self.preset is not None:
             filled = self.preset.fill({"layout": layout, "slots": slots, "sequence_norm": sequence_norm,
                                        "demos": demos, "demos_k": demos_k, "seed": seed,
@@ -542,13 +542,14 @@ class Scorer:
         return records
 
 
-def _load_preset(preset: str | Path | Preset | None) -> Preset | None:
-    """A preset named or given by path is read and checked now (its files' sha256 too), before any model loads."""
+def _load_preset(preset: str | Path | Preset | None, model: str) -> Preset | None:
+    """A preset named or given by path is read and checked now (its files' sha256 too), before any model loads; a
+    name with no file of its own is looked up for ``model`` (:func:`scorer.presets.preset_path`)."""
     if preset is None:
         return None
     from scorer.presets import Preset, load_preset
 
-    return preset if isinstance(preset, Preset) else load_preset(preset)
+    return preset if isinstance(preset, Preset) else load_preset(preset, model=model)
 
 
 def _load_demos(demos: str | Path | Demos | None, k: int | None, seed: int | None) -> Demos | None:

@@ -111,22 +111,45 @@ FILLED = ("layout", "slots", "sequence_norm", "demos", "demos_k", "seed", "calib
 """The options a preset fills (:meth:`Preset.fill`)."""
 
 
-def preset_path(name: Any, option: str = "preset", presets_dir: Path = PRESETS_DIR) -> Path:
-    """The file ``name`` stands for: a preset name (``accurate`` → ``data/presets/accurate.json``) or a path to a
-    preset file (anything ending in ``.json``). An unknown name is an :class:`InputError` naming ``option`` and
-    listing the presets there are."""
+def preset_path(name: Any, option: str = "preset", presets_dir: Path = PRESETS_DIR, model: Any = None) -> Path:
+    """The file ``name`` stands for: a preset name (``accurate-qwen2.5-0.5b`` →
+    ``data/presets/accurate-qwen2.5-0.5b.json``) or a path to a preset file (anything ending in ``.json``). A name
+    with no file of its own is looked up for the model being scored: ``accurate`` with model ``qwen2.5-0.5b`` →
+    ``accurate-qwen2.5-0.5b.json`` (a study's winner is per model, so ``--preset accurate`` means "this model's
+    accurate preset"). An unknown name is an :class:`InputError` naming ``option`` and listing the presets there
+    are."""
     if isinstance(name, Path) or (isinstance(name, str) and name.endswith(".json")):
         return Path(name)
     if not isinstance(name, str) or not NAME_RULE.match(name):
         raise InputError(option, None, None, f"{brief(name)} is not a preset name",
                          "a name such as accurate (data/presets/NAME.json) or a path to a preset .json file")
     path = presets_dir / f"{name}.json"
-    if not path.is_file():
-        have = sorted(p.stem for p in presets_dir.glob("*.json")) if presets_dir.is_dir() else []
-        raise InputError(option, None, None, f"no preset named {name!r} ({path} not found)",
-                         f"one of: {', '.join(have)}" if have else
-                         "a preset written by benchmarks/quality_study.py --write-preset (there are none yet)")
-    return path
+    if path.is_file():
+        return path
+    per_model = presets_dir / f"{name}-{model}.json" if isinstance(model, str) and NAME_RULE.match(
+        f"{name}-{model}") else None
+    if per_model is not None and per_model.is_file():
+        return per_model
+    have = _preset_names(presets_dir)
+    tried = f"{path} not found" + (f", nor {per_model}" if per_model is not None else "")
+    raise InputError(option, None, None, f"no preset named {name!r} ({tried})",
+                     f"one of: {', '.join(have)}" if have else
+                     "a preset written by benchmarks/quality_study.py --write-preset (there are none yet)")
+
+
+def _preset_names(presets_dir: Path) -> list[str]:
+    """The presets in a folder (files of kind ``preset``; the calibration files beside them are not presets)."""
+    import orjson
+
+    names = []
+    for p in sorted(presets_dir.glob("*.json")) if presets_dir.is_dir() else []:
+        try:
+            doc = orjson.loads(p.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue  # a broken file is reported when it is asked for by name, not in a list of suggestions
+        if isinstance(doc, dict) and doc.get("kind") == PRESET_KIND:
+            names.append(p.stem)
+    return names
 
 
 def _field(doc: dict[str, Any], key: str, where: str) -> Any:
@@ -154,12 +177,12 @@ def _file(raw: Any, path: str, name: str, base: Path) -> tuple[Path, str]:
     return target, sha
 
 
-def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_DIR) -> Preset:
-    """Read and check a preset (:func:`preset_path` finds it). Every problem is an :class:`InputError` naming the
-    file and the field (exit 2 on the command line)."""
+def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_DIR, model: Any = None) -> Preset:
+    """Read and check a preset (:func:`preset_path` finds it, for ``model`` when the name has no file of its own).
+    Every problem is an :class:`InputError` naming the file and the field (exit 2 on the command line)."""
     from scorer.envelope import envelope_problems, read_json_file
 
-    p = preset_path(name, option, presets_dir)
+    p = preset_path(name, option, presets_dir, model)
     where = str(p)
     data, doc = read_json_file(p, "a preset file (data/presets/NAME.json)")
     if doc.get("kind") != PRESET_KIND:

@@ -228,3 +228,26 @@ def test_every_committed_preset_loads_and_its_files_match_their_hashes():
         p = load_preset(name)  # checks the demonstrations' and calibration's sha256
         assert p.provenance["study"]["path"].startswith("data/results/quality-study-"), name
         assert (Path(__file__).resolve().parents[1] / p.provenance["study"]["path"]).is_file(), name
+
+
+def test_a_family_name_finds_the_preset_of_the_model_being_scored(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "presets"
+    _preset(folder, "accurate-m1", calibrated=False)
+    _preset(folder, "accurate-m2", layout="state-major", k=0, calibrated=False)
+    assert load_preset("accurate", presets_dir=folder, model="m1").name == "accurate-m1"
+    assert load_preset("accurate", presets_dir=folder, model="m2").layout == "state-major"
+    with pytest.raises(InputError, match=r"no preset named 'accurate' \(.*accurate\.json not found, nor "
+                                         r".*accurate-m3\.json\) \(expected one of: accurate-m1, accurate-m2\)"):
+        load_preset("accurate", presets_dir=folder, model="m3")
+    _preset(folder, "accurate", layout="state-major", k=0, calibrated=False)  # a file of its own name wins
+    assert load_preset("accurate", presets_dir=folder, model="m1").name == "accurate"
+    # the committed presets: `--preset accurate` is this model's study winner, on the command line and in the API
+    from scorer.presets import PRESETS_DIR
+
+    for model in ("qwen2.5-0.5b", "qwen2.5-1.5b"):
+        assert load_preset("accurate", model=model).path == PRESETS_DIR / f"accurate-{model}.json"
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("model loaded"))
+    rows = _jsonl(tmp_path / "rows.jsonl", _rows(2))
+    assert cli.main(["score", "--input", str(rows), "--output", str(tmp_path / "o.jsonl"), "--model", "smollm2-135m",
+                     "--preset", "accurate"]) == 2
+    assert "accurate-smollm2-135m.json) (expected one of: accurate-qwen2.5-0.5b" in capsys.readouterr().err

@@ -6,6 +6,7 @@ smollm2 (slow)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -168,6 +169,62 @@ def recompute(report: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
     return out
 
 
+def _check_ceiling(report: dict[str, Any]) -> None:
+    """The ceiling again from the records alone: a row's record from the run that served its fold, the prior fitted
+    on all of them (no labels), and a brute-force search of per-family offsets, independent of the vectorised one."""
+    pr = report["calibrations"]["prior"]
+    ceil = report["ceiling"]
+    assert len(ceil["configurations"]) == len({(r["set"], r["layout"], r["k"], r["readout"]) for r in report["table"]})
+    for c in ceil["configurations"]:
+        sdesc = next(s for s in report["sets"] if s["name"] == c["set"])
+        rows_file = [json.loads(x) for x in Path(sdesc["path"]).read_text().splitlines()]
+        fold_of = {str(g): f for f, gs in enumerate(sdesc["fold_groups"]) for g in gs}
+        runs = {r["fold"]: read_records(r["records"]["path"]) for r in report["runs"]
+                if (r["set"], r["layout"], r["k"], r["readout"]) == (c["set"], c["layout"], c["k"], c["readout"])}
+        recs = []
+        for row in rows_file:
+            mine = runs.get(fold_of[str(row.get("group", row.get("state_id")))], runs.get(None))
+            assert mine is not None
+            recs.append(next(r for r in mine if r["id"] == row["id"]))
+        labels = [metrics.Label(r["id"], r["label"], str(r.get("family", "all")), "g",
+                                tuple(o["id"] for o in r["options"])) for r in rows_file]
+        raw = metrics.family_balanced_accuracy(metrics.align(labels, recs)[0])
+        assert c["raw"] == pytest.approx(raw, abs=1e-12)
+        for key, min_rows in (("batch_prior", pr["min_rows"]), ("batch_prior_every", 1)):
+            cal = fit_prior(recs, [r["signature"] for r in recs], pr["estimator"], min_rows, pr["fallback"])
+            view = []
+            for r in recs:
+                try:
+                    got = cal.apply(r)["calibrated"]
+                    view.append({**r, **{k: got[k] for k in ("probabilities", "option_logits", "choice", "margin",
+                                                             "tie", "tied_option_ids")}})
+                except InputError:
+                    view.append(r)
+            assert c[key] == pytest.approx(metrics.family_balanced_accuracy(metrics.align(labels, view)[0]),
+                                           abs=1e-12), (c, key)
+        # the offsets searched one by one on the report's grid (two options here: one offset)
+        per = []
+        for fam in sorted({lb.family for lb in labels}):
+            fam_rows = [(lb, r) for lb, r in zip(labels, recs, strict=True) if lb.family == fam]
+            lp = [[math.log(max(p, 1e-300)) for p in r["probabilities"]] for _, r in fam_rows]
+            y = [lb.option_ids.index(lb.label) for lb, _ in fam_rows]
+            best = 0.0
+            for step in range(161):
+                o = -4.0 + 8.0 * step / 160
+                pred = [0 if v[0] >= v[1] - o else 1 for v in lp]
+                recall = [sum(p == t == cl for p, t in zip(pred, y, strict=True)) / y.count(cl) for cl in set(y)]
+                best = max(best, sum(recall) / len(recall))
+            per.append(best)
+        assert c["offset_bound"] == pytest.approx(sum(per) / len(per), abs=1e-9)
+        assert c["offset_bound"] >= c["raw"] - 1e-12  # the grid holds offset 0: the raw readout
+    for e in ceil["summary"]:
+        mine = [c for c in ceil["configurations"] if c["set"] == e["set"]]
+        for key in quality_study_table.CEILINGS:
+            assert e[key]["value"] == max(c[key] for c in mine)
+        assert e["out_of_fold"]["value"] == max(r["balanced_accuracy"]["value"] for r in report["table"]
+                                                if r["set"] == e["set"])
+
+
 def _check_report(report: dict[str, Any]) -> None:
     assert not envelope_problems(report)
     jsonschema.validate(report, SCHEMA)
@@ -176,6 +233,7 @@ def _check_report(report: dict[str, Any]) -> None:
         mine = again[(row["set"], row["layout"], row["k"], row["readout"], row["calibration"])]
         for m in quality_study_table.SHOWN:
             assert row[m] == pytest.approx(mine[m], abs=1e-12), (row["set"], row["layout"], row["k"], m)
+    _check_ceiling(report)
     for run in report["runs"]:
         recs = read_records(run["records"]["path"])
         validate_records(recs)
@@ -221,6 +279,8 @@ def test_a_study_on_fakes_is_schema_valid_and_equal_to_its_records(tmp_path, cap
     site = load_report("results/study.json", b"{}", report, set())
     assert len(site.charts) == 2 and len(site.tables[0]["rows"]) == len(report["table"])
     assert site.tables[1]["caption"].startswith("ways of asking that were not run")
+    ceiling = next(t for t in site.tables if t["caption"].startswith("how far recalibrating"))
+    assert [r[0] for r in ceiling["rows"]] == ["tickets", "queue"]
     # and the README table comes back from the report alone
     assert quality_study.main(["table", str(tmp_path / "study.json")]) == 0
     assert capsys.readouterr().out == quality_study_table.markdown(report)

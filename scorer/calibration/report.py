@@ -253,12 +253,12 @@ def family_offset_bound(labels: list[metrics.Label], probs: Probs, steps: int = 
         lp = np.log(np.maximum(np.stack([probs[lb.id] for lb in rows]), 1e-300))
         y = np.array([lb.option_ids.index(lb.label) for lb in rows])
         k = lp.shape[1]
-        best = best_acc = 0.0
         offs = np.array(np.meshgrid(*([grid] * (k - 1)), indexing="ij")).reshape(k - 1, -1).T
-        for o in offs:
-            pred = (lp - np.concatenate([[0.0], o])).argmax(axis=1)
-            best = max(best, float(np.mean([np.mean(pred[y == c] == c) for c in np.unique(y)])))
-            best_acc = max(best_acc, float(np.mean(pred == y)))
+        full = np.concatenate([np.zeros((len(offs), 1)), offs], axis=1)  # option 0 is the reference: offset 0
+        # Every offset vector at once (offsets × rows): argmax keeps the first of equals, as a row-by-row loop would.
+        correct = (lp[None, :, :] - full[:, None, :]).argmax(axis=2) == y[None, :]
+        recall = np.stack([correct[:, y == c].mean(axis=1) for c in np.unique(y)])
+        best, best_acc = float(recall.mean(axis=0).max()), float(correct.mean(axis=1).max())
         per[fam] = {"raw": raw, "bound": best, "raw_accuracy": raw_acc, "accuracy_bound": best_acc, "rows": len(rows)}
     vals = [v["bound"] if v["bound"] is not None else v["raw"] for v in per.values()]
     accs = [(v["accuracy_bound"] if v["accuracy_bound"] is not None else v["raw_accuracy"], v["rows"])

@@ -112,7 +112,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise InputError("--choice/--yesno/--score", None, None, "no question given", "at least one question spec")
     state = _state(args)
     policy = policy_arg(args)
-    preset = load_preset(args.preset, "--preset") if args.preset else None  # checked before the model loads
+    preset = load_preset(args.preset, "--preset", model=args.model) if args.preset else None  # before the model loads
     if args.uncovered != "error" and not args.calibration and (preset is None or preset.calibration_path is None):
         raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
                          "--calibration FILE --uncovered raw")

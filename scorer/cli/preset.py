@@ -25,7 +25,7 @@ def preset_args(args: argparse.Namespace) -> Preset | None:
     ``--calibration`` unless ``--batch-calibrate`` asks for an in-run one). None without ``--preset``."""
     if getattr(args, "preset", None) is None:
         return None
-    preset = load_preset(args.preset, "--preset")
+    preset = load_preset(args.preset, "--preset", model=getattr(args, "model", None))
     named = given(args)
     dests = [d for d in FILLED if hasattr(args, d)]
     filled = preset.fill({d: getattr(args, d) if d in named else None for d in dests},

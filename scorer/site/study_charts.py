@@ -115,6 +115,26 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
             "note": "the examples sit in the part of the prompt the cache reuses, so the tokens they add are "
                     "computed once per distinct prefix, not once per decision (tokens computed × k = 0 near 1); the "
                     "time can still grow, because every later token of every decision attends to them"})
+    ceiling = rep.obj.get("ceiling")
+    summary = ceiling.get("summary") if isinstance(ceiling, dict) else None
+    if isinstance(summary, list) and summary:
+        def cell(e: dict[str, Any], key: str) -> str:
+            v = e.get(key)
+            v = v if isinstance(v, dict) else {}
+            return f"{fmt_value(finite(v.get('value')))} ({fmt_value(v.get('name'))})"
+
+        rep.tables.append({
+            "caption": "how far recalibrating the model's scores could go at most",
+            "columns": ["set", "best out of fold (the table above)", "prior fitted on the scored rows themselves",
+                        "the same, every question however few its rows", "best offsets chosen with the answers known"],
+            "rows": [[fmt_value(e.get("set")), *(cell(e, k) for k in ("out_of_fold", "batch_prior",
+                                                                       "batch_prior_every", "offset_bound"))]
+                     for e in summary if isinstance(e, dict)],
+            "note": "each column's best way of asking in brackets. The last three are not fair scores, they are upper "
+                    "marks: the prior fitted on the very rows it then judges (no answers used, but nothing held out), "
+                    "and the per-family option offsets picked with the right answers in view. When even these stay "
+                    "below a target, no calibration reaches it: the model ranks the options wrongly, and only a "
+                    "better prompt or a better model moves that."})
     w = rep.obj.get("winner")
     if isinstance(w, dict) and w.get("name"):
         rep.note = (f"The best way of asking on these sets: {w['name']} (balanced accuracy "
