@@ -59,7 +59,9 @@ from benchmarks.quality_study_table import (  # noqa: E402
     ceiling,
     ceiling_summary,
     demo_costs,
+    fallback_summary,
     markdown,
+    prior_fallbacks,
     run_cost,
     table,
     winner,
@@ -414,6 +416,7 @@ def build_report(args: argparse.Namespace, sets: list[StudySet], p: Plan, cals: 
 
     rows = table(sets, p, cals, records, lambda r: metas[r.key]["cost"], args.reps, args.bootstrap_seed)
     ceil = ceiling(sets, p, records)
+    fallbacks = prior_fallbacks(sets, p, records)
     body = {
         "title": f"Decision quality study · {model.get('key') or args.model} · {model.get('backend', args.backend)}",
         "model": model,
@@ -444,6 +447,7 @@ def build_report(args: argparse.Namespace, sets: list[StudySet], p: Plan, cals: 
         "demo_costs": demo_costs(rows),
         "winner": winner(rows, [s.name for s in sets]),
         "ceiling": {"measures": CEILINGS, "configurations": ceil, "summary": ceiling_summary(rows, ceil)},
+        "prior_fallbacks": {"configurations": fallbacks, "summary": fallback_summary(fallbacks)},
         "load_average": load_span(before),
     }
     return make_report(KIND, FORMAT, carried_inputs(body), body)

@@ -54,21 +54,25 @@ Records = dict[int, dict[str, Any]]
 """A run's records by row index in its set."""
 
 
-def fitter(kind: str, gold: dict[str, str]) -> Callable[[list[dict[str, Any]]], Calibration]:
-    """The fit of a calibration kind on records (their own signatures)."""
+def fitter(kind: str, gold: dict[str, str], fallback: str | None = None,
+           ) -> Callable[[list[dict[str, Any]]], Calibration]:
+    """The fit of a calibration kind on records (their own signatures); ``fallback`` replaces the prior's
+    (:data:`PRIOR`) for :func:`prior_fallbacks`."""
     if kind == "prior":
+        fb = PRIOR["fallback"] if fallback is None else fallback
         return lambda recs: prior.fit_prior(recs, [r["signature"] for r in recs], PRIOR["estimator"],
-                                            PRIOR["min_rows"], PRIOR["fallback"])
+                                            PRIOR["min_rows"], fb)
     if kind == "bias":
         return lambda recs: bias.fit_bias(recs, [r["signature"] for r in recs], gold, BIAS["min_rows"],
                                           BIAS["temperature"], BIAS["l2"], BIAS["balanced"], BIAS["levels"])
     raise ValueError(f"no fit for calibration {kind!r}")
 
 
-def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str) -> tuple[list[dict[str, Any]], int]:
+def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str, fallback: str | None = None,
+             ) -> tuple[list[dict[str, Any]], int]:
     """Every row's out-of-fold record as a consumer of ``calibration`` sees it (row order), and how many held-out
     records the training folds' fit left raw (no entry covered them, or only one fitted on too few rows).
-    ``by_fold(f)``: the records of the run that served fold ``f``."""
+    ``by_fold(f)``: the records of the run that served fold ``f``; ``fallback``: see :func:`fitter`."""
     gold = {lb.id: lb.label for lb in s.labels}
     out: dict[int, dict[str, Any]] = {}
     uncovered = 0
@@ -78,7 +82,7 @@ def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str) -
         if calibration == "none":
             out.update({i: recs[i] for i in held})
             continue
-        cal = fitter(calibration, gold)([recs[i] for i in s.rows_outside(f)])
+        cal = fitter(calibration, gold, fallback)([recs[i] for i in s.rows_outside(f)])
         for i in held:
             rec, _ = apply_held_out(cal, recs[i], recs[i]["signature"])
             uncovered += not rec["calibrated"]["applied"]  # no entry, or one fitted on too few rows: raw numbers
@@ -133,6 +137,43 @@ def ceiling_summary(rows: list[dict[str, Any]], ceil: list[dict[str, Any]]) -> l
         for measure in CEILINGS:
             top = max(cs, key=lambda c, m=measure: c[m])
             entry[measure] = {"value": top[measure], "name": f"{top['layout']} · k={top['k']} · {top['readout']}"}
+        out.append(entry)
+    return out
+
+
+def prior_fallbacks(sets: list[StudySet], p: Plan, records: Callable[[Any], Records]) -> list[dict[str, Any]]:
+    """Per configuration, the out-of-fold prior under every fallback of :data:`scorer.calibration.prior.FALLBACKS`
+    (the table's ``prior`` uses :data:`PRIOR`'s): its balanced accuracy and how many held-out rows each fit left raw.
+    What the command line's default fallback is chosen on."""
+    by_name = {s.name: s for s in sets}
+    out = []
+    for c in p.configs:
+        s = by_name[c.set]
+        fold_run = {r.fold: r for r in p.runs_of(c)}
+
+        def by_fold(f: int, fold_run: dict[Any, Any] = fold_run) -> Records:
+            return records(fold_run.get(f, fold_run.get(None)))
+
+        entry: dict[str, Any] = {"set": c.set, "layout": c.layout, "k": c.k, "readout": c.readout}
+        for fb in prior.FALLBACKS:
+            recs, uncovered = held_out(s, by_fold, "prior", fb)
+            entry[fb] = {METRIC: metrics.family_balanced_accuracy(metrics.align(s.labels, recs, fb)[0]),
+                         "uncovered": uncovered}
+        out.append(entry)
+    return out
+
+
+def fallback_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per set: against ``none``, in how many configurations each other fallback is higher, equal and lower, and the
+    mean difference."""
+    out = []
+    for set_name in dict.fromkeys(r["set"] for r in rows):
+        mine = [r for r in rows if r["set"] == set_name]
+        entry: dict[str, Any] = {"set": set_name, "configurations": len(mine)}
+        for fb in prior.FALLBACKS[1:]:
+            d = [r[fb][METRIC] - r["none"][METRIC] for r in mine]
+            entry[fb] = {"higher": sum(x > 1e-12 for x in d), "equal": sum(abs(x) <= 1e-12 for x in d),
+                         "lower": sum(x < -1e-12 for x in d), "mean_difference": sum(d) / len(d)}
         out.append(entry)
     return out
 
@@ -298,6 +339,15 @@ def markdown(report: dict[str, Any]) -> str:
         for e in summary:
             cells = [f"{e[m]['value']:.3f} ({e[m]['name']})" for m in ("out_of_fold", *CEILINGS)]
             out.append(f"| {e['set']} | " + " | ".join(cells) + " |")
+    fallbacks = (report.get("prior_fallbacks") or {}).get("summary") or []
+    if fallbacks:
+        out += ["", "| set | prior's fallback against none | higher | equal | lower | mean difference |",
+                "|---|---|---:|---:|---:|---:|"]
+        for e in fallbacks:
+            for fb in (k for k in e if k not in ("set", "configurations")):
+                v = e[fb]
+                out.append(f"| {e['set']} | {fb} | {v['higher']} | {v['equal']} | {v['lower']} | "
+                           f"{v['mean_difference']:+.3f} |")
     w = report.get("winner")
     if w:
         out.append("")

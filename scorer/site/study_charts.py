@@ -135,6 +135,26 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
                     "and the per-family option offsets picked with the right answers in view. When even these stay "
                     "below a target, no calibration reaches it: the model ranks the options wrongly, and only a "
                     "better prompt or a better model moves that."})
+    fallbacks = rep.obj.get("prior_fallbacks")
+    fb_summary = fallbacks.get("summary") if isinstance(fallbacks, dict) else None
+    if isinstance(fb_summary, list) and fb_summary:
+        rows_f = []
+        for e in fb_summary:
+            if not isinstance(e, dict):
+                continue
+            for fb in ("family", "pooled"):
+                v = e.get(fb)
+                v = v if isinstance(v, dict) else {}
+                rows_f.append([fmt_value(e.get("set")), fb, *(fmt_value(v.get(k)) for k in ("higher", "equal", "lower")),
+                               fmt_value(finite(v.get("mean_difference")))])
+        rep.tables.append({
+            "caption": "the label-free prior for questions it has not seen: borrow from similar questions or not",
+            "columns": ["set", "borrow from", "ways of asking where it is right more often", "the same", "less often",
+                        "mean change in balanced accuracy"],
+            "rows": rows_f,
+            "note": "out of fold, the prior is fitted on the other folds' rows; a held-out question it has never seen "
+                    "either stays raw ('none'), or takes the prior of its family's questions with the same options "
+                    "('family'), then of any question with those options or per option ('pooled')"})
     w = rep.obj.get("winner")
     if isinstance(w, dict) and w.get("name"):
         rep.note = (f"The best way of asking on these sets: {w['name']} (balanced accuracy "
