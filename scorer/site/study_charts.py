@@ -145,8 +145,8 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
             for fb in ("family", "pooled"):
                 v = e.get(fb)
                 v = v if isinstance(v, dict) else {}
-                rows_f.append([fmt_value(e.get("set")), fb, *(fmt_value(v.get(k)) for k in ("higher", "equal", "lower")),
-                               fmt_value(finite(v.get("mean_difference")))])
+                counts = (fmt_value(v.get(k)) for k in ("higher", "equal", "lower"))
+                rows_f.append([fmt_value(e.get("set")), fb, *counts, fmt_value(finite(v.get("mean_difference")))])
         rep.tables.append({
             "caption": "the label-free prior for questions it has not seen: borrow from similar questions or not",
             "columns": ["set", "borrow from", "ways of asking where it is right more often", "the same", "less often",
