@@ -244,7 +244,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrations", default=",".join(CALIBRATIONS))
     p.add_argument("--folds", type=int, default=DEFAULT_FOLDS, help="group-disjoint folds (at most one per group)")
     p.add_argument("--group-field", default=",".join(DEFAULT_GROUP_FIELDS),
-                   help="row fields naming the group, first present wins (default group,state_id)")
+                   help="row fields naming the group, first present wins (default group,state_id; id: every row its "
+                        "own group)")
     p.add_argument("--demos", metavar="FILE",
                    help="show demonstrations from this labelled file (checked to share no state with the sets) "
                         "instead of the training folds; what a preset with demonstrations needs")

@@ -110,7 +110,8 @@ def load_set(name: str, group_fields: tuple[str, ...] = DEFAULT_GROUP_FIELDS, fo
         if label not in d.option_ids:
             raise InputError(src, n, "label", f"{brief(label)} is not one of the row's option ids",
                              f"one of {', '.join(d.option_ids)}")
-        group = next((d.extra[f] for f in group_fields if d.extra.get(f) is not None), None)
+        fields = {**d.extra, "id": d.id}  # `--group-field id`: every row its own group
+        group = next((fields[f] for f in group_fields if fields.get(f) is not None), None)
         if group is None:
             raise InputError(src, n, group_fields[0], "missing",
                              f"a field naming the row's group ({', '.join(group_fields)}; rows of one group are kept "

@@ -535,3 +535,12 @@ def test_a_report_made_before_the_sequence_token_fix_does_not_show_those_counts_
     assert seq[10] == shown and letters[10] == "23"
     assert site.tables[1]["rows"][0][4] == "1.01"
     assert site.tables[1]["rows"][0][5] == ("1" if shown == "23" else shown)
+
+
+def test_group_field_id_makes_every_row_its_own_group(tmp_path):
+    rows = [{k: v for k, v in r.items() if k != "group"} for r in _rows(3, 2)]  # no group field at all
+    s = load_set(str(_jsonl(tmp_path / "plain.jsonl", rows)), ("id",), folds=4)
+    assert sorted(lb.group for lb in s.labels) == sorted(r["id"] for r in rows)
+    assert s.folds == 4 and sorted(set(s.fold_of_row)) == [0, 1, 2, 3]
+    with pytest.raises(InputError, match="field 'group': missing"):
+        load_set(str(tmp_path / "plain.jsonl"), ("group",))
