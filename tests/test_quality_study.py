@@ -217,6 +217,28 @@ def _check_ceiling(report: dict[str, Any]) -> None:
             per.append(best)
         assert c["offset_bound"] == pytest.approx(sum(per) / len(per), abs=1e-9)
         assert c["offset_bound"] >= c["raw"] - 1e-12  # the grid holds offset 0: the raw readout
+        # at the prior's levels: a question with the row minimum on its own, the rest by family (and option set)
+        sizes = Counter(r["signature"] for r in recs)
+        groups: dict[Any, list[int]] = {}
+        for i, (lb, r) in enumerate(zip(labels, recs, strict=True)):
+            key = r["signature"] if sizes[r["signature"]] >= pr["min_rows"] else (lb.family, lb.option_ids)
+            groups.setdefault(key, []).append(i)
+        pred: dict[str, str] = {}
+        for idx in groups.values():
+            lp = [[math.log(max(p, 1e-300)) for p in recs[i]["probabilities"]] for i in idx]
+            y = [labels[i].option_ids.index(labels[i].label) for i in idx]
+            best, best_o = -1.0, 0.0
+            for step in range(161):
+                o = -4.0 + 8.0 * step / 160
+                got = [0 if v[0] >= v[1] - o else 1 for v in lp]
+                recall = [sum(p == t == cl for p, t in zip(got, y, strict=True)) / y.count(cl) for cl in set(y)]
+                if sum(recall) / len(recall) > best + 1e-12:
+                    best, best_o = sum(recall) / len(recall), o
+            for i, v in zip(idx, lp, strict=True):
+                pred[recs[i]["id"]] = labels[i].option_ids[0 if v[0] >= v[1] - best_o else 1]
+        chosen = [{**r, "choice": pred[r["id"]], "tie": False, "tied_option_ids": []} for r in recs]
+        assert c["offset_bound_levels"] == pytest.approx(
+            metrics.family_balanced_accuracy(metrics.align(labels, chosen)[0]), abs=1e-9)
     for e in ceil["summary"]:
         mine = [c for c in ceil["configurations"] if c["set"] == e["set"]]
         for key in quality_study_table.CEILINGS:

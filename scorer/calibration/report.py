@@ -234,6 +234,24 @@ def evaluate(labels: list[metrics.Label], probs: Probs, raw: metrics.Table | Non
     return out
 
 
+OFFSET_GRID = np.linspace(-4.0, 4.0, 161)
+"""The offsets the in-sample bounds search, per option (the defaults of :func:`family_offset_bound`)."""
+
+
+def best_offsets(lp: np.ndarray, y: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """The per-option offsets on ``grid`` (option 0's fixed at 0) that maximise the balanced accuracy of rows of
+    log-probabilities ``lp`` against gold option indices ``y``, with that balanced accuracy and the best plain
+    accuracy over the grid (chosen separately)."""
+    k = lp.shape[1]
+    offs = np.array(np.meshgrid(*([grid] * (k - 1)), indexing="ij")).reshape(k - 1, -1).T
+    full = np.concatenate([np.zeros((len(offs), 1)), offs], axis=1)  # option 0 is the reference: offset 0
+    # Every offset vector at once (offsets × rows): argmax keeps the first of equals, as a row-by-row loop would.
+    correct = (lp[None, :, :] - full[:, None, :]).argmax(axis=2) == y[None, :]
+    balanced = np.stack([correct[:, y == c].mean(axis=1) for c in np.unique(y)]).mean(axis=0)
+    best = int(balanced.argmax())
+    return full[best], float(balanced[best]), float(correct.mean(axis=1).max())
+
+
 def family_offset_bound(labels: list[metrics.Label], probs: Probs, steps: int = 161,
                         span: float = 4.0) -> dict[str, Any]:
     """Best in-sample balanced accuracy (and, separately, accuracy) per family over per-option offsets
@@ -252,13 +270,7 @@ def family_offset_bound(labels: list[metrics.Label], probs: Probs, steps: int = 
             continue
         lp = np.log(np.maximum(np.stack([probs[lb.id] for lb in rows]), 1e-300))
         y = np.array([lb.option_ids.index(lb.label) for lb in rows])
-        k = lp.shape[1]
-        offs = np.array(np.meshgrid(*([grid] * (k - 1)), indexing="ij")).reshape(k - 1, -1).T
-        full = np.concatenate([np.zeros((len(offs), 1)), offs], axis=1)  # option 0 is the reference: offset 0
-        # Every offset vector at once (offsets × rows): argmax keeps the first of equals, as a row-by-row loop would.
-        correct = (lp[None, :, :] - full[:, None, :]).argmax(axis=2) == y[None, :]
-        recall = np.stack([correct[:, y == c].mean(axis=1) for c in np.unique(y)])
-        best, best_acc = float(recall.mean(axis=0).max()), float(correct.mean(axis=1).max())
+        _, best, best_acc = best_offsets(lp, y, grid)
         per[fam] = {"raw": raw, "bound": best, "raw_accuracy": raw_acc, "accuracy_bound": best_acc, "rows": len(rows)}
     vals = [v["bound"] if v["bound"] is not None else v["raw"] for v in per.values()]
     accs = [(v["accuracy_bound"] if v["accuracy_bound"] is not None else v["raw_accuracy"], v["rows"])

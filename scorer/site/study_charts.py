@@ -126,13 +126,16 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
         rep.tables.append({
             "caption": "how far recalibrating the model's scores could go at most",
             "columns": ["set", "best out of fold (the table above)", "prior fitted on the scored rows themselves",
-                        "the same, every question however few its rows", "best offsets chosen with the answers known"],
+                        "the same, every question however few its rows",
+                        "best offsets per family, chosen with the answers known",
+                        "the same per question where it has enough rows"],
             "rows": [[fmt_value(e.get("set")), *(cell(e, k) for k in ("out_of_fold", "batch_prior",
-                                                                       "batch_prior_every", "offset_bound"))]
+                                                                       "batch_prior_every", "offset_bound",
+                                                                       "offset_bound_levels"))]
                      for e in summary if isinstance(e, dict)],
             "note": "each column's best way of asking in brackets. The last three are not fair scores, they are upper "
                     "marks: the prior fitted on the very rows it then judges (no answers used, but nothing held out), "
-                    "and the per-family option offsets picked with the right answers in view. When even these stay "
+                    "and the option offsets picked with the right answers in view. When even these stay "
                     "below a target, no calibration reaches it: the model ranks the options wrongly, and only a "
                     "better prompt or a better model moves that."})
     fallbacks = rep.obj.get("prior_fallbacks")
