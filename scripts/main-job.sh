@@ -28,7 +28,7 @@ if [ -f "$PRESET" ]; then
   # study's sets, whose questions these examples do not share: those rows are scored raw, and say so.
   echo "-- the same examples with the study's preset $(basename "$PRESET" .json) (README: the quality study)" >&2
   $SEMIF score --model "$MODEL" --input data/examples/decisions.jsonl --output "$OUT/examples-preset.jsonl" \
-    --summary --preset accurate --uncovered raw
+    --summary --preset accurate --uncovered raw --mode shared
 fi
 
 step "3/5 typed vs free vs constrained generation (semif versus, one labelled state of the shape workload)"
