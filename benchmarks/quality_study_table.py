@@ -18,7 +18,9 @@ cost of each configuration, the winner and the README table.
   (:func:`scorer.calibration.report.family_offset_bound`, an optimistic bound of every family-level offset fit) and
   at the prior's own levels (a question with enough rows on its own, the others by family: what a per-question fit
   such as shape-full's 21 criteria could reach).
-  Neither is an out-of-fold number; both are upper marks for what recalibrating these scores can do.
+  None of them is an out-of-fold number; they are upper marks for what recalibrating these scores can do.
+* **The prior's fallback.** The out-of-fold prior again under each fallback (none, family, pooled;
+  :func:`prior_fallbacks`): what a pool is worth for questions the training folds never saw.
 * **Cost.** From the runs' records and clocks: decisions scored, scoring seconds (the public API call, prompts
   rendered included), prompt tokens, tokens reused from the radix prefix cache, prefix tokens prefilled and suffix
   tokens computed (``cache`` block, ``suffix_tokens``; a direct-mode record computes all its tokens).
