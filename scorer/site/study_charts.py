@@ -133,7 +133,7 @@ def draw_quality_study(rel: str, rep: ReportFile) -> None:
                                                                        "batch_prior_every", "offset_bound",
                                                                        "offset_bound_levels"))]
                      for e in summary if isinstance(e, dict)],
-            "note": "each column's best way of asking in brackets. The last three are not fair scores, they are upper "
+            "note": "each column's best way of asking in brackets. The last four are not fair scores, they are upper "
                     "marks: the prior fitted on the very rows it then judges (no answers used, but nothing held out), "
                     "and the option offsets picked with the right answers in view. When even these stay "
                     "below a target, no calibration reaches it: the model ranks the options wrongly, and only a "
