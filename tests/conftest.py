@@ -1,6 +1,6 @@
 """Shared fixtures, and the rule that a missing test prerequisite fails the suite instead of skipping it.
 
-Fixtures: fakes for logic tests (tests/fakes.py, the one module shared fakes live in), and one real
+Fixtures: fakes for logic tests (tests/fakes.py; the remote engine in tests/fake_engine.py), and one real
 SmolLM2-135M per test session and backend for the slow tests.
 
 Prerequisites: a test marked ``llamacpp`` needs llama-cpp-python, one marked ``browser`` needs Chromium at

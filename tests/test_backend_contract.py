@@ -1,6 +1,6 @@
 """The backend contract (:class:`scorer.backends.base.Backend`), one suite run over every backend: the fake
 (tests/fakes.py), torch (SmolLM2-135M fp32, CPU), llama.cpp (SmolLM2-135M Q4_1 GGUF) and the remote engine
-(``--backend openai``) over tests/fakes.py's FakeEngine, as vLLM and as llama.cpp's server.
+(``--backend openai``) over tests/fake_engine.py's FakeEngine, as vLLM and as llama.cpp's server.
 
 The remote engine is sparse (:attr:`~scorer.backends.base.Backend.sparse_logits`): every call that scores names
 the ids it reads (``want``; the suite passes a decision's slots, which the other backends ignore) and gets
@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakes import MERGES, FakeBackend, FakeEngine, FakeTokenizer, decision_rows, engine_backend
+from fake_engine import FakeEngine, engine_backend
+from fakes import MERGES, FakeBackend, FakeTokenizer, decision_rows
 
 from scorer.backends.base import Backend, Prefix, pack_chunks
 from scorer.backends.openai_backend import TOP_K

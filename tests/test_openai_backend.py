@@ -1,4 +1,4 @@
-"""``--backend openai`` against fake engines (tests/fakes.py :class:`FakeEngine`: vLLM and llama.cpp's server
+"""``--backend openai`` against fake engines (tests/fake_engine.py :class:`FakeEngine`: vLLM and llama.cpp's server
 over ``httpx.MockTransport``, the fake logits log-softmaxed in float32 as each engine does): its records equal
 the fake backend's over the same logits in every mode; llama.cpp's slot-restricted fallback; retries and
 their bounds; a run whose engine dies mid-way, resumed; every refusal before anything is scored; the context
@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-from fakes import ENGINE_URL, SERVED, VOCAB, FakeBackend, FakeEngine, FakeTokenizer, engine_backend, fake_reference
+from fake_engine import ENGINE_URL, SERVED, FakeEngine, engine_backend, fake_reference
+from fakes import VOCAB, FakeBackend, FakeTokenizer
 
 from scorer import Scorer, cli
 from scorer.backends import BackendConfig

@@ -17,7 +17,8 @@ import httpx
 import numpy as np
 import orjson
 import pytest
-from fakes import FakeBackend, FakeEngine, FakeTokenizer, engine_backend, fake_prompt_json, row_of
+from fake_engine import FakeEngine, engine_backend
+from fakes import FakeBackend, FakeTokenizer, fake_prompt_json, row_of
 
 from scorer import Scorer, cli
 from scorer.backends.base import Backend
