@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.quality_study_plan import Plan, StudySet
+from benchmarks.quality_study_plan import Config, Plan, StudySet
 from scorer import metrics
 from scorer.calibration import bias, prior
 from scorer.calibration.apply import calibrated_view
@@ -72,6 +72,13 @@ def fitter(kind: str, gold: dict[str, str], fallback: str | None = None,
         return lambda recs: bias.fit_bias(recs, [r["signature"] for r in recs], gold, BIAS["min_rows"],
                                           BIAS["temperature"], BIAS["l2"], BIAS["balanced"], BIAS["levels"])
     raise ValueError(f"no fit for calibration {kind!r}")
+
+
+def fold_records(p: Plan, c: Config, records: Callable[[Any], Records]) -> Callable[[int], Records]:
+    """``by_fold(f)``: the records of the run of configuration ``c`` that served fold ``f`` (its one run when the
+    configuration is scored once for every fold)."""
+    fold_run = {r.fold: r for r in p.runs_of(c)}
+    return lambda f: records(fold_run.get(f, fold_run.get(None)))
 
 
 def held_out(s: StudySet, by_fold: Callable[[int], Records], calibration: str, fallback: str | None = None,
@@ -129,7 +136,8 @@ def _level_offset_bound(s: StudySet, recs: list[dict[str, Any]]) -> float:
         off, _, _ = best_offsets(np.stack([lp[i] for i in idx]), y, OFFSET_GRID)
         for i in idx:
             lp[i] = lp[i] - off
-    probs = {lb.id: np.exp(v - v.max()) / np.exp(v - v.max()).sum() for lb, v in zip(s.labels, lp, strict=True)}
+    exp = [np.exp(v - v.max()) for v in lp]
+    probs = {lb.id: e / e.sum() for lb, e in zip(s.labels, exp, strict=True)}
     return metrics.family_balanced_accuracy(probs_table(s.labels, probs))
 
 
@@ -140,8 +148,8 @@ def ceiling(sets: list[StudySet], p: Plan, records: Callable[[Any], Records]) ->
     out = []
     for c in p.configs:
         s = by_name[c.set]
-        fold_run = {r.fold: r for r in p.runs_of(c)}
-        recs = [records(fold_run.get(s.fold_of_row[i], fold_run.get(None)))[i] for i in range(len(s.decisions))]
+        by_fold = fold_records(p, c, records)
+        recs = [by_fold(s.fold_of_row[i])[i] for i in range(len(s.decisions))]
         raw = metrics.family_balanced_accuracy(metrics.align(s.labels, recs, "raw")[0])
         bound = family_offset_bound(s.labels, {r["id"]: np.asarray(r["probabilities"], dtype=float) for r in recs})
         out.append({"set": c.set, "layout": c.layout, "k": c.k, "readout": c.readout, "raw": raw,
@@ -179,11 +187,7 @@ def prior_fallbacks(sets: list[StudySet], p: Plan, records: Callable[[Any], Reco
     out = []
     for c in p.configs:
         s = by_name[c.set]
-        fold_run = {r.fold: r for r in p.runs_of(c)}
-
-        def by_fold(f: int, fold_run: dict[Any, Any] = fold_run) -> Records:
-            return records(fold_run.get(f, fold_run.get(None)))
-
+        by_fold = fold_records(p, c, records)
         entry: dict[str, Any] = {"set": c.set, "layout": c.layout, "k": c.k, "readout": c.readout}
         for fb in prior.FALLBACKS:
             recs, uncovered = held_out(s, by_fold, "prior", fb)
@@ -251,11 +255,7 @@ def table(sets: list[StudySet], p: Plan, calibrations: list[str], records: Calla
     for c in p.configs:
         s = by_name[c.set]
         runs = p.runs_of(c)
-        fold_run = {r.fold: r for r in runs}
-
-        def by_fold(f: int, fold_run: dict[Any, Any] = fold_run) -> Records:
-            return records(fold_run.get(f, fold_run.get(None)))
-
+        by_fold = fold_records(p, c, records)
         cost = config_cost([costs(r) for r in runs])
         for cal in calibrations:
             recs, uncovered = held_out(s, by_fold, cal)

@@ -234,7 +234,8 @@ def evaluate(labels: list[metrics.Label], probs: Probs, raw: metrics.Table | Non
     return out
 
 
-OFFSET_GRID = np.linspace(-4.0, 4.0, 161)
+OFFSET_STEPS, OFFSET_SPAN = 161, 4.0
+OFFSET_GRID = np.linspace(-OFFSET_SPAN, OFFSET_SPAN, OFFSET_STEPS)
 """The offsets the in-sample bounds search, per option (the defaults of :func:`family_offset_bound`)."""
 
 
@@ -252,8 +253,8 @@ def best_offsets(lp: np.ndarray, y: np.ndarray, grid: np.ndarray) -> tuple[np.nd
     return full[best], float(balanced[best]), float(correct.mean(axis=1).max())
 
 
-def family_offset_bound(labels: list[metrics.Label], probs: Probs, steps: int = 161,
-                        span: float = 4.0) -> dict[str, Any]:
+def family_offset_bound(labels: list[metrics.Label], probs: Probs, steps: int = OFFSET_STEPS,
+                        span: float = OFFSET_SPAN) -> dict[str, Any]:
     """Best in-sample balanced accuracy (and, separately, accuracy) per family over per-option offsets
     (families with one option set of at most 3 options; others keep their raw value) — an upper bound of
     every family-level offset fit, label-free or labelled."""
