@@ -45,7 +45,7 @@ from scorer.options import (
 )
 from scorer.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
 from scorer.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
-from scorer.schema import Decision, nonempty_str, parse_decision
+from scorer.schema import Decision, nonempty_str, parse_decision, unprintable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -222,6 +222,11 @@ def ask_rows(state: Any, questions: Any, id: str | None = None, **extra: Any) ->
         if not nonempty_str(name):
             raise InputError(ASK_SOURCE, None, "questions", f"the name {brief(name)} is not a non-empty string",
                              "question names that are non-empty strings")
+        bad = unprintable(name)
+        if bad is not None:
+            raise InputError(ASK_SOURCE, None, "questions", f"the name {brief(name)} holds the control character "
+                             f"{bad}", "question names of printable characters (no control characters, line "
+                             "breaks or tabs)")
         rows.append({"id": name if id is None else f"{id}/{name}", "state": state,
                      **question_fields(name, spec, ASK_SOURCE), **extra})
     return rows

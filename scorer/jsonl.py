@@ -3,6 +3,7 @@ how decision rows (:func:`scorer.schema.load_decisions`) and records (:func:`sco
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,65 @@ def file_bytes(p: Path, name: str, what: str) -> bytes:
 
 
 def decode_line(raw: str, name: str, lineno: int, expected: str) -> Any:
-    """Line ``lineno`` of ``name`` decoded as JSON (``expected``: what a line should hold, for the refusal)."""
+    """Line ``lineno`` of ``name`` decoded as JSON (``expected``: what a line should hold, for the refusal); a key
+    given twice in one object is refused (:func:`loads_input`)."""
+    return loads_input(raw, name, lineno, expected)
+
+
+class _Repeated(dict[str, Any]):
+    """A decoded JSON object in which ``key`` was given more than once (the last value kept, as JSON parsers do)."""
+
+    key: str
+
+
+def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    marked = _Repeated(out)
+    seen: set[str] = set()
+    for k, _ in pairs:
+        if k in seen:
+            marked.key = k
+            break
+        seen.add(k)
+    return marked
+
+
+def _repeat_path(value: Any) -> str | None:
+    """The JSON path (``questions.x``, ``rows[2].options.a``) of the first repeated key under ``value``."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        v, where = stack.pop()
+        if isinstance(v, _Repeated):
+            return f"{where}.{v.key}" if where else v.key
+        if isinstance(v, dict):
+            stack.extend((c, f"{where}.{k}" if where else str(k)) for k, c in reversed(list(v.items())))
+        elif isinstance(v, list):
+            stack.extend((c, f"{where}[{i}]") for i, c in reversed(list(enumerate(v))))
+    return None
+
+
+def repeated_key(text: str | bytes) -> str | None:
+    """The path of the first key that an object of the JSON document ``text`` holds twice, or None. Parsers keep the
+    last value of a repeated key, so an input with one silently loses the others (a question, an option): inputs
+    are checked with this and refused. ``text`` must be valid JSON (decoded by orjson first)."""
     try:
-        return orjson.loads(raw)
+        return _repeat_path(json.loads(text, object_pairs_hook=_mark_repeats))
+    except RecursionError:  # deeper than the standard parser goes: the inputs' depth rule refuses it anyway
+        return None
+
+
+def loads_input(data: str | bytes, name: str, line: int | None, expected: str) -> Any:
+    """An input document (a JSONL line, a request body) decoded as JSON, refusing what orjson refuses (invalid
+    JSON or UTF-8, NaN/Infinity, nesting past 1,024) and a key given twice in one object (:func:`repeated_key`)."""
+    try:
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(name, lineno, None, f"invalid JSON ({exc})", expected) from None
+        raise InputError(name, line, None, f"invalid JSON ({exc})", expected) from None
+    if isinstance(value, dict | list):
+        path = repeated_key(data)
+        if path is not None:
+            raise InputError(name, line, path, "the key is given more than once in its object (a JSON parser "
+                             "would keep only the last value)", "each key once per object")
+    return value

@@ -47,9 +47,11 @@ import orjson
 from scorer.api import DECIDE_SOURCE, DecisionRecord, Scorer, ask_call
 from scorer.echo import request_echo
 from scorer.errors import InputError, SemifError
+from scorer.mcp_wire import gate_http, gated_stdio
 from scorer.questions import normalize_options
 from scorer.record_schema import record_schema
 from scorer.serve import is_loopback, row_schema
+from scorer.serve_http import Limits, uvicorn_config
 
 if TYPE_CHECKING:
     from scorer.backends import BackendConfig
@@ -301,9 +303,7 @@ def _mcp_sdk() -> None:
 
 
 async def _serve_stdio(server: Any) -> None:
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read, write):
+    async with gated_stdio() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
@@ -316,7 +316,8 @@ def http_app(server: Any, host: str) -> Any:
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
                                          allowed_hosts=[f"{n}:*" for n in names],
                                          allowed_origins=[f"http://{n}:*" for n in names])
-    return server.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
+    return gate_http(server.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security,
+                                                host=host), MCP_PATH, Limits().max_body_bytes)
 
 
 def serve_mcp(model: BackendConfig, transport: str, host: str = "127.0.0.1", port: int = 8001, mode: str = "shared",
@@ -341,8 +342,6 @@ def serve_mcp(model: BackendConfig, transport: str, host: str = "127.0.0.1", por
             anyio.run(_serve_stdio, server)
             return
         import uvicorn
-
-        from scorer.serve_http import Limits, uvicorn_config
 
         print(f"[semif] MCP over streamable HTTP: {model.model} ({mode}) on http://{host}:{port}{MCP_PATH}",
               file=sys.stderr)

@@ -9,6 +9,7 @@ hold. Records, the output, are :mod:`scorer.records`; their JSON Schemas, :mod:`
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,28 @@ class Decision:
 def nonempty_str(value: Any) -> bool:
     """A string with at least one non-space character."""
     return isinstance(value, str) and value.strip() != ""
+
+
+def unprintable(value: str) -> str | None:
+    """The first character of ``value`` that has no place in an identifier (a control, format, surrogate,
+    private-use or unassigned code point, or a line/paragraph separator), named as ``U+XXXX``; None when there is
+    none. Identifiers (row ids, option ids, question names) are echoed into records, tables and logs, where such a
+    character would be invisible or break a line."""
+    for ch in value:
+        if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp"):
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def check_identifier(value: Any, path: str, line: int | None, field: str) -> str:
+    """An identifier: a non-empty string of printable characters (spaces allowed), else :class:`InputError`."""
+    if not nonempty_str(value):
+        raise InputError(path, line, field, f"{brief(value)} is not a non-empty string", "a non-empty string")
+    bad = unprintable(value)
+    if bad is not None:
+        raise InputError(path, line, field, f"{brief(value)} holds the control character {bad}",
+                         "printable characters only (no control characters, line breaks or tabs)")
+    return str(value)
 
 
 def check_state(state: Any, path: str, line: int | None) -> None:
@@ -146,8 +169,7 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
     for key in _ROW_KEYS:
         if key not in obj and not (key == "options" and default_options(qtype) is not None):
             raise InputError(path, line, key, "missing", "keys id, state, question, options")
-    if not nonempty_str(obj["id"]):
-        raise InputError(path, line, "id", f"{brief(obj['id'])} is not a non-empty string", "a non-empty string")
+    check_identifier(obj["id"], path, line, "id")
     state = obj["state"]
     check_state(state, path, line)
     if not nonempty_str(obj["question"]):
@@ -171,6 +193,7 @@ def parse_decision(obj: Any, path: str, line: int | None) -> Decision:
             if not nonempty_str(opt[key]):
                 raise InputError(path, line, f"{where}.{key}", f"{brief(opt[key])} is not a non-empty string",
                                  "a non-empty string")
+        check_identifier(opt["id"], path, line, f"{where}.id")
         unknown = sorted(set(opt) - {"id", "description"})
         if unknown:
             raise InputError(path, line, where, f"unknown keys {brief(unknown)}", "only id and description")

@@ -65,6 +65,7 @@ from scorer.api import Scorer, _parse_row, ask_call
 from scorer.backends import BackendConfig
 from scorer.echo import QUERY_VALUES, request_echo
 from scorer.errors import InputError, SemifError
+from scorer.jsonl import loads_input
 from scorer.options import OptionError
 from scorer.radix_cache import DEFAULT_BUDGET_BYTES
 from scorer.record_schema import record_schema
@@ -181,23 +182,43 @@ class _Refused(Exception):
 
 
 async def _read_json(request: Request, limits: Limits) -> Any:
-    """The request body as JSON, read no further than ``max_body_bytes``."""
+    """The request body as JSON (:func:`scorer.jsonl.loads_input`: a key given twice in one object is refused),
+    read no further than ``max_body_bytes``. A larger body answers 413 once it has been received and thrown away
+    (:func:`_drain`), so that the client, which sends its whole body before it reads, gets the 413 instead of a
+    reset connection."""
     declared = request.headers.get("content-length")
+    expected = f"at most {limits.max_body_bytes} bytes per request"
     if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise _Refused(413, InputError("body", None, None, f"{int(declared)} bytes",
-                                       f"at most {limits.max_body_bytes} bytes per request"))
+        await _drain(request.stream(), limits)
+        raise _Refused(413, InputError("body", None, None, f"{int(declared)} bytes", expected))
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    body = request.stream()
+    async for chunk in body:
         size += len(chunk)
         if size > limits.max_body_bytes:
-            raise _Refused(413, InputError("body", None, None, f"more than {limits.max_body_bytes} bytes",
-                                           f"at most {limits.max_body_bytes} bytes per request"))
+            await _drain(body, limits)
+            raise _Refused(413, InputError("body", None, None, f"more than {limits.max_body_bytes} bytes", expected))
         chunks.append(chunk)
     try:
-        return orjson.loads(b"".join(chunks))
-    except orjson.JSONDecodeError as exc:
-        raise _Refused(400, InputError("body", None, None, f"invalid JSON ({exc})", "one JSON value")) from None
+        return loads_input(b"".join(chunks), "body", None, "one JSON value")
+    except InputError as exc:
+        raise _Refused(400 if exc.field is None else 422, exc) from None
+
+
+DRAIN_FACTOR = 16
+"""An oversized body is read and thrown away up to this many times ``max_body_bytes`` before the 413 (beyond that,
+the connection closes under the client: reading more would let one request tie up the server)."""
+
+
+async def _drain(body: AsyncIterator[bytes], limits: Limits) -> None:
+    """Read the rest of a request's ``body`` stream without keeping it (at most ``DRAIN_FACTOR × max_body_bytes``;
+    the body deadline of :func:`scorer.serve_http.bounded_protocol` bounds a slow sender)."""
+    budget = DRAIN_FACTOR * limits.max_body_bytes
+    async for chunk in body:
+        budget -= len(chunk)
+        if budget < 0:
+            return
 
 
 def _query_echo(request: Request) -> str | bool | None:

@@ -317,3 +317,55 @@ def test_plain_json_extras_still_equal_the_jsonl_records(tmp_path):
     assert [g.record["extra"] for g in got] == [w["extra"] for w in want]
     assert all(w["extra"].items() >= extra.items() for w in want)
     assert [g.record["run"]["config_sha256"] for g in got] == [w["run"]["config_sha256"] for w in want]
+
+
+# --- issue #43: the command line's holes --------------------------------------------------------------------------
+def test_engine_stop_and_status_take_the_engine_as_start_does(tmp_path, monkeypatch, capsys):
+    """``semif engine stop llama-server`` (the form ``start`` takes) stops that kind only; ``--engine`` still works;
+    the two disagreeing is a one-line error."""
+    from scorer import engine_state
+
+    monkeypatch.setenv("SEMIF_CACHE", str(tmp_path))
+    sleepers = {kind: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+                for kind in ("llama-server", "vllm")}
+    try:
+        for kind, proc in sleepers.items():
+            engine_state.write_state(engine_state.state_path(kind, 9000 + proc.pid % 1000), {
+                "engine": kind, "pid": proc.pid, "port": 9000 + proc.pid % 1000, "base_url": "http://127.0.0.1:1",
+                "log": "x.log"})
+        assert cli.main(["engine", "status", "vllm", "--json"]) == 0
+        listed = [orjson.loads(x) for x in capsys.readouterr().out.splitlines()]
+        assert [st["engine"] for st in listed] == ["vllm"]
+        assert cli.main(["engine", "stop", "llama-server", "--engine", "vllm"]) == 2
+        assert "llama-server and --engine vllm" in _one_line(capsys.readouterr().err)
+        assert cli.main(["engine", "stop", "llama-server"]) == 0
+        assert "llama-server" in capsys.readouterr().out
+        sleepers["llama-server"].wait(timeout=30)
+        assert sleepers["vllm"].poll() is None  # the other kind is left running
+        assert cli.main(["engine", "stop", "--engine", "vllm"]) == 0
+        sleepers["vllm"].wait(timeout=30)
+    finally:
+        for proc in sleepers.values():
+            if proc.poll() is None:
+                proc.kill()
+
+
+def test_a_key_given_twice_in_a_rows_file_or_a_json_state_is_refused(tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(b'{"id": "r1", "state": "s", "question": "q", "options": ["a", "b"], "question": "p"}\n')
+    assert cli.main(["score", "--input", str(rows), "--output", str(tmp_path / "o.jsonl")]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{rows}:1: field 'question'" in line and "given more than once" in line
+    assert cli.main(["ask", "--json-state", "--state", '{"a": 1, "b": {"c": 2, "c": 3}}', "--yesno", "r=Refund?"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "--state: field 'b.c'" in line and "given more than once" in line
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["--yesno", "a\tb=Refund?"], "U+0009"),
+    (["--choice", "team=Which team?:billing|tech\u0001"], "U+0001"),
+])
+def test_semif_ask_refuses_control_characters_in_names_and_ids(capsys, argv, fragment):
+    assert cli.main(["ask", "--state", "my card was charged twice", *argv]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"holds the control character {fragment}" in line

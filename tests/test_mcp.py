@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import orjson
 import pytest
 from fakes import FakeBackend
 
@@ -264,3 +265,85 @@ def test_semif_mcp_on_smollm2_answers_as_the_api_over_both_transports(smol_torch
     _check_live(asyncio.run(asyncio.wait_for(_over_stdio(args), 600)), smol_torch, approx=1e-6)
     with _http_server(args) as url:
         _check_live(asyncio.run(asyncio.wait_for(_over_http(url), 600)), smol_torch, approx=1e-6)
+
+
+# --- issue #43: messages the SDK would drop get a JSON-RPC error, over both transports -------------------------------
+def _deep(levels: int) -> bytes:
+    return (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"decide","arguments":{"state":'
+            + b"[" * levels + b"1" + b"]" * levels + b',"question":"q","options":["a","b"]}}}')
+
+
+HOSTILE: list[tuple[bytes, Any, int, str]] = [
+    (_deep(1_000), 7, -32602, "nests 1003 levels"),
+    (_deep(10_000), 7, -32602, "nests more than 128 levels"),
+    (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', None, -32600, "is not a string or an integer"),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', None, -32600, "is not a string or an integer"),
+    (b'{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"ask","arguments":{"state":"s","questions":'
+     b'{"x":{"type":"yesno","question":"a?"},"x":{"type":"yesno","question":"b?"}}}}}', "d", -32602,
+     "params.arguments.questions.x is given more than once"),
+    (b'{"jsonrpc":"2.0","id":3,"method":', 3, -32700, "Parse error"),
+    (b"[]", None, -32600, "an empty batch"),
+]
+BATCH = b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},' \
+        b'{"jsonrpc":"2.0","id":"b","method":"ping"}]'
+
+
+def _check_error(reply: Any, rid: Any, code: int, fragment: str) -> None:
+    assert reply["jsonrpc"] == "2.0" and reply["id"] == rid, reply
+    assert reply["error"]["code"] == code and fragment in reply["error"]["message"], reply
+
+
+def _check_batch(reply: Any) -> None:
+    """One error per member with an id, none for the notification."""
+    assert [r["id"] for r in reply] == [1, "b"], reply
+    assert all(r["error"]["code"] == -32600 and "batches are not accepted" in r["error"]["message"] for r in reply)
+
+
+def test_stdio_answers_every_message_the_sdk_would_drop_and_keeps_serving():
+    """Deep arguments, a batch, ids that are not strings or integers, a repeated key and broken JSON each get a
+    JSON-RPC error (with the request's id where it can be read); the next valid call is answered."""
+    import select
+
+    proc = subprocess.Popen([sys.executable, str(FAKE_SEMIF), "mcp"], env=_env(), cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def call(line: bytes) -> Any:
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, f"no reply to {line[:80]!r}"
+        return orjson.loads(proc.stdout.readline())
+
+    try:
+        init = call(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        assert init["id"] == 0 and "result" in init
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        for line, rid, code, fragment in HOSTILE:
+            _check_error(call(line), rid, code, fragment)
+        _check_batch(call(BATCH))
+        good = call(orjson.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "decide", "arguments": {"state": STATE, "question": QUESTION, "options": OPTIONS}}}))
+        assert good["id"] == 9 and not good["result"]["isError"], good
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def test_streamable_http_answers_every_message_the_sdk_would_drop_with_400_and_keeps_serving():
+    import httpx
+
+    head = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with _http_server([str(FAKE_SEMIF), "mcp"]) as url:
+        for line, rid, code, fragment in HOSTILE:
+            r = httpx.post(url, content=line, headers=head, timeout=60)
+            assert r.status_code == 400, (line[:80], r.status_code, r.text[:300])
+            _check_error(r.json(), rid, code, fragment)
+        r = httpx.post(url, content=BATCH, headers=head, timeout=60)
+        assert r.status_code == 400
+        _check_batch(r.json())
+        r = httpx.post(url, content=b"x" * (5 * 1024 * 1024), headers=head, timeout=60)
+        assert r.status_code == 413 and "at most 4194304" in r.json()["error"]["message"]
+        got = asyncio.run(asyncio.wait_for(_over_http(url), 120))
+    _check_live(got, FakeBackend())

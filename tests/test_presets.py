@@ -116,7 +116,8 @@ def test_semif_score_with_a_preset_and_explicit_overrides(tmp_path, monkeypatch,
     # an explicit option wins, even one given its default value
     assert cli.main(["score", "--input", str(rows), "--output", str(tmp_path / "b.jsonl"), "--preset", str(path),
                      "--layout", "state-major", "--demos-k", "1"]) == 2  # its prior knows question-major signatures
-    assert "no calibration for signature" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no calibration for signature" in err and "--uncovered raw" in err  # the way out is named
     out2 = tmp_path / "c.jsonl"
     assert cli.main(["score", "--input", str(rows), "--output", str(out2), "--preset", str(path), "--layout",
                      "state-major", "--demos-k", "1", "--uncovered", "raw"]) == 0

@@ -323,3 +323,87 @@ def test_serve_refuses_a_bad_calibration_file_before_the_model_loads(tmp_path, m
     assert cli.main(["serve", "--calibration", str(bad)]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and "invalid JSON" in err and "Traceback" not in err
+
+
+# --- issue #43: the holes a fault campaign found in the service ---------------------------------------------------
+def test_a_body_past_the_limit_answers_413_not_a_reset(fake_url):
+    """A 5 MB body (the default limit is 4 MiB) is read and thrown away, then answered 413 naming the limit: the
+    client, which sends its whole body before it reads, sees the answer instead of a broken pipe; the server serves
+    on. With a Content-Length and without one (chunked)."""
+    big = {"state": "x" * (5 * 1024 * 1024), "questions": {"refund": {"type": "yesno", "question": "Refund?"}}}
+    body = orjson.dumps(big)
+    r = httpx.post(f"{fake_url}/v1/ask", content=body, headers={"content-type": "application/json"}, timeout=60)
+    assert r.status_code == 413, r.text
+    assert r.json()["error"] == (f"body: {len(body)} bytes (expected at most {Limits().max_body_bytes} bytes per "
+                                 "request)")
+
+    def chunks():
+        for i in range(0, len(body), 65536):
+            yield body[i:i + 65536]
+
+    r = httpx.post(f"{fake_url}/v1/ask", content=chunks(), timeout=60)
+    assert r.status_code == 413 and "expected at most 4194304 bytes per request" in r.json()["error"]
+    assert httpx.post(f"{fake_url}/v1/decide", json=_rows()[0]).status_code == 200
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/v1/ask", b'{"state": "s", "questions": {"x": {"type": "yesno", "question": "a?"}, '
+                b'"x": {"type": "yesno", "question": "b?"}}}', "questions.x"),
+    ("/v1/decide", b'{"id": "r1", "state": "s", "question": "q", "options": {"a": "A", "b": "B", "a": "C"}}',
+     "options.a"),
+    ("/v1/decide/batch", b'{"rows": [{"id": "r1", "id": "r2", "state": "s", "question": "q", "options": ["a", "b"]}]}',
+     "rows[0].id"),
+])
+def test_a_key_given_twice_is_refused_naming_its_path(fake_url, path, body, field):
+    r = httpx.post(f"{fake_url}{path}", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+    assert "given more than once in its object" in r.json()["error"]
+    assert httpx.post(f"{fake_url}/v1/decide", json=_rows()[0]).status_code == 200
+
+
+@pytest.mark.parametrize(("doc", "field", "char"), [
+    ({"id": "r1", "state": "s", "question": "q", "options": ["a\u0001", "b"]}, "options[0].id", "U+0001"),
+    ({"id": "r\t1", "state": "s", "question": "q", "options": ["a", "b"]}, "id", "U+0009"),
+    ({"id": "r1", "state": "s", "question": "q", "options": {"a": "A", "b\u2028": "B"}}, "options[1].id", "U+2028"),
+])
+def test_identifiers_with_control_characters_are_refused(fake_url, doc, field, char):
+    r = httpx.post(f"{fake_url}/v1/decide", json=doc)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field and f"holds the control character {char}" in r.json()["error"]
+
+
+def test_a_question_name_with_a_line_break_is_refused(fake_url):
+    r = httpx.post(f"{fake_url}/v1/ask", json={"state": "s", "questions": {
+        "a\n/../b": {"type": "yesno", "question": "q?"}}})
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "questions" and "holds the control character U+000A" in r.json()["error"]
+    ok = httpx.post(f"{fake_url}/v1/ask", json={"state": "s", "questions": {"a b/c": {"type": "yesno",
+                                                                                   "question": "q?"}}})
+    assert ok.status_code == 200 and list(ok.json()["answers"]) == ["a b/c"]
+
+
+def test_sigterm_stops_semif_serve_without_suggesting_resume():
+    """``semif serve`` stopped by SIGTERM says the server stopped; ``--resume`` belongs to records runs."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_semif.py"), "serve", "--port", str(port)],
+                            env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "semif serve did not come up"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "the server stopped" in err and "--resume" not in err, err
+    assert "Traceback" not in err, err

@@ -181,7 +181,8 @@ class Calibration:
                          f"no calibration for signature {signature} (readout {readout}, family {family!r}, "
                          f"options {option_ids})",
                          "a calibration fitted on rows with this question and these options, or a family/global "
-                         "fallback that covers them")
+                         "fallback that covers them; or score such rows with their raw numbers, flagged as "
+                         "uncovered: --uncovered raw (semif score, ask, serve), on_uncovered='raw' (Python API)")
 
     def apply(self, record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
         """A copy of ``record`` with a ``calibrated`` block; its raw fields are left exactly as they were.

@@ -87,6 +87,17 @@ def stop_word(code: int) -> str:
     return "terminated (SIGTERM)" if code == Terminated.exit_code else "interrupted"
 
 
+def stop_note(args: argparse.Namespace) -> str:
+    """What an interrupted command leaves: a command's own ``stop_note`` (``semif serve``, ``semif mcp``: the server
+    stopped), else what was written; ``--resume`` is suggested only by the commands that take it."""
+    note = getattr(args, "stop_note", None)
+    if note:
+        return str(note)
+    if hasattr(args, "resume"):
+        return "outputs written so far are kept (rerun with --resume to continue)"
+    return "outputs written so far are kept"
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     raise Terminated()
@@ -117,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:
         code = stop_code(exc)
-        err(f"{stop_word(code)}; outputs written so far are kept (a records run: rerun with --resume to continue)")
+        err(f"{stop_word(code)}; {stop_note(args)}")
         return code
     except OSError as exc:  # an environment fault (disk full, permissions, a directory where a file should be)
         err(os_error_text(exc))

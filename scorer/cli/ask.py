@@ -24,6 +24,7 @@ from scorer.cli.options import add_max_batch_tokens_arg, add_model_args, backend
 from scorer.cli.preset import add_preset_arg
 from scorer.cli.score import add_echo_arg, add_policy_args, policy_arg
 from scorer.errors import InputError
+from scorer.jsonl import loads_input
 
 SPEC_FORMS = {"--choice": "NAME=QUESTION:ID|ID|… (an option may be ID=DESCRIPTION)",
               "--score": "NAME=QUESTION:LOWEST|…|HIGHEST (a label may be ID=DESCRIPTION)",
@@ -64,11 +65,7 @@ def _state(args: argparse.Namespace) -> Any:
                              "UTF-8 text") from None
     if not args.json_state:
         return text
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise InputError("--state", None, None, f"invalid JSON ({exc})", "a JSON object or array (--json-state)") \
-            from None
+    return loads_input(text, "--state", None, "a JSON object or array (--json-state)")
 
 
 def parse_spec(flag: str, text: str) -> tuple[str, dict[str, Any]]:

@@ -10,6 +10,7 @@ from typing import Any
 from scorer import store
 from scorer.cli.options import positive_int
 from scorer.engines import ENGINES
+from scorer.errors import InputError
 
 
 def register(sub: Any) -> None:
@@ -29,13 +30,29 @@ def register(sub: Any) -> None:
     s.add_argument("--kv-cache-gib", type=positive_int, default=4, help="vllm CPU: KV cache GiB (default 4)")
     s.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for readiness (default 600)")
     s.set_defaults(func=_cmd_start)
-    t = acts.add_parser("stop", help="stop engines started here")
+    t = acts.add_parser("stop", help="stop engines started here (all of them, or those named)")
+    _engine_filter(t)
     t.add_argument("--port", type=positive_int, help="only the engine on this port")
-    t.add_argument("--engine", choices=ENGINES, help="only engines of this kind")
     t.set_defaults(func=_cmd_stop)
-    u = acts.add_parser("status", help="list engines started here")
+    u = acts.add_parser("status", help="list engines started here (all of them, or those named)")
+    _engine_filter(u)
     u.add_argument("--json", action="store_true", help="one JSON object per engine")
     u.set_defaults(func=_cmd_status)
+
+
+def _engine_filter(p: Any) -> None:
+    """The engine kind as ``start`` takes it (``semif engine stop llama-server``), or as ``--engine KIND``."""
+    p.add_argument("engine", nargs="?", choices=ENGINES, help="only engines of this kind (as given to start)")
+    p.add_argument("--engine", dest="engine_flag", choices=ENGINES, metavar="ENGINE",
+                   help="the same as the positional ENGINE")
+
+
+def _engine_kind(args: argparse.Namespace) -> str | None:
+    """The kind asked for by position or by ``--engine`` (both given: they must agree)."""
+    if args.engine and args.engine_flag and args.engine != args.engine_flag:
+        raise InputError("engine", None, None, f"{args.engine} and --engine {args.engine_flag}",
+                         "one engine kind, given once (semif engine stop llama-server)")
+    return args.engine or args.engine_flag
 
 
 def _cmd_start(args: argparse.Namespace) -> int:
@@ -52,9 +69,11 @@ def _cmd_start(args: argparse.Namespace) -> int:
 def _cmd_stop(args: argparse.Namespace) -> int:
     from scorer.engines.launcher import stop
 
-    done = stop(port=args.port, engine=args.engine)
+    kind = _engine_kind(args)
+    done = stop(port=args.port, engine=kind)
     if not done:
-        print("no engine recorded" + (f" on port {args.port}" if args.port else ""))
+        print("no engine recorded" + (f" on port {args.port}" if args.port else "") + (f" of kind {kind}" if kind
+                                                                                          else ""))
     for st in done:
         word = "stopped" if st["stopped"] else "STILL RUNNING"
         print(f"{st['engine']} on {st['base_url']} (pid {st['pid']}): {word}")
@@ -64,7 +83,8 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 def _cmd_status(args: argparse.Namespace) -> int:
     from scorer.engines.launcher import status
 
-    rows = status()
+    kind = _engine_kind(args)
+    rows = [st for st in status() if kind is None or st["engine"] == kind]
     if args.json:
         for st in rows:
             print(json.dumps(st, sort_keys=True))

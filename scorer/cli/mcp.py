@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
                    help="a prior or bias file (semif calibrate prior|bias): every answer gets its calibrated block")
     add_echo_arg(p)  # the server's default; a tool call's echo argument overrides it for its own records
     add_model_args(p)
-    p.set_defaults(func=_cmd_mcp)
+    p.set_defaults(func=_cmd_mcp, stop_note="the server stopped (it keeps no state to resume)")
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:

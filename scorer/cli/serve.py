@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
     g.add_argument("--address", help="--ray: cluster address (default: start a local cluster)")
     g.add_argument("--cpus-per-replica", type=float, default=1.0, help="--ray: CPUs per replica")
     add_model_args(p)
-    p.set_defaults(func=_cmd_serve)
+    p.set_defaults(func=_cmd_serve, stop_note="the server stopped (it keeps no state to resume)")
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
