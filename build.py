@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from scorer.io import os_error_text
+from scorer.core.io import os_error_text
 from scorer.site import build
 from scorer.site.discover import discover
 from scorer.site.inputs import BuildError, Lane, ReportFile, TraceFile

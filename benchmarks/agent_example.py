@@ -16,7 +16,8 @@ Every step is one of the user's own commands, run in order (and listed in the re
    (the bias file, the calibrated thresholds), each keeping its records.
 
 The report's numbers are recomputed from the example's records and the tickets' labels, independently of the
-example's code (:func:`tally_records`: :meth:`scorer.abstain.Policy.verdict` on each record), and checked equal to
+example's code (:func:`tally_records`: :meth:`scorer.decision.policy.Policy.verdict` on each record), and checked equal
+to
 the tally the example printed; a difference stops the script (exit 1) before anything is reported. Per lane and
 question: answers, acted on, abstained on, right among acted (and that precision), right of all by the acting and
 by the raw readout. The load averages before and after are in the report.
@@ -40,12 +41,12 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scorer.abstain import acting, load_policy  # noqa: E402
 from scorer.api import ask_rows  # noqa: E402
-from scorer.envelope import envelope, write_report  # noqa: E402
-from scorer.io import refuse_overwrite  # noqa: E402
-from scorer.machine import load_average, load_span  # noqa: E402
-from scorer.records import read_records  # noqa: E402
+from scorer.core.io import refuse_overwrite  # noqa: E402
+from scorer.core.machine import load_average, load_span  # noqa: E402
+from scorer.decision.policy import acting, load_policy  # noqa: E402
+from scorer.formats.envelope import envelope, write_report  # noqa: E402
+from scorer.formats.records import read_records  # noqa: E402
 
 FORMAT = "semif-agent-example-v1"
 EXAMPLE = ROOT / "examples" / "agent.py"
@@ -76,7 +77,7 @@ def tally_records(records: list[dict[str, Any]], labels: dict[str, str], policy:
                   questions: list[str]) -> dict[str, dict[str, int]]:
     """The example's tally recomputed from its records: per question (the part of the record id after ``/``) and
     ``all``. Acted on: the policy's verdict on the record is confident; acting choice: the calibrated block's when
-    there is one, else the raw choice (:func:`scorer.abstain.acting`)."""
+    there is one, else the raw choice (:func:`scorer.decision.policy.acting`)."""
     keys = ("decisions", "acted", "abstained", "right_acted", "right_acting", "right_raw")
     out = {q: dict.fromkeys(keys, 0) for q in (*questions, "all")}
     for rec in records:

@@ -1,7 +1,7 @@
 """What verifying the fp32 cache costs at load time, against a cold load of the same folder.
 
 The torch backend checks every file of ``~/.cache/semif/hf-v2/<gguf sha256>/`` against its BLAKE3
-manifest before loading it (``scorer.store.verify_manifest``); the promise is that this stays under
+manifest before loading it (``scorer.models.store.verify_manifest``); the promise is that this stays under
 10 % of a cold load. Each measurement runs in a fresh Python process (imports excluded from the timed
 part), alternating, ``--repeats`` times:
 
@@ -37,10 +37,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scorer import store  # noqa: E402
-from scorer.envelope import make_report, write_report  # noqa: E402
-from scorer.io import refuse_overwrite  # noqa: E402
-from scorer.machine import load_average, load_span  # noqa: E402
+from scorer.core.io import refuse_overwrite  # noqa: E402
+from scorer.core.machine import load_average, load_span  # noqa: E402
+from scorer.formats.envelope import make_report, write_report  # noqa: E402
+from scorer.models import store  # noqa: E402
 
 FORMAT = "semif-cache-verify-v1"
 

@@ -33,7 +33,7 @@ prior, mean estimator, every signature: what ``--batch-calibrate`` applies), dec
 configuration (checked: every repeat's choices equal the first's, reported as ``repeats_identical``).
 
 Routed rows (computed from the same records, no extra run): fast = one engine, accurate = another, the margin
-threshold chosen out of fold (:func:`scorer.runs.route.choose_threshold`); time = the fast run's scoring time
+threshold chosen out of fold (:func:`scorer.scoring.routing.choose_threshold`); time = the fast run's scoring time
 plus the accurate run's per-record time of the escalated decisions.
 
     .venv/bin/python benchmarks/engines.py --models qwen2.5-0.5b --sets boundary,authored,shape-small \\
@@ -63,11 +63,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.record_clock import poll  # noqa: E402
-from scorer import metrics  # noqa: E402
 from scorer.calibration.batch import in_batch_calibrated  # noqa: E402
-from scorer.envelope import ENVELOPE_KEYS, envelope, file_input, write_report  # noqa: E402
-from scorer.io import refuse_overwrite  # noqa: E402
-from scorer.machine import load_average, load_span  # noqa: E402
+from scorer.core.io import refuse_overwrite  # noqa: E402
+from scorer.core.machine import load_average, load_span  # noqa: E402
+from scorer.evaluation import metrics  # noqa: E402
+from scorer.formats.envelope import ENVELOPE_KEYS, envelope, file_input, write_report  # noqa: E402
 
 FORMAT = "semif-engines-v1"
 SETS = {"boundary": ROOT / "data/eval/boundary.jsonl", "authored": ROOT / "data/eval/authored.jsonl",
@@ -149,7 +149,7 @@ QUANTIZED = {"vllm-w8a8": "w8a8", "vllm-awq": "awq-w4a16"}
 
 
 def _scheme_folder(model: str, scheme: str) -> Path:
-    from scorer.runs.quant_schemes import cached_checkpoint
+    from scorer.studies.quant_schemes import cached_checkpoint
 
     entry = cached_checkpoint(model, scheme)
     if entry is None:
@@ -236,7 +236,7 @@ def _against(ref: list[dict[str, Any]], recs: list[dict[str, Any]]) -> dict[str,
 
 
 def _routed(fast: dict[str, Any], acc: dict[str, Any], labels: list[metrics.Label]) -> dict[str, Any]:
-    from scorer.runs.route import choose_threshold, routed
+    from scorer.scoring.routing import choose_threshold, routed
 
     rf, ra = fast["_records"], acc["_records"]
     cands: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.01)

@@ -12,7 +12,7 @@ What is measured, per engine, on the real tokenizer of ``--model`` (no weights a
   walks of the whole answer; the logits are random, so the argmax is not the canonical token and every
   step takes the slow (masked) path.
 
-Grammar: the ``scorer.grammar.ArrayGrammar`` GBNF (llguidance, xgrammar, llama.cpp) or the equivalent
+Grammar: the ``scorer.prompting.grammar.ArrayGrammar`` GBNF (llguidance, xgrammar, llama.cpp) or the equivalent
 regular expression (outlines-core, which takes regexes only).
 
     .venv/bin/python benchmarks/grammar-mask-probe.py --model qwen2.5-1.5b --criteria 21 \\
@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scorer.grammar import ArrayGrammar
+from scorer.prompting.grammar import ArrayGrammar
 
 FORMAT = "semif-grammar-mask-probe-v1"
 
@@ -184,7 +184,7 @@ def probe_outlines(hf: Any, regex: str, stops: list[int], path: list[int], n_log
 def probe_llamacpp(gguf: Path, gbnf: str, path: list[int], repeats: int) -> dict[str, Any]:
     import llama_cpp
 
-    from scorer.backends.llama_grammar import LlamaConstraint
+    from scorer.backends.llamacpp_grammar import LlamaConstraint
 
     llama_cpp.llama_backend_init()
     mp = llama_cpp.llama_model_default_params()
@@ -224,10 +224,10 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
-    from scorer import store
-    from scorer.backends.reference_tokenizer import load_reference_tokenizer
-    from scorer.envelope import make_report, write_report
-    from scorer.machine import load_average, load_span
+    from scorer.core.machine import load_average, load_span
+    from scorer.formats.envelope import make_report, write_report
+    from scorer.models import store
+    from scorer.prompting.reference_tokenizer import load_reference_tokenizer
 
     load0 = load_average()
 

@@ -66,16 +66,17 @@ from benchmarks.quality_study_table import (  # noqa: E402
     table,
     winner,
 )
-from scorer import __version__, metrics  # noqa: E402
+from scorer import __version__  # noqa: E402
 from scorer.calibration.temperature import DEFAULT_FOLDS  # noqa: E402
-from scorer.envelope import carried_inputs, make_report, write_report  # noqa: E402
-from scorer.errors import InputError, SemifError  # noqa: E402
-from scorer.io import check_writable, os_error_text, write_atomic  # noqa: E402
-from scorer.layouts import LAYOUTS  # noqa: E402
-from scorer.machine import load_average, load_span  # noqa: E402
-from scorer.options import MODES  # noqa: E402
-from scorer.records import dumps_record, read_records  # noqa: E402
-from scorer.store import sha256_file  # noqa: E402
+from scorer.core.checks import MODES  # noqa: E402
+from scorer.core.errors import InputError, SemifError  # noqa: E402
+from scorer.core.io import check_writable, os_error_text, write_atomic  # noqa: E402
+from scorer.core.machine import load_average, load_span  # noqa: E402
+from scorer.evaluation import metrics  # noqa: E402
+from scorer.formats.envelope import carried_inputs, make_report, write_report  # noqa: E402
+from scorer.formats.records import dumps_record, read_records  # noqa: E402
+from scorer.models.store import sha256_file  # noqa: E402
+from scorer.prompting.layouts import LAYOUTS  # noqa: E402
 
 FORMAT = "semif-quality-study-v1"
 KIND = "quality-study"
@@ -168,7 +169,7 @@ class Runner:
 
     def _demos(self, s: StudySet, r: RunSpec) -> Any:
         """The run's demonstrations: none (k 0), the file's (read once per k), or the fold's training rows."""
-        from scorer.demos import load_demos
+        from scorer.prompting.demos import load_demos
 
         k = r.config.k
         if k == 0:
@@ -194,7 +195,7 @@ class Runner:
         return {"input_sha256": s.sha256, "semif": __version__}
 
     def expected_hash(self, s: StudySet, r: RunSpec) -> str:
-        from scorer.runs.score_config import config_sha256
+        from scorer.scoring.options import config_sha256
 
         sc = self._scorer(s, r)
         rows = [s.decisions[i] for i in r.rows]
@@ -210,7 +211,7 @@ class Runner:
 def unusable_readouts(backend: Any, sets: list[StudySet], layouts: list[str], readouts: list[str]) -> dict[Any, str]:
     """(set, layout, readout) → why the readout cannot render some row (every row rendered on the model's own
     tokenizer by the code's own renderer, without demonstrations: e.g. an option id that is not one token)."""
-    from scorer.demos import prompt_for
+    from scorer.prompting.demos import prompt_for
     out: dict[Any, str] = {}
     for s in sets:
         for layout in layouts:
@@ -261,15 +262,15 @@ def _parser() -> argparse.ArgumentParser:
                                                          "nothing")
     p.add_argument("--seconds-per-decision", type=float, help="--dry-run: the rate to estimate with when no run has "
                                                              "finished yet")
-    p.add_argument("--write-preset", metavar="NAME", help="write data/presets/NAME.json from the winner")
-    p.add_argument("--presets-dir", default=str(ROOT / "data" / "presets"))
+    p.add_argument("--write-preset", metavar="NAME", help="write scorer/data/presets/NAME.json from the winner")
+    p.add_argument("--presets-dir", default=str(ROOT / "scorer" / "data" / "presets"))
     t = sub.add_parser("table", help="print a report's README table (markdown)")
     t.add_argument("report")
     w = sub.add_parser("preset", help="write a finished study's winner as a preset (what run --write-preset "
                                       "writes), from the report and its cited records, scoring nothing")
     w.add_argument("report")
-    w.add_argument("--name", required=True, help="the preset's name: data/presets/NAME.json")
-    w.add_argument("--presets-dir", default=str(ROOT / "data" / "presets"))
+    w.add_argument("--name", required=True, help="the preset's name: scorer/data/presets/NAME.json")
+    w.add_argument("--presets-dir", default=str(ROOT / "scorer" / "data" / "presets"))
     return ap
 
 
@@ -344,7 +345,7 @@ def cmd_run(args: argparse.Namespace, load: Loader) -> int:
         print(f"  {_estimate(pre, done, args.seconds_per_decision)}")
         return 0
     if args.write_preset:  # the name and the file checked before anything is scored
-        from scorer.presets import NAME_RULE
+        from scorer.scoring.presets import NAME_RULE
 
         if not NAME_RULE.match(args.write_preset):
             raise InputError("--write-preset", None, None, f"{args.write_preset!r} is not a preset name",

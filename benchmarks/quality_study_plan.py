@@ -7,12 +7,13 @@ configurations, the scoring runs each configuration needs and the demonstrations
   carries; a row with none of them is refused (file:line:field), never given a group of its own silently.
 * **Demonstrations out of fold.** Without ``--demos FILE`` a configuration with k > 0 is scored once per fold: run
   ``f`` shows demonstrations drawn only from the rows *outside* fold ``f`` (:func:`fold_demos`, a
-  :class:`scorer.demos.Demos` of those rows, whose own rule also keeps a row's group out of its picks), and the
+  :class:`scorer.prompting.demos.Demos` of those rows, whose own rule also keeps a row's group out of its picks), and
+  the
   numbers of fold ``f`` come from that run alone: its held-out rows for the metrics, its other rows to fit the
   calibration. No record used for fold ``f`` was scored with a demonstration from fold ``f``. With ``--demos FILE``
   (a labelled file checked to share no state with any set) the records do not depend on the fold: one run per
   configuration, as a preset with that file would run.
-* **Readouts.** Every value of :data:`scorer.options.SLOTS`, in every layout and with every k; a readout that
+* **Readouts.** Every value of :data:`scorer.core.checks.SLOTS`, in every layout and with every k; a readout that
   cannot render some row of a set (``ids``: an option id that is not one token) is listed as skipped for that set
   with the renderer's own words.
 
@@ -26,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scorer import metrics
 from scorer.calibration.temperature import DEFAULT_FOLDS, group_folds
-from scorer.demos import Demos, demo_of, load_demos
-from scorer.echo import state_sha256
-from scorer.errors import InputError, brief
-from scorer.layouts import LAYOUTS
-from scorer.options import SLOTS
-from scorer.schema import Decision, load_decisions
-from scorer.store import sha256_file
+from scorer.core.checks import SLOTS
+from scorer.core.errors import InputError, brief
+from scorer.evaluation import metrics
+from scorer.formats.echo import state_sha256
+from scorer.formats.rows import Decision, load_decisions
+from scorer.models.store import sha256_file
+from scorer.prompting.demos import Demos, demo_of, load_demos
+from scorer.prompting.layouts import LAYOUTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = {"authored": ROOT / "data/eval/authored.jsonl", "boundary": ROOT / "data/eval/boundary.jsonl",
@@ -96,7 +97,8 @@ def set_path(name: str) -> Path:
 
 
 def load_set(name: str, group_fields: tuple[str, ...] = DEFAULT_GROUP_FIELDS, folds: int = DEFAULT_FOLDS) -> StudySet:
-    """A set by name (:data:`SETS`) or path, every row validated (:func:`scorer.schema.load_decisions`), labelled and
+    """A set by name (:data:`SETS`) or path, every row validated (:func:`scorer.formats.rows.load_decisions`), labelled
+    and
     grouped. Raises :class:`InputError` naming file, line and field."""
     path = set_path(name)
     decisions = load_decisions(path)  # refuses blank lines: row i is line i + 1

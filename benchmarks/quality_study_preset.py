@@ -1,4 +1,4 @@
-"""``benchmarks/quality_study.py --write-preset NAME``: the study's winner as a preset (:mod:`scorer.presets`).
+"""``benchmarks/quality_study.py --write-preset NAME``: the study's winner as a preset (:mod:`scorer.scoring.presets`).
 
 What the preset names is what the study measured, nothing else:
 
@@ -24,10 +24,10 @@ from typing import Any
 from benchmarks.quality_study_plan import READOUTS, StudySet
 from benchmarks.quality_study_table import fitter
 from scorer.calibration.core import write_calibration
-from scorer.errors import InputError
-from scorer.io import check_writable
-from scorer.presets import preset_body, write_preset
-from scorer.store import sha256_file
+from scorer.core.errors import InputError
+from scorer.core.io import check_writable
+from scorer.models.store import sha256_file
+from scorer.scoring.presets import preset_body, write_preset
 
 
 def _rel(target: Path, folder: Path) -> str:

@@ -7,7 +7,8 @@ cost of each configuration, the winner and the README table.
   outside fold ``f`` only (:func:`scorer.calibration.prior.fit_prior`, :func:`scorer.calibration.bias.fit_bias`) and
   applied to the held-out ones (:func:`scorer.calibration.evaluate.apply_held_out`: a held-out record the fit does
   not cover keeps its raw numbers, and is counted as ``uncovered``, as is one whose entry had too few rows).
-* **Metrics.** :mod:`scorer.metrics`, as ``semif eval`` computes them: the headline is balanced accuracy (within each
+* **Metrics.** :mod:`scorer.evaluation.metrics`, as ``semif eval`` computes them: the headline is balanced accuracy
+(within each
   family, averaged over families), with the 95 % interval of a seeded group bootstrap; the paired difference with
   the baseline (state-major, k 0, letters, no calibration) on the same rows has its own paired interval, and a
   configuration whose interval does not lie above 0 is published as not helping.
@@ -37,13 +38,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks.quality_study_plan import Config, Plan, StudySet
-from scorer import metrics
 from scorer.calibration import bias, prior
-from scorer.calibration.apply import calibrated_view
 from scorer.calibration.core import Calibration
 from scorer.calibration.evaluate import apply_held_out
 from scorer.calibration.report import OFFSET_GRID, best_offsets, family_offset_bound
 from scorer.calibration.report import table as probs_table
+from scorer.decision.policy import calibrated_view
+from scorer.evaluation import metrics
 
 METRIC = "balanced_accuracy"
 SHOWN = ("balanced_accuracy", "accuracy", "macro_f1", "nll", "brier", "ece")

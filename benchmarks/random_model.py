@@ -33,7 +33,7 @@ def write_random_model(like: Path, out: Path, seed: int = 0, init_std: float | N
     from transformers import AutoConfig, AutoModelForCausalLM
 
     if out.exists():
-        # scorer.io.refuse_overwrite's wording; not imported, as this script also runs where semif is not installed
+        # scorer.core.io.refuse_overwrite's wording; not imported, as this script also runs where semif is not installed
         raise SystemExit(f"{out} exists; refusing to overwrite it (choose another --out)")
     cfg_raw = json.loads((like / "config.json").read_text())
     for key in _DROP:

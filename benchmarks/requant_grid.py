@@ -4,7 +4,7 @@
 dequantized from the store's GGUF. A type that lands back on the source's own grid reproduces the source bit for
 bit and so is not a second quantization (the confound the quantization-schemes report states). Every report's
 ``against_source`` counts identical tensors in all; this script re-measures them per tensor type
-(:func:`scorer.gguf_tools.same_grid`'s ``by_type``) for the GGUF schemes of committed quant-schemes reports, from
+(:func:`scorer.models.gguf_tools.same_grid`'s ``by_type``) for the GGUF schemes of committed quant-schemes reports, from
 their verified cache entries (a missing or tampered entry stops it: rerun that report's ``semif quant`` first).
 
     .venv/bin/python benchmarks/requant_grid.py data/results/quant-schemes-*.json --output data/results/X.json
@@ -25,11 +25,11 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scorer.envelope import envelope, file_input, write_report  # noqa: E402
-from scorer.gguf_tools import same_grid  # noqa: E402
-from scorer.io import refuse_overwrite  # noqa: E402
-from scorer.machine import load_average, load_span  # noqa: E402
-from scorer.runs import quant_cache  # noqa: E402
+from scorer.core.io import refuse_overwrite  # noqa: E402
+from scorer.core.machine import load_average, load_span  # noqa: E402
+from scorer.formats.envelope import envelope, file_input, write_report  # noqa: E402
+from scorer.models.gguf_tools import same_grid  # noqa: E402
+from scorer.studies import quant_cache  # noqa: E402
 
 FORMAT = "semif-requant-grid-v1"
 

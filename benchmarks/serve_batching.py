@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.serve_load import free_port, run_phase, running_server  # noqa: E402
-from scorer.envelope import envelope, write_report  # noqa: E402
-from scorer.io import refuse_overwrite  # noqa: E402
-from scorer.machine import load_average, load_span  # noqa: E402
+from scorer.core.io import refuse_overwrite  # noqa: E402
+from scorer.core.machine import load_average, load_span  # noqa: E402
+from scorer.formats.envelope import envelope, write_report  # noqa: E402
 
 FORMAT = "semif-serve-batching-v1"
 

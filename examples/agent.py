@@ -28,10 +28,10 @@ from typing import Any
 import orjson
 
 from scorer import Choice, Scorer, YesNo
-from scorer.abstain import Policy, load_policy
-from scorer.errors import SemifError
-from scorer.questions import Answers
-from scorer.records import dumps_record
+from scorer.core.errors import SemifError
+from scorer.decision.policy import Policy, load_policy
+from scorer.decision.questions import Answers
+from scorer.formats.records import dumps_record
 
 TICKETS = Path(__file__).resolve().parent.parent / "data" / "examples" / "agent-tickets.json"
 TEAMS = {"billing": "Billing: charges, invoices, payment methods, subscriptions",

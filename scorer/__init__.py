@@ -12,9 +12,9 @@ __version__ = "0.1.0"
 __all__ = ["Choice", "DecisionRecord", "Policy", "Score", "Scorer", "YesNo", "__version__"]
 
 if TYPE_CHECKING:
-    from scorer.abstain import Policy
     from scorer.api import DecisionRecord, Scorer
-    from scorer.questions import Choice, Score, YesNo
+    from scorer.decision.policy import Policy
+    from scorer.decision.questions import Choice, Score, YesNo
 
 
 def __getattr__(name: str) -> Any:
@@ -23,11 +23,11 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     if name in ("Choice", "YesNo", "Score"):  # question types and the abstention policy: no model library either
-        from scorer import questions
+        from scorer.decision import questions
 
         return getattr(questions, name)
     if name == "Policy":
-        from scorer import abstain
+        from scorer.decision import policy as abstain
 
         return abstain.Policy
     raise AttributeError(f"module 'scorer' has no attribute {name!r}")

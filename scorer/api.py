@@ -9,10 +9,10 @@
 
 :class:`Scorer` owns one backend for its whole life (loaded once, on ``__enter__`` or first use, closed
 on ``__exit__``/:meth:`Scorer.close`). Rows are validated exactly like JSONL input rows
-(:func:`scorer.schema.parse_decision`: the same field-level messages, as :class:`~scorer.errors.InputError`)
-and scored by the same core as ``semif score`` (:mod:`scorer.runs.score`), so a :attr:`DecisionRecord.record`
+(:func:`scorer.formats.rows.parse_decision`: the same field-level messages, as :class:`~scorer.core.errors.InputError`)
+and scored by the same core as ``semif score`` (:mod:`scorer.scoring.modes`), so a :attr:`DecisionRecord.record`
 equals the CLI's record for the same row and configuration apart from timings, the run's start time and how its
-prefix came out of the cache: a :class:`Scorer` keeps one radix prefix cache (:mod:`scorer.radix_cache`) for its
+prefix came out of the cache: a :class:`Scorer` keeps one radix prefix cache (:mod:`scorer.scoring.radix_cache`) for its
 whole life, so a call reuses the prefixes of earlier calls (records say so in ``cache``).
 """
 
@@ -29,11 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from scorer import __version__, store
-from scorer.abstain import Policy, Verdict
+from scorer import __version__
 from scorer.backends.base import Backend
-from scorer.errors import InputError, SemifError, brief
-from scorer.options import (
+from scorer.core.checks import (
     BACKENDS,
     DEFAULT_MAX_BATCH_TOKENS,
     OptionError,
@@ -43,17 +41,20 @@ from scorer.options import (
     check_slots,
     check_slots_backend,
 )
-from scorer.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
-from scorer.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
-from scorer.schema import Decision, nonempty_str, parse_decision, unprintable
+from scorer.core.errors import InputError, SemifError, brief
+from scorer.decision.policy import Policy, Verdict
+from scorer.decision.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
+from scorer.formats.rows import Decision, nonempty_str, parse_decision, unprintable
+from scorer.models import store
+from scorer.scoring.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from scorer.backends import BackendConfig
     from scorer.calibration.core import Calibration
-    from scorer.demos import Demos
-    from scorer.presets import Preset
+    from scorer.prompting.demos import Demos
+    from scorer.scoring.presets import Preset
 
 DECIDE_SOURCE = "decision"
 """The ``path`` that :meth:`Scorer.decide` errors name (there is no file)."""
@@ -122,7 +123,7 @@ class DecisionRecord:
     suffix split (shared mode: this row's equal share of its group's passes)."""
     record: dict[str, Any]
     """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v2``; write it
-    with :func:`scorer.records.dumps_record`)."""
+    with :func:`scorer.formats.records.dumps_record`)."""
     calibrated: CalibratedReadout | None = None
     """The calibrated readout when the scorer has a ``calibration``; None otherwise. The raw fields above
     are never changed by a calibration."""
@@ -135,12 +136,12 @@ class DecisionRecord:
 
     @property
     def answer(self) -> Answer:
-        """The typed answer of this record (:func:`scorer.questions.answer_of`; a row without a ``type`` is a
+        """The typed answer of this record (:func:`scorer.decision.questions.answer_of`; a row without a ``type`` is a
         ``choice``)."""
         return answer_of(self.record)
 
     def verdict(self, policy: Policy) -> Verdict:
-        """Whether ``policy`` lets this decision be acted on, and why (:class:`scorer.abstain.Policy`)."""
+        """Whether ``policy`` lets this decision be acted on, and why (:class:`scorer.decision.policy.Policy`)."""
         return self.answer.verdict(policy)
 
     def confident(self, policy: Policy) -> bool:
@@ -292,9 +293,10 @@ class Scorer:
     does not cover is refused before anything is scored, naming the file and the signature — or, with
     ``on_uncovered="raw"``, scored with its raw numbers and a ``calibrated`` block flagged ``uncovered``. The
     file is read and checked at construction (bad JSON, wrong version or NaN raise
-    :class:`~scorer.errors.InputError`), and so is its model: a file that holds nothing for the model this
+    :class:`~scorer.core.errors.InputError`), and so is its model: a file that holds nothing for the model this
     scorer would load is refused before the model loads. ``echo`` (True/``"digest"`` or ``"full"``) stores the
-    question, options and a state digest (or the state) in every record (:mod:`scorer.echo`); every scoring method
+    question, options and a state digest (or the state) in every record (:mod:`scorer.formats.echo`); every scoring
+    method
     takes ``echo=`` too, for that call only (None: the scorer's; False: none), as the service's and MCP's requests do.
     ``slots`` is what is read out: ``"letters"`` (the options lettered A, B, …; the default) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
@@ -303,16 +305,17 @@ class Scorer:
     default, or ``"mean"`` per token), as ``semif score --slots`` and ``--sequence-norm``.
     ``layout`` is ``state-major`` (the default, ``semif-direct-v1``), ``question-major`` or ``auto`` (per call of
     :meth:`decide_many`, whichever shares more prefix tokens over its rows; one row is always state-major).
-    ``demos`` is a demonstrations file (``semif score --demos``) or loaded :class:`~scorer.demos.Demos`, with
+    ``demos`` is a demonstrations file (``semif score --demos``) or loaded :class:`~scorer.prompting.demos.Demos`, with
     ``demos_k`` demonstrations per decision chosen by ``seed`` (for a file; defaults as the command line's).
     ``prefix_cache_bytes`` is the memory budget of the scorer's radix prefix cache (:attr:`prefix_cache`; bytes or
     text such as ``"512M"``; default 1 GiB): serial and shared modes reuse the longest cached prefix of every row,
     across calls, and evict the least recently used leaves past the budget.
-    ``preset`` is a committed configuration (a name, ``data/presets/NAME.json``, a path to a preset file, or a loaded
-    :class:`~scorer.presets.Preset`; ``semif score --preset``): its layout, readout (``slots``), demonstrations
+    ``preset`` is a committed configuration (a name, ``scorer/data/presets/NAME.json``, a path to a preset file, or a
+    loaded
+    :class:`~scorer.scoring.presets.Preset`; ``semif score --preset``): its layout, readout (``slots``), demonstrations
     (``demos``, ``demos_k``, ``seed``) and calibration file fill every one of those left as None here, so an explicit
     value always wins; every record then carries ``preset`` (name, path, sha256), and a row whose state is the state
-    of one of the preset's demonstrations is refused (:func:`scorer.presets.check_states_disjoint`).
+    of one of the preset's demonstrations is refused (:func:`scorer.scoring.presets.check_states_disjoint`).
 
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
@@ -326,9 +329,9 @@ class Scorer:
                  **options: Any) -> None:
         from scorer.backends import BackendConfig
         from scorer.calibration.apply import check_on_uncovered
-        from scorer.demos import Demos
-        from scorer.echo import check_echo
-        from scorer.layouts import STATE_MAJOR, check_layout
+        from scorer.formats.echo import check_echo
+        from scorer.prompting.demos import Demos
+        from scorer.prompting.layouts import STATE_MAJOR, check_layout
 
         # A preset fills what the call leaves unset (None); whatever is given explicitly wins.
         self.preset = _load_preset(preset, model)
@@ -339,7 +342,7 @@ class Scorer:
             layout, slots, sequence_norm = filled["layout"], filled["slots"], filled["sequence_norm"]
             demos, demos_k, seed, calibration = filled["demos"], filled["demos_k"], filled["seed"], \
                 filled["calibration"]
-        # One validation for the API and the command line (scorer.options): the same rules, the same words.
+        # One validation for the API and the command line (scorer.core.checks): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(
             mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
         self.slots = check_slots("letters" if slots is None else slots)
@@ -430,7 +433,8 @@ class Scorer:
     def decide(self, state: str | dict[str, Any] | list[Any], question: str, options: Any,
                id: str = "decision", *, echo: bool | str | None = None, **extra: Any) -> DecisionRecord:
         """Score one decision. ``options``: a list of ids, ``{id: description}`` or ``[{"id", "description"}, …]``
-        (2–16, lettered A, B, … in this order; :func:`scorer.questions.normalize_options`). ``extra`` fields are
+        (2–16, lettered A, B, … in this order; :func:`scorer.decision.questions.normalize_options`). ``extra`` fields
+        are
         carried into the record, never into the prompt (``type="yesno"``/``"score"`` types the readout:
         :attr:`DecisionRecord.answer`); ``echo`` is this call's echo (None: the scorer's), not an extra field.
         Raises :class:`InputError` with the field-level message a JSONL row would get."""
@@ -461,9 +465,9 @@ class Scorer:
     def ask(self, state: str | dict[str, Any] | list[Any], questions: Mapping[str, Question | Mapping[str, Any]],
             id: str | None = None, *, echo: bool | str | None = None, **extra: Any) -> Answers:
         """Ask several named questions about one state: ``{"team": Choice(q, options), "refund": YesNo(q),
-        "severity": Score(q, labels)}`` -> :class:`~scorer.questions.Answers`, name -> typed answer
-        (:class:`~scorer.questions.ChoiceAnswer`, :class:`~scorer.questions.YesNoAnswer`,
-        :class:`~scorer.questions.ScoreAnswer`). The state is prefilled once and the questions scored in packed
+        "severity": Score(q, labels)}`` -> :class:`~scorer.decision.questions.Answers`, name -> typed answer
+        (:class:`~scorer.decision.questions.ChoiceAnswer`, :class:`~scorer.decision.questions.YesNoAnswer`,
+        :class:`~scorer.decision.questions.ScoreAnswer`). The state is prefilled once and the questions scored in packed
         passes (shared mode, whatever this scorer's ``mode``). Every question is validated before any is scored
         (:func:`ask_decisions`); a bad one raises :class:`InputError` naming ``questions.NAME.FIELD``. ``echo``:
         this call's (None: the scorer's), not an extra field."""
@@ -479,19 +483,19 @@ class Scorer:
 
     def echo_level(self, echo: bool | str | None = None) -> str | None:
         """The echo level a call with ``echo`` records: the scorer's when None, else ``echo`` checked
-        (:func:`scorer.echo.check_echo`: False is none, True is ``digest``)."""
-        from scorer.echo import check_echo
+        (:func:`scorer.formats.echo.check_echo`: False is none, True is ``digest``)."""
+        from scorer.formats.echo import check_echo
 
         return self.echo if echo is None else check_echo(echo)
 
     def run_config(self, decisions: Sequence[Decision], run_parts: Mapping[str, Any], info: dict[str, Any],
                    mode: str | None = None, layout: str | None = None, echo: bool | str | None = None
                    ) -> dict[str, Any]:
-        """What names a run of ``decisions`` by this scorer (:func:`scorer.runs.score_config.checked_config_parts` with
+        """What names a run of ``decisions`` by this scorer (:func:`scorer.scoring.options.checked_config_parts` with
         every option of this scorer), checked: the one place the API and the service's batching name runs.
         ``layout``: the resolved one (default: this scorer's, resolved for these decisions alone); ``echo``: the
         call's (None: the scorer's)."""
-        from scorer.runs.score_config import checked_config_parts, resolve_layout
+        from scorer.scoring.options import checked_config_parts, resolve_layout
 
         if layout is None:
             layout = self.layout if self.layout != "auto" else resolve_layout(self.load(), decisions, "auto",
@@ -506,7 +510,7 @@ class Scorer:
                         indices: Sequence[int] | None = None, mode: str | None = None,
                         echo: bool | str | None = None) -> list[dict[str, Any]]:
         """Engine-level entry: the records of already validated ``decisions`` (one run of
-        :func:`scorer.runs.score.score_items`, so shared mode groups them by state prefix).
+        :func:`scorer.scoring.modes.score_items`, so shared mode groups them by state prefix).
 
         ``run_parts`` identifies the run as ``semif score`` does (``input_sha256`` of the input file,
         ``semif`` version); ``indices`` are the rows' positions in that input (``run.index``; default
@@ -517,10 +521,10 @@ class Scorer:
         its echo (None: the scorer's; checked before anything is scored).
         """
         from scorer.calibration.apply import apply_records
-        from scorer.echo import with_echo
-        from scorer.presets import check_states_disjoint, with_preset
-        from scorer.runs.score import prepare, score_items
-        from scorer.runs.score_config import config_sha256, resolve_layout
+        from scorer.formats.echo import with_echo
+        from scorer.scoring.modes import prepare, score_items
+        from scorer.scoring.options import config_sha256, resolve_layout
+        from scorer.scoring.presets import check_states_disjoint, with_preset
 
         mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
         if self.preset is not None and self._preset_demos:
@@ -549,17 +553,17 @@ class Scorer:
 
 def _load_preset(preset: str | Path | Preset | None, model: str) -> Preset | None:
     """A preset named or given by path is read and checked now (its files' sha256 too), before any model loads; a
-    name with no file of its own is looked up for ``model`` (:func:`scorer.presets.preset_path`)."""
+    name with no file of its own is looked up for ``model`` (:func:`scorer.scoring.presets.preset_path`)."""
     if preset is None:
         return None
-    from scorer.presets import Preset, load_preset
+    from scorer.scoring.presets import Preset, load_preset
 
     return preset if isinstance(preset, Preset) else load_preset(preset, model=model)
 
 
 def _load_demos(demos: str | Path | Demos | None, k: int | None, seed: int | None) -> Demos | None:
     """Demonstrations given by path are read and checked now (file:line:field errors), before any model loads."""
-    from scorer.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
+    from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
 
     if demos is None:
         if k is not None or seed is not None:
@@ -570,7 +574,7 @@ def _load_demos(demos: str | Path | Demos | None, k: int | None, seed: int | Non
             raise SemifError("demos_k and seed are those of the Demos given; pass a file to choose them here")
         return demos
     if not isinstance(demos, str | os.PathLike):
-        raise SemifError(f"demos {brief(demos)} is not a file path or a scorer.demos.Demos "
+        raise SemifError(f"demos {brief(demos)} is not a file path or a scorer.prompting.demos.Demos "
                          "(expected labelled rows in the input schema)")
     return load_demos(demos, DEFAULT_K if k is None else k, DEFAULT_SEED if seed is None else seed)
 

@@ -22,7 +22,7 @@ $SEMIF models fetch "$MODEL"
 
 step "2/5 typed decisions on data/examples/decisions.jsonl"
 $SEMIF score --model "$MODEL" --input data/examples/decisions.jsonl --output "$OUT/examples.jsonl" --summary
-PRESET=data/presets/accurate-$MODEL.json
+PRESET=scorer/data/presets/accurate-$MODEL.json
 if [ -f "$PRESET" ]; then
   # The quality study's winner for this model, beside the default above. Its calibration was fitted on the
   # study's sets, whose questions these examples do not share: those rows are scored raw, and say so.
@@ -37,7 +37,7 @@ step "3/5 typed vs free vs constrained generation (semif versus, one labelled st
 TRACE=data/traces/versus-shape-s01-$MODEL-torch-cpu-$STAMP.json
 PRIOR=data/versus/shape-s01-prior-$MODEL-torch.json
 CAL=(); [ -f "$PRIOR" ] && CAL=(--calibration "$PRIOR")
-$SEMIF versus --model "$MODEL" --input data/versus/shape-s01.json "${CAL[@]}" --output "$TRACE"
+$SEMIF versus --model "$MODEL" --input scorer/data/versus/shape-s01.json "${CAL[@]}" --output "$TRACE"
 $SEMIF trace verify "$TRACE"
 $SEMIF trace summary "$TRACE"
 

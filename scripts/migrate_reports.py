@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python scripts/migrate_reports.py [--check] [PATH ...]     # default: data/results benchmarks/results
 
 Every ``*.json`` under the paths that is a report of an older layout is rewritten in place (atomically) into
-the current format of its kind (:data:`scorer.envelope.KINDS`): the envelope (``kind``, ``format``,
+the current format of its kind (:data:`scorer.formats.envelope.KINDS`): the envelope (``kind``, ``format``,
 ``created_utc``, ``machine``, ``versions``, ``inputs``) leads, ``migrated_from`` gives the sha256 and format of
 the bytes it replaced (records and traces cite reports by sha256: a drift report behind ``--exact``, a prior
 behind ``--calibration``), then the body as it was. What changes in a body:
@@ -40,7 +40,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scorer.envelope import (  # noqa: E402
+from scorer.formats.envelope import (  # noqa: E402
     ENVELOPE_KEYS,
     KINDS,
     carried_inputs,
@@ -48,7 +48,7 @@ from scorer.envelope import (  # noqa: E402
     report_bytes,
     utc_now,
 )
-from scorer.io import write_atomic  # noqa: E402
+from scorer.core.io import write_atomic  # noqa: E402
 
 DEFAULT_PATHS = ("data/results", "benchmarks/results")
 _NOT_RECORDED = {"note": "not recorded when the report was made"}
@@ -101,7 +101,7 @@ def _calibration(old: Old) -> Migrated:
 
 
 def _quant(old: Old) -> Migrated:
-    from scorer.runs.quant import quant_inputs
+    from scorer.studies.quant import quant_inputs
 
     def runs(block: dict[str, Any]) -> dict[str, Any]:
         out = {}

@@ -83,8 +83,8 @@ def smol_torch() -> Any:
 def smol_llamacpp() -> Any:
     """The real SmolLM2-135M GGUF (Q4_1) through the llama.cpp backend, loaded once per test session (only in
     tests marked ``llamacpp``)."""
-    from scorer import store
     from scorer.backends import BackendConfig, load_backend
+    from scorer.models import store
 
     return load_backend(BackendConfig(model=store.TEST_MODEL, backend="llamacpp"))
 

@@ -301,8 +301,8 @@ class FakeEngine:
 def fake_reference(tokenizer: FakeTokenizer | None = None, n_ctx: int | None = None) -> Any:
     """The ``--model`` side of ``--backend openai`` without a model: ``tokenizer`` as the reference tokenizer,
     :data:`VOCAB` as the vocabulary size."""
-    from scorer import store
     from scorer.backends.openai_backend import Reference
+    from scorer.models import store
 
     return Reference(store.ModelRef("local", "fake-model"), tokenizer or FakeTokenizer(),
                      {"source": "tests/fakes.py FakeTokenizer"}, VOCAB, n_ctx)

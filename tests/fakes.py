@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 
 from scorer.backends.base import Backend, FanOutTiming, Prefix
-from scorer.schema import Decision, parse_decision
+from scorer.formats.rows import Decision, parse_decision
 
 SPECIALS = ["<pad>", "<bos>", "<|im_start|>", "<|im_end|>", "<eos>"]  # each starts with "<" (encode relies on it)
 _BASE = 16
@@ -100,7 +100,7 @@ class FakeTokenizer:
 
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
         if not self.has_template:
-            from scorer.prompt import plain_render
+            from scorer.prompting.prompt import plain_render
 
             return plain_render(messages, add_generation_prompt)
         s = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
@@ -347,7 +347,7 @@ def decision_rows(n_states: int = 6, n_q: int = 8, prefix: str = "s") -> list[De
 
 
 def row_of(d: Decision, extra: bool = True) -> dict[str, Any]:
-    """``d`` as the input row it was parsed from (:func:`~scorer.schema.parse_decision`'s inverse): id, state,
+    """``d`` as the input row it was parsed from (:func:`~scorer.formats.rows.parse_decision`'s inverse): id, state,
     question, options as ``{id, description}``, then its extra fields unless ``extra`` is False."""
     row = {"id": d.id, "state": d.state, "question": d.question,
            "options": [{"id": o.id, "description": o.description} for o in d.options]}

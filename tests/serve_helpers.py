@@ -15,7 +15,7 @@ import orjson
 import uvicorn
 from fakes import FakeBackend
 
-from scorer.serve_http import Limits, uvicorn_config
+from scorer.serving.http_server import Limits, uvicorn_config
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"

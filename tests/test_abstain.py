@@ -1,4 +1,4 @@
-"""Abstention policies (scorer.abstain) and `semif calibrate thresholds` (scorer.calibration.thresholds):
+"""Abstention policies (scorer.decision.policy) and `semif calibrate thresholds` (scorer.calibration.thresholds):
 margins on the acting readout, the mass floor, ties, per-signature thresholds chosen out of fold."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import Policy, Scorer, YesNo, cli
-from scorer.abstain import ANY_MARGIN, load_policy, policy_of
 from scorer.calibration.thresholds import Row, choose, fit
-from scorer.errors import InputError, SemifError
-from scorer.records import read_records
+from scorer.core.errors import InputError, SemifError
+from scorer.decision.policy import ANY_MARGIN, load_policy, policy_of
+from scorer.formats.records import read_records
 
 STATE = "I was charged twice and want my money back."
 
@@ -52,7 +52,7 @@ def test_the_policy_reads_the_calibrated_margin_when_there_is_one():
     assert d.confident(lax) and not d.confident(strict) and d.final_choice_or() == d.final_choice
     a = d.answer
     assert a.final_choice_or(None, strict) is None and a.confident(lax) == d.confident(lax)
-    with pytest.raises(SemifError, match=r"^policy: 0.2 is not a scorer.abstain.Policy"):
+    with pytest.raises(SemifError, match=r"^policy: 0.2 is not a scorer.decision.policy.Policy"):
         a.confident(0.2)  # type: ignore[arg-type]
 
 

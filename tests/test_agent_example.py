@@ -22,11 +22,11 @@ from fakes import FakeBackend
 
 import scorer.backends as backends
 from scorer import Scorer, cli
-from scorer.abstain import Policy, load_policy
 from scorer.api import parse_rows
-from scorer.echo import state_sha256
-from scorer.envelope import KINDS, envelope_problems
-from scorer.records import read_records, validate_records
+from scorer.decision.policy import Policy, load_policy
+from scorer.formats.echo import state_sha256
+from scorer.formats.envelope import KINDS, envelope_problems
+from scorer.formats.records import read_records, validate_records
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,8 +12,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import DecisionRecord, Scorer, cli
-from scorer.errors import InputError, SemifError
-from scorer.records import read_records, validate_records
+from scorer.core.errors import InputError, SemifError
+from scorer.formats.records import read_records, validate_records
 
 ROWS_FILE = Path(__file__).resolve().parent.parent / "data" / "workloads" / "shape-small.jsonl"
 
@@ -82,7 +82,7 @@ def test_decide_with_an_option_mapping_is_typed_and_frozen():
 def _jsonl_error(tmp_path: Path, rows: list[dict]) -> str:
     p = tmp_path / "bad.jsonl"
     p.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    from scorer.schema import load_decisions
+    from scorer.formats.rows import load_decisions
 
     with pytest.raises(InputError) as e:
         load_decisions(p)

@@ -76,7 +76,7 @@ def test_the_readme_example_runs_on_smollm2():
 @pytest.mark.parametrize("mode", ["direct", "shared"])
 def test_api_records_equal_semif_score_on_smollm2(tmp_path, monkeypatch, smol_torch, mode):
     from scorer import Scorer, cli
-    from scorer.records import read_records
+    from scorer.formats.records import read_records
 
     rows = [orjson.loads(line) for line in ROWS_FILE.read_bytes().splitlines()][:12]
     inp, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"

@@ -14,13 +14,14 @@ import orjson
 import pytest
 from fakes import FakeBackend
 
-from scorer import Choice, Score, Scorer, YesNo, cli, store
+from scorer import Choice, Score, Scorer, YesNo, cli
 from scorer.calibration.core import Calibration, Entry
-from scorer.calibration.signature import identity_sha256
-from scorer.echo import state_sha256
-from scorer.errors import InputError, SemifError
-from scorer.questions import ChoiceAnswer, ScoreAnswer, YesNoAnswer, answer_of
-from scorer.records import read_records, validate_records
+from scorer.core.errors import InputError, SemifError
+from scorer.decision.questions import ChoiceAnswer, ScoreAnswer, YesNoAnswer, answer_of
+from scorer.formats.echo import state_sha256
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.signature import identity_sha256
+from scorer.models import store
 
 STATE = "Ticket 41: I was charged twice for my order last week and want my money back. The app also crashes."
 QUESTIONS = {
@@ -188,7 +189,7 @@ def test_echo_stores_question_options_and_the_state_digest_or_the_state(tmp_path
 
 def _prior_for(backend: FakeBackend, question: str) -> Calibration:
     """A prior covering one yesno question on the fake's model."""
-    from scorer.calibration.signature import model_identity
+    from scorer.formats.signature import model_identity
 
     with Scorer(backend=backend, mode="shared") as s:
         sig = s.ask(STATE, {"q": YesNo(question)})["q"].record["signature"]
@@ -333,7 +334,7 @@ def test_the_service_ask_endpoint_equals_the_api(monkeypatch):
     import httpx
     from test_serve import _live
 
-    from scorer.serve import build_app
+    from scorer.serving.service import build_app
 
     body = {"state": STATE, "id": "t41", "extra": {"ticket": 41}, "questions": {
         "team": {"type": "choice", "question": "Which team should handle this ticket?",
@@ -385,7 +386,7 @@ def test_the_service_scores_an_uncovered_row_raw_when_asked(monkeypatch, capsys)
     import httpx
     from test_serve import _live
 
-    from scorer.serve import build_app
+    from scorer.serving.service import build_app
 
     cal = _prior_for(FakeBackend(), "Refund?")
     row = {"id": "r", "state": STATE, "question": "Is it a refund?", "type": "yesno"}

@@ -39,9 +39,9 @@ from fakes import MERGES, FakeBackend, FakeTokenizer, decision_rows
 
 from scorer.backends.base import Backend, Prefix, pack_chunks
 from scorer.backends.openai_backend import TOP_K
-from scorer.errors import ModelError, ValidationError
-from scorer.runs.score import Item, memory_need, prepare
-from scorer.schema import parse_decision
+from scorer.core.errors import ModelError, ValidationError
+from scorer.formats.rows import parse_decision
+from scorer.scoring.modes import Item, memory_need, prepare
 
 TOLERANCE = {"fake": 0.0, "torch": 1e-3, "llamacpp": 0.5, "openai": 0.0}
 """Largest |Δ logit| between a fresh pass and prefix reuse or a generation step (see the module docstring)."""
@@ -64,8 +64,8 @@ def _load(name: str) -> Backend:
         return FakeBackend(FakeTokenizer(merges=MERGES))
     if name.startswith("openai-"):
         return _engine(name.removeprefix("openai-"))
-    from scorer import store
     from scorer.backends import BackendConfig, load_backend
+    from scorer.models import store
 
     return load_backend(BackendConfig(model=store.TEST_MODEL, backend=name, device="cpu",
                                       dtype="float32" if name == "torch" else None))
@@ -446,7 +446,7 @@ def test_stop_ids_hold_the_end_of_turn_token(backend: Backend) -> None:
 
 
 def test_grammar_constrains_greedy_generation(backend: Backend, items: list[Item]) -> None:
-    from scorer.generate import greedy
+    from scorer.scoring.generation import greedy
 
     if backend.name == "openai":
         # The grammar runs locally in llguidance over the reference's Hugging Face tokenizer; the fake engine's

@@ -8,11 +8,11 @@ import pytest
 from fakes import FakeBackend, NearTieBackend, decision_rows, write_rows
 
 from scorer import cli
-from scorer.envelope import envelope_problems
-from scorer.errors import InputError
-from scorer.runs import bench
-from scorer.runs.drift import default_report_path, measure
-from scorer.runs.score import prepare
+from scorer.core.errors import InputError
+from scorer.formats.envelope import envelope_problems
+from scorer.scoring.drift import default_report_path, measure
+from scorer.scoring.modes import prepare
+from scorer.studies import bench
 
 
 def test_state_latency_is_time_between_completed_states():

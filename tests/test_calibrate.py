@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from scorer import metrics
 from scorer.calibration import temperature as calibrate
-from scorer.metrics import Label
+from scorer.evaluation import metrics
+from scorer.evaluation.metrics import Label
 
 
 def _sample(n: int, true_t: float, seed: int = 3, k: int = 3) -> tuple[list[np.ndarray], np.ndarray]:

@@ -13,18 +13,19 @@ import orjson
 import pytest
 from fakes import FakeBackend
 
-from scorer import metrics
 from scorer.calibration import bias as bias_mod
 from scorer.calibration import prior as prior_mod
 from scorer.calibration.batch import mix_warnings
 from scorer.calibration.core import Calibration, Entry, choice_of, load_calibration, write_calibration
-from scorer.calibration.evaluate import before_after, out_of_fold
-from scorer.calibration.signature import decision_signature, model_identity, record_signatures, signature_of
-from scorer.errors import InputError
-from scorer.records import read_records, validate_records
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import run_score
-from scorer.schema import Decision, Option, load_decisions
+from scorer.calibration.evaluate import out_of_fold
+from scorer.core.errors import InputError
+from scorer.evaluation import metrics
+from scorer.evaluation.before_after import before_after
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.rows import Decision, Option, load_decisions
+from scorer.formats.signature import decision_signature, model_identity, record_signatures, signature_of
+from scorer.scoring.file_run import run_score
+from scorer.scoring.options import ScoreConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "results" / "runs"
@@ -305,7 +306,7 @@ def test_calibrated_tie_is_reported_not_resolved(tmp_path):
     (rec,) = score(tmp_path, rows(1), "one")
     z = rec["option_logits"]
     ident = model_identity(rec["model"])
-    from scorer.calibration.signature import identity_sha256
+    from scorer.formats.signature import identity_sha256
 
     m = identity_sha256(ident)
     cal = Calibration("prior", "mean", {m: ident}, [Entry("signature", m, "plain", {"yes": z[0], "no": z[1]}, 1.0, 1,

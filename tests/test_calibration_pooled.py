@@ -16,11 +16,11 @@ from fakes import FakeBackend
 from scorer import cli
 from scorer.calibration import prior as prior_mod
 from scorer.calibration.core import LEVELS, load_calibration, readout_block, write_calibration
-from scorer.errors import InputError
-from scorer.records import check_record, read_records, validate_records
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import run_score
-from scorer.schema import Decision, Option
+from scorer.core.errors import InputError
+from scorer.formats.records import check_record, read_records, validate_records
+from scorer.formats.rows import Decision, Option
+from scorer.scoring.file_run import run_score
+from scorer.scoring.options import ScoreConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 YN = (Option("yes", "Yes"), Option("no", "No"))

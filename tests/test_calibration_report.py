@@ -10,7 +10,7 @@ import pytest
 
 from scorer import cli
 from scorer.calibration.report import report
-from scorer.envelope import envelope_problems
+from scorer.formats.envelope import envelope_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "results" / "runs"

@@ -15,12 +15,12 @@ from scorer import cli
 from scorer.calibration import batch as batch_mod
 from scorer.calibration import prior as prior_mod
 from scorer.calibration.core import load_calibration
-from scorer.errors import InputError
-from scorer.records import read_records, validate_records
-from scorer.runs import score as score_run
-from scorer.runs import score_file
-from scorer.runs.score_config import ScoreConfig
-from scorer.schema import load_decisions
+from scorer.core.errors import InputError
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.rows import load_decisions
+from scorer.scoring import file_run as score_file
+from scorer.scoring import modes as score_run
+from scorer.scoring.options import ScoreConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"  # 2 states x 21 criteria

@@ -1,4 +1,4 @@
-"""`scorer.client.AsyncClient` against a live `semif serve` app on loopback (fake backend), and its retry rules
+"""`scorer.serving.client.AsyncClient` against a live `semif serve` app on loopback (fake backend), and its retry rules
 against scripted answers (httpx.MockTransport)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from fakes import FakeBackend
 from serve_helpers import live, workload_rows
 
 from scorer import Scorer
-from scorer.client import AsyncClient, ServiceError, ServiceUnavailable
-from scorer.options import OptionError
-from scorer.serve import build_app
+from scorer.core.checks import OptionError
+from scorer.serving.client import AsyncClient, ServiceError, ServiceUnavailable
+from scorer.serving.service import build_app
 
 OPTIONS = {"yes": "the customer asks for money back", "no": "anything else"}
 

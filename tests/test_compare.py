@@ -11,12 +11,12 @@ import pytest
 from fakes import FakeBackend
 
 from scorer.cli import main
-from scorer.envelope import envelope_problems
-from scorer.errors import InputError
-from scorer.records import dumps_record
-from scorer.runs.compare import compare_files, compare_records
-from scorer.runs.score import prepare, score_items
-from scorer.schema import Decision, Option
+from scorer.core.errors import InputError
+from scorer.evaluation.compare import compare_files, compare_records
+from scorer.formats.envelope import envelope_problems
+from scorer.formats.records import dumps_record
+from scorer.formats.rows import Decision, Option
+from scorer.scoring.modes import prepare, score_items
 
 
 def _records(n: int = 4, drift: float = 0.0) -> list[dict[str, Any]]:

@@ -14,8 +14,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli
-from scorer.io import RecordsOutput
-from scorer.records import read_records
+from scorer.core.io import RecordsOutput
+from scorer.formats.records import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "eval" / "boundary.jsonl"

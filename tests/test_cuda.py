@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scorer import store
 from scorer.backends import BackendConfig, load_backend
-from scorer.records import validate_records
-from scorer.runs.score import prepare, score_items
-from scorer.schema import load_decisions
+from scorer.formats.records import validate_records
+from scorer.formats.rows import load_decisions
+from scorer.models import store
+from scorer.scoring.modes import prepare, score_items
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,5 @@
-"""Demonstrations (scorer/demos.py): never the scored row nor a row of its group (property test), balanced over
+"""Demonstrations (scorer/prompting/demos.py): never the scored row nor a row of its group (property test), balanced
+over
 labels, deterministic by seed, rendered as earlier chat turns in the reusable head of question-major and after
 the state in state-major, listed in the records; bad files refused with file:line:field, exit 2."""
 
@@ -14,14 +15,15 @@ from fakes import FakeBackend, FakeTokenizer, row_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorer import cli, layouts
+from scorer import cli
 from scorer.api import Scorer
-from scorer.demos import Demos, demo_of, load_demos, prompt_for
-from scorer.prompt import prefix_ids
-from scorer.records import read_records, validate_records
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import run_score
-from scorer.schema import Decision, Option
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.rows import Decision, Option
+from scorer.prompting import layouts
+from scorer.prompting.demos import Demos, demo_of, load_demos, prompt_for
+from scorer.prompting.prompt import prefix_ids
+from scorer.scoring.file_run import run_score
+from scorer.scoring.options import ScoreConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTHORED = ROOT / "data" / "eval" / "authored.jsonl"
@@ -104,8 +106,8 @@ def test_rows_outside_the_picked_groups_share_one_set_of_demos():
 
 
 def test_a_pick_of_its_own_group_is_refused():
-    from scorer.demos import check_disjoint
-    from scorer.errors import ValidationError
+    from scorer.core.errors import ValidationError
+    from scorer.prompting.demos import check_disjoint
 
     rows = [_row(0, group="g"), _row(1, group="g")]
     demos = _demos(rows)
@@ -174,7 +176,7 @@ def test_records_list_their_demos_and_runs_name_them(tmp_path):
 
 
 def test_demos_refuse_permute():
-    from scorer.errors import ValidationError
+    from scorer.core.errors import ValidationError
 
     rows = [_row(i) for i in range(3)]
     with pytest.raises(ValidationError, match="--demos and --permute"):
@@ -235,7 +237,7 @@ def test_demos_file_that_is_missing_or_empty(tmp_path, capsys, monkeypatch):
 
 
 def test_api_demos(tmp_path):
-    from scorer.errors import SemifError
+    from scorer.core.errors import SemifError
 
     path = _jsonl(tmp_path / "d.jsonl", [row_of(_row(i, "yes" if i % 2 else "no")) for i in range(6)])
     with Scorer(backend=FakeBackend(), mode="shared", layout="question-major", demos=path, demos_k=2, seed=1) as s:

@@ -9,15 +9,15 @@ import pytest
 from fakes import NearTieBackend, decision_rows, write_rows
 
 from scorer import cli
-from scorer.envelope import envelope_problems
-from scorer.errors import InputError, ValidationError
-from scorer.records import read_records, validate_records
-from scorer.runs import drift
-from scorer.runs.drift import compare, exact_bound, measure
-from scorer.runs.exact import ExactPolicy
-from scorer.runs.score import prepare, score_items
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import run_score
+from scorer.core.errors import InputError, ValidationError
+from scorer.formats.envelope import envelope_problems
+from scorer.formats.records import read_records, validate_records
+from scorer.scoring import drift
+from scorer.scoring.drift import compare, exact_bound, measure
+from scorer.scoring.exact import ExactPolicy
+from scorer.scoring.file_run import run_score
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import ScoreConfig
 
 
 def _run(backend, rows, mode, policy=None, budget=4096):

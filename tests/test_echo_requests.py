@@ -1,4 +1,5 @@
-"""Echo asked for per call and per request (scorer/echo.py): the API's ``echo=`` on every scoring method, the service's
+"""Echo asked for per call and per request (scorer/formats/echo.py): the API's ``echo=`` on every scoring method, the
+service's
 ``?echo=`` query parameter (with and without cross-request batching), the MCP tools' ``echo`` argument, the client's
 ``echo=``, and ``semif serve|mcp --echo``; each gives the records the API gives for the same row and echo, and a bad
 value is refused naming the field. Fake backend only."""
@@ -19,13 +20,13 @@ from fakes import FakeBackend
 from serve_helpers import GatedBackend, live, workload_rows
 
 from scorer import Scorer, YesNo, cli
-from scorer.client import AsyncClient, ServiceError
-from scorer.echo import state_sha256
-from scorer.errors import InputError
-from scorer.mcp_server import TOOLS, call_tool
-from scorer.options import OptionError
-from scorer.records import read_records, validate_records
-from scorer.serve import build_app
+from scorer.core.checks import OptionError
+from scorer.core.errors import InputError
+from scorer.formats.echo import state_sha256
+from scorer.formats.records import read_records, validate_records
+from scorer.serving.client import AsyncClient, ServiceError
+from scorer.serving.mcp import TOOLS, call_tool
+from scorer.serving.service import build_app
 
 STATE = "Ticket 7: I was charged twice this month and I want the second payment back."
 QUESTION = "Is the customer asking for a refund?"
@@ -225,8 +226,8 @@ def test_the_clients_echo_and_ask_equal_the_api():
 
 
 def test_semif_serve_and_mcp_pass_echo_to_their_scorer(monkeypatch: pytest.MonkeyPatch):
-    import scorer.mcp_server as mcp_server
-    import scorer.serve as serve
+    import scorer.serving.mcp as mcp_server
+    import scorer.serving.service as serve
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(serve, "serve", lambda model, cfg: seen.update(serve=cfg.echo))

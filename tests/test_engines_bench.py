@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from benchmarks import engines
+from scorer.core.errors import EngineError
 from scorer.engines import launcher
-from scorer.errors import EngineError
 
 
 def test_skip_names_a_set_and_a_configuration_but_never_the_reference() -> None:

@@ -193,10 +193,10 @@ def test_versus_over_an_engine_gives_a_trace_that_verifies(engine: str, request:
     every lane's tokens equal the torch backend's own run."""
     from scorer import trace
     from scorer.backends import BackendConfig, load_backend
-    from scorer.runs.versus import VersusConfig, VersusInput, load_input, run_versus
+    from scorer.studies.versus import VersusConfig, VersusInput, load_input, run_versus
 
     server = request.getfixturevalue("vllm_server" if engine == "vllm" else "llama_server")
-    full = load_input(ROOT / "data" / "versus" / "shape-s01.json")
+    full = load_input(ROOT / "scorer" / "data" / "versus" / "shape-s01.json")
     small = VersusInput(full.id, full.state, full.criteria[:4])
     cfg = VersusConfig(repeats=1, warmup=0, max_new_tokens=12, top_k=3)
     with load_backend(BackendConfig(model=MODEL, backend="openai", base_url=server["base_url"])) as remote:

@@ -19,11 +19,11 @@ from fakes import FakeBackend
 from serve_helpers import live
 
 from scorer import Choice, Score, Scorer, YesNo, cli
-from scorer.abstain import Policy, load_policy, policy_of
-from scorer.errors import InputError, SemifError
-from scorer.mcp_server import call_tool
-from scorer.records import read_records
-from scorer.serve import build_app
+from scorer.core.errors import InputError, SemifError
+from scorer.decision.policy import Policy, load_policy, policy_of
+from scorer.formats.records import read_records
+from scorer.serving.mcp import call_tool
+from scorer.serving.service import build_app
 
 STATE = "Ticket 41: I was charged twice for my order last week and want my money back. The app also crashes."
 SEVENTEEN = [f"o{i}" for i in range(17)]

@@ -13,9 +13,13 @@ from typing import Any
 import orjson
 import pytest
 
-from scorer import abstain, presets
 from scorer.calibration.core import CALIBRATION_FORMAT, load_calibration
-from scorer.envelope import (
+from scorer.core.errors import OutputExistsError
+from scorer.core.machine import load_average, load_span
+from scorer.decision import policy as abstain
+from scorer.evaluation import compare
+from scorer.evaluation import report_files as ev
+from scorer.formats.envelope import (
     ENVELOPE_KEYS,
     KINDS,
     carried_inputs,
@@ -24,10 +28,8 @@ from scorer.envelope import (
     report_bytes,
     write_report,
 )
-from scorer.errors import OutputExistsError
-from scorer.machine import load_average, load_span
-from scorer.runs import bench, compare, drift, quant, quant_schemes
-from scorer.runs import eval as ev
+from scorer.scoring import drift, presets
+from scorer.studies import bench, quant, quant_schemes
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT_DIRS = (ROOT / "data" / "results", ROOT / "benchmarks" / "results")

@@ -10,14 +10,15 @@ import orjson
 import pytest
 from fakes import FakeBackend
 
-from scorer import cli, permute
-from scorer.envelope import envelope_problems
-from scorer.records import read_records, validate_records
-from scorer.runs import eval as ev
-from scorer.runs.score import prepare, score_items
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import run_score
-from scorer.schema import load_decisions
+from scorer import cli
+from scorer.decision import permute
+from scorer.evaluation import eval_report as ev
+from scorer.formats.envelope import envelope_problems
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.rows import load_decisions
+from scorer.scoring.file_run import run_score
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import ScoreConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUNDARY = ROOT / "data" / "eval" / "boundary.jsonl"
@@ -52,7 +53,7 @@ def test_permute_averages_the_rotations_aligned_by_id(tmp_path, mode):
     validate_records(recs)
     assert [r["id"] for r in recs] == [d.id for d in rows]
     assert [r["run"]["index"] for r in recs] == list(range(len(rows)))
-    from scorer.perturb import rotate
+    from scorer.evaluation.perturb import rotate
 
     be = FakeBackend()
     for d, r in zip(rows, recs, strict=True):
@@ -98,7 +99,7 @@ def test_temperature_on_score_keeps_choices(tmp_path):
 def test_permute_resume_refuses_another_configuration(tmp_path):
     rows = _rows(BOUNDARY, 3)
     out = _score(tmp_path, rows, "p", permute=2)
-    from scorer.errors import InputError
+    from scorer.core.errors import InputError
 
     with pytest.raises(InputError, match="config_sha256"):
         run_score(rows, FakeBackend(), out, ScoreConfig(run_parts={"input": "p"}, resume=True))
@@ -135,7 +136,7 @@ def test_eval_cli_end_to_end(tmp_path, capsys):
 
 
 def _perturbed(tmp_path: Path, rows) -> Path:
-    from scorer.perturb import perturb, row_json
+    from scorer.evaluation.perturb import perturb, row_json
 
     p = tmp_path / "rev.jsonl"
     p.write_text("".join(row_json(perturb(d, ["reverse"])) + "\n" for d in rows), encoding="utf-8")

@@ -15,8 +15,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli
-from scorer.records import read_records
-from scorer.schema import load_decisions
+from scorer.formats.records import read_records
+from scorer.formats.rows import load_decisions
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"
@@ -120,9 +120,9 @@ def test_route_onto_an_existing_routed_output_writes_no_report(tmp_path, capsys)
 
 
 def test_quant_refuses_an_existing_records_file_before_any_work(tmp_path, monkeypatch):
-    from scorer import store
-    from scorer.errors import OutputExistsError
-    from scorer.runs import quant
+    from scorer.core.errors import OutputExistsError
+    from scorer.models import store
+    from scorer.studies import quant
 
     monkeypatch.setattr(store, "resolve", lambda *a, **k: pytest.fail("work started before the output check"))
     rdir = tmp_path / "records"
@@ -136,8 +136,8 @@ def test_quant_refuses_an_existing_records_file_before_any_work(tmp_path, monkey
 
 
 def test_quant_records_are_written_create_only(tmp_path):
-    from scorer.errors import OutputExistsError
-    from scorer.runs import quant
+    from scorer.core.errors import OutputExistsError
+    from scorer.studies import quant
 
     rdir = tmp_path / "records"
     cfg = quant.QuantConfig(model="m", input=ROWS, output=tmp_path / "q.json", records_dir=rdir)
@@ -178,7 +178,7 @@ def test_build_follows_an_out_symlink_and_refuses_a_dangling_one(tmp_path, capsy
 # --- item 8: deep JSON in a row ---------------------------------------------------------------------------
 @pytest.mark.parametrize(("field", "value"), [("state", {"a": [[[[0]]]]}), ("meta", [1])])
 def test_nesting_within_the_limit_is_accepted(tmp_path, field, value):
-    from scorer.schema import MAX_DEPTH
+    from scorer.formats.rows import MAX_DEPTH
 
     deep: object = value
     for _ in range(MAX_DEPTH - 5 - (field == "state")):
@@ -214,7 +214,7 @@ def test_thread_and_batch_counts_below_one_are_usage_errors(tmp_path, capsys, mo
 
 
 def test_disk_full_mid_run_exits_1_and_leaves_a_resumable_prefix(tmp_path, capsys, monkeypatch):
-    from scorer import io as sio
+    from scorer.core import io as sio
 
     full = tmp_path / "full.jsonl"
     assert _score(full, "--mode", "shared") == 0
@@ -274,7 +274,7 @@ def test_read_only_output_folder(tmp_path, capsys, monkeypatch):
     ro.mkdir()
     ro.chmod(0o555)
     if os.geteuid() == 0:
-        from scorer import io as sio
+        from scorer.core import io as sio
 
         real_open = os.open
 
@@ -295,7 +295,8 @@ def test_read_only_output_folder(tmp_path, capsys, monkeypatch):
 
 def test_a_directory_in_place_of_the_cached_gguf_is_refused(tmp_path, capsys, monkeypatch):
     """A refused model file is exit 2 (the CLI's contract), with one line that says what to do."""
-    from scorer import backends, store
+    from scorer import backends
+    from scorer.models import store
 
     monkeypatch.setattr(cli, "load_backend", backends.load_backend)  # the real loader, up to the cache
     monkeypatch.setenv("SEMIF_CACHE", str(tmp_path / "cache"))

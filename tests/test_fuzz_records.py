@@ -47,11 +47,11 @@ from hypothesis import strategies as st
 
 from scorer import cli
 from scorer.calibration import report
-from scorer.record_schema import record_schema
-from scorer.records import RECORD_MAX_DEPTH
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import run_score
-from scorer.schema import load_decisions
+from scorer.formats.record_schema import record_schema
+from scorer.formats.records import RECORD_MAX_DEPTH
+from scorer.formats.rows import load_decisions
+from scorer.scoring.file_run import run_score
+from scorer.scoring.options import ScoreConfig
 
 pytestmark = pytest.mark.fuzz  # thousands of generated inputs: make test runs them, make test-fast does not
 
@@ -627,9 +627,10 @@ _POOL: list[Any] = [None, True, False, 0, 1, -1, 0.5, 1.5, -0.25, 1e300, "", "A"
 @given(data=st.data())
 def test_compiled_record_schema_agrees_with_jsonschema(bases, data):
     """Valid records edited anywhere (a value replaced, a field removed or added): the reader's schema
-    check (:func:`scorer.record_schema.compile_schema`) and ``jsonschema`` accept and refuse the same records, and
+    check (:func:`scorer.formats.record_schema.compile_schema`) and ``jsonschema`` accept and refuse the same records,
+    and
     the path the reader names is one that ``jsonschema`` reports."""
-    from scorer.record_schema import _record_checks
+    from scorer.formats.record_schema import _record_checks
 
     base = data.draw(st.sampled_from(bases))
     rec = _copy(data.draw(st.sampled_from(base.records)))

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorer import cli
-from scorer.schema import MAX_DEPTH, MAX_OPTIONS, load_decisions
+from scorer.formats.rows import MAX_DEPTH, MAX_OPTIONS, load_decisions
 
 pytestmark = pytest.mark.fuzz  # thousands of generated inputs: make test runs them, make test-fast does not
 

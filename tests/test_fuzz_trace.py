@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from scorer import trace
 from scorer.cli import main
-from scorer.runs.versus import Criterion, VersusConfig, VersusInput, run_versus
+from scorer.studies.versus import Criterion, VersusConfig, VersusInput, run_versus
 
 pytestmark = pytest.mark.fuzz  # thousands of generated inputs: make test runs them, make test-fast does not
 

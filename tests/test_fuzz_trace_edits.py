@@ -4,7 +4,7 @@ Issue 21: traces verified while contradicting themselves, because a forger who r
 (``scorer.trace.finalize``) defeats every check that is not a re-derivation. Here one leaf of a verified trace
 is edited (a number moved, a string changed, a bool flipped, a value swapped for another value the same
 field holds elsewhere, a null replaced), the trace re-finalized, and :func:`scorer.trace.verify` must refuse it
-unless the leaf's path is in the allow-list that ``scorer/schema/trace-v2.md`` documents (read from that table,
+unless the leaf's path is in the allow-list that ``scorer/formats/schemas/trace-v2.md`` documents (read from that table,
 so the documented list is the tested list). The edits no single field can make and that verify accepts by
 design (a softmax-invariant logit shift, whitespace the prompts strip) are checked to verify.
 
@@ -32,12 +32,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorer import trace
-from scorer.runs.versus import Criterion, VersusConfig, VersusInput, run_versus
+from scorer.studies.versus import Criterion, VersusConfig, VersusInput, run_versus
 
 pytestmark = pytest.mark.fuzz  # generated edits: make test runs them, make test-fast does not
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDE = ROOT / "scorer" / "schema" / "trace-v2.md"
+GUIDE = ROOT / "scorer" / "formats" / "schemas" / "trace-v2.md"
 V2_COMMITTED = ROOT / "data" / "traces" / "versus-shape-s01-qwen2.5-1.5b-torch-cpu.json"
 V1_COMMITTED = next((ROOT / "data" / "traces").glob("versus-ticket-21-*.json"))
 BROWSER = ROOT / "tests" / "fixtures" / "trace-v2-browser.json"  # made by the live page: nulls where not measured

@@ -22,8 +22,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import Scorer, cli
-from scorer.errors import InputError
-from scorer.options import OptionError
+from scorer.core.checks import OptionError
+from scorer.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "workloads" / "shape-small.jsonl"
@@ -127,10 +127,10 @@ def test_build_keeps_the_output_folder_itself_when_it_rebuilds(site_data, tmp_pa
 
 
 def test_an_output_under_a_file_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
-    """The siblings: commands that check their outputs first (scorer.io.check_writable) also find a file in
+    """The siblings: commands that check their outputs first (scorer.core.io.check_writable) also find a file in
     the way of an output's folder then, not after minutes of work (here: before semif versus loads a model)."""
     import scorer.backends as backends
-    from scorer.io import check_writable
+    from scorer.core.io import check_writable
 
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -181,7 +181,8 @@ def _exit_table() -> dict[str, str]:
 def test_a_directory_in_place_of_the_gguf_is_exit_2_as_the_readme_says(tmp_path, capsys, monkeypatch):
     """A refused model file is bad input the user fixes in their files (remove it, fetch again): exit 2, in the
     code and in the README's table (which listed it under 1)."""
-    from scorer import backends, store
+    from scorer import backends
+    from scorer.models import store
 
     table = _exit_table()
     assert "a directory in place of the cached GGUF" in table["2"]
@@ -249,7 +250,7 @@ def test_backend_configs_and_score_configs_are_checked_where_they_are_made():
     """One rule below both faces: any config of these options is checked by it (the Ray engine's and the
     service's too, which build them from plain dicts)."""
     from scorer.backends import BackendConfig
-    from scorer.runs.score_config import ScoreConfig
+    from scorer.scoring.options import ScoreConfig
 
     for kwargs, message in (({"threads": 0}, "threads: 0 is not"), ({"model": ""}, "model: '' is not"),
                             ({"llama_gpu_layers": True}, "llama_gpu_layers: True is not")):
@@ -309,7 +310,7 @@ def test_plain_json_extras_still_equal_the_jsonl_records(tmp_path):
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared"]) == 0
-    from scorer.records import read_records
+    from scorer.formats.records import read_records
 
     want = read_records(out)
     with Scorer(backend=FakeBackend(), mode="shared") as s:
@@ -323,7 +324,7 @@ def test_plain_json_extras_still_equal_the_jsonl_records(tmp_path):
 def test_engine_stop_and_status_take_the_engine_as_start_does(tmp_path, monkeypatch, capsys):
     """``semif engine stop llama-server`` (the form ``start`` takes) stops that kind only; ``--engine`` still works;
     the two disagreeing is a one-line error."""
-    from scorer import engine_state
+    from scorer.backends import engine_state
 
     monkeypatch.setenv("SEMIF_CACHE", str(tmp_path))
     sleepers = {kind: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from fakes import SPECIALS, FakeTokenizer
 
-from scorer import store
-from scorer.errors import ValidationError
-from scorer.prompt import SpecialSplitter, message_spans, prefix_ids, render, sha256_tokens
-from scorer.schema import Decision, Option, load_decisions
+from scorer.core.errors import ValidationError
+from scorer.formats.rows import Decision, Option, load_decisions
+from scorer.models import store
+from scorer.prompting.prompt import SpecialSplitter, message_spans, prefix_ids, render, sha256_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "data" / "results" / "runs"
@@ -85,7 +85,7 @@ def test_message_spans_find_contents_in_order_and_refuse_a_missing_user_message(
 
 
 def test_versus_generated_prompt_keeps_control_text_as_text():
-    from scorer.runs.versus import Criterion, VersusInput, render_array
+    from scorer.studies.versus import Criterion, VersusInput, render_array
 
     tok = FakeTokenizer()
     special = set(range(len(SPECIALS)))
@@ -110,7 +110,7 @@ def reference() -> Any:
     """key → the reference HFTokenizer loaded from the GGUF's verified tokenizer folder (no weights)."""
     from transformers import AutoTokenizer
 
-    from scorer.tokenizer import HFTokenizer, gguf_tokenizer_folder
+    from scorer.prompting.tokenizer import HFTokenizer, gguf_tokenizer_folder
 
     cache: dict[str, Any] = {}
 
@@ -165,7 +165,7 @@ def test_control_text_stays_text_on_the_reference_tokenizer(reference, family: s
 @pytest.mark.llamacpp
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_control_text_stays_text_on_the_gguf_tokenizer(reference, gguf_vocab, family: str):
-    from scorer.gguf_check import check_row, check_slots
+    from scorer.backends.gguf_check import check_row, check_slots
 
     tok, vocab = reference(FAMILIES[family]), gguf_vocab(FAMILIES[family])
     # Tokens llama.cpp treats as control but transformers as an ordinary added token (gemma3's "</s>": user-
@@ -219,7 +219,7 @@ def test_committed_prompts_keep_their_token_ids(reference, family: str, records:
 @pytest.mark.llamacpp
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_committed_prompts_pass_the_gguf_row_check(reference, gguf_vocab, family: str):
-    from scorer.gguf_check import check_row
+    from scorer.backends.gguf_check import check_row
 
     tok, vocab = reference(FAMILIES[family]), gguf_vocab(FAMILIES[family])
     name, rows = next((r, w) for f, r, w in COMMITTED if f == family)

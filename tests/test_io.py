@@ -1,4 +1,4 @@
-"""scorer/io.py: create-only outputs, the exclusive lock, atomic reports and side-effect-free resume points."""
+"""scorer/core/io.py: create-only outputs, the exclusive lock, atomic reports and side-effect-free resume points."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scorer import io as sio
-from scorer.errors import InputError, OutputError, OutputExistsError, OutputLockedError, brief
+from scorer.core import io as sio
+from scorer.core.errors import InputError, OutputError, OutputExistsError, OutputLockedError, brief
 
 PREFIX = b'{"schema":"semif-record-v2"'
 

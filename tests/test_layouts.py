@@ -1,4 +1,4 @@
-"""Prompt layouts (scorer/layouts.py): state-major is semif-direct-v1 byte for byte (on fakes and against the
+"""Prompt layouts (scorer/prompting/layouts.py): state-major is semif-direct-v1 byte for byte (on fakes and against the
 committed records of the real SmolLM2 tokenizer), question-major puts the state last and shares the question's
 head, ``auto`` counts the shared prefix tokens of both over the run's rows, and every record names its layout."""
 
@@ -11,15 +11,16 @@ import orjson
 import pytest
 from fakes import FakeBackend, FakeTokenizer
 
-from scorer import cli, layouts
+from scorer import cli
 from scorer.api import Scorer
-from scorer.errors import SemifError
-from scorer.prompt import PROMPT_VERSION, prefix_ids, render
-from scorer.records import read_records, validate_records
-from scorer.runs.score import prepare
-from scorer.runs.score_config import ScoreConfig, resolve_layout
-from scorer.runs.score_file import run_score
-from scorer.schema import Decision, Option, load_decisions
+from scorer.core.errors import SemifError
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.rows import Decision, Option, load_decisions
+from scorer.prompting import layouts
+from scorer.prompting.prompt import PROMPT_VERSION, prefix_ids, render
+from scorer.scoring.file_run import run_score
+from scorer.scoring.modes import prepare
+from scorer.scoring.options import ScoreConfig, resolve_layout
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTHORED = ROOT / "data" / "eval" / "authored.jsonl"
@@ -54,7 +55,7 @@ def test_state_major_run_keeps_its_config_hash_and_names_its_layout(tmp_path):
     assert {r["layout"] for r in rb} == {"question-major"}
     assert {r["prompt_version"] for r in rb} == {layouts.QUESTION_MAJOR_VERSION}
     # a plain run is named as it always was; another layout is another run, with other signatures
-    from scorer.runs.score_config import checked_config_parts, config_sha256
+    from scorer.scoring.options import checked_config_parts, config_sha256
 
     info = FakeBackend().model_info()
     plain = config_sha256(checked_config_parts(info, rows, {}, "shared", 4096))
@@ -104,7 +105,7 @@ def _yes_no_queue(n: int = 4) -> list[Decision]:
 
 
 def _demos_of(rows: list[Decision], k: int = 2) -> Any:
-    from scorer.demos import Demos, demo_of
+    from scorer.prompting.demos import Demos, demo_of
 
     return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], k, 0)
 
@@ -139,7 +140,7 @@ def test_state_major_read_by_id_without_demonstrations_is_semif_direct_ids_v1_by
 @pytest.mark.parametrize("layout", ["state-major", "question-major"])
 @pytest.mark.parametrize("slots", ["ids", "sequence"])
 def test_demonstrations_read_by_id_answer_with_their_ids(layout, slots):
-    from scorer.demos import prompt_for
+    from scorer.prompting.demos import prompt_for
 
     tok = FakeTokenizer()
     rows = _yes_no_queue(6)
@@ -251,8 +252,8 @@ def smol_reference():
     """SmolLM2-135M's reference tokenizer from its verified GGUF (no weights)."""
     from transformers import AutoTokenizer
 
-    from scorer import store
-    from scorer.tokenizer import HFTokenizer, gguf_tokenizer_folder
+    from scorer.models import store
+    from scorer.prompting.tokenizer import HFTokenizer, gguf_tokenizer_folder
 
     entry = store.REGISTRY["smollm2-135m"]
     folder, _ = gguf_tokenizer_folder(store.fetch(entry, progress=False), entry.sha256)
@@ -278,7 +279,7 @@ def test_question_major_renders_and_validates_on_smollm2(smol_reference, k):
     """Rendering validates every slot (one token, decodes to its letter, distinct, stable at the prompt's end);
     the head is a token prefix of the prompt, shared by rows of one question (without demonstrations: with
     them, rows of different groups may be shown different ones)."""
-    from scorer.demos import load_demos, prompt_for
+    from scorer.prompting.demos import load_demos, prompt_for
 
     rows = load_decisions(AUTHORED)
     demos = load_demos(AUTHORED, k=k) if k else None
@@ -303,10 +304,10 @@ def test_question_major_renders_and_validates_on_smollm2(smol_reference, k):
 def test_question_major_passes_the_three_gguf_validations(smol_reference, tmp_path):
     """The llama.cpp backend's three checks on question-major prompts with demonstrations: vocabulary parity
     (same vocabulary, identical encodings), single-token slots, per-row parity (the round trip of the ids)."""
-    from scorer import store
+    from scorer.backends.gguf_check import check_encodings, check_row, check_slots, check_vocabulary
     from scorer.backends.llamacpp_vocab import GGUFVocab
-    from scorer.demos import load_demos, prompt_for
-    from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary
+    from scorer.models import store
+    from scorer.prompting.demos import load_demos, prompt_for
 
     vocab = GGUFVocab(store.fetch(store.REGISTRY["smollm2-135m"], progress=False))
     rows = load_decisions(AUTHORED)
@@ -323,7 +324,7 @@ def test_question_major_passes_the_three_gguf_validations(smol_reference, tmp_pa
 
 
 def test_live_routing_renders_the_layout_on_both_paths():
-    from scorer.runs.eval import route_live
+    from scorer.scoring.routing import route_live
 
     recs = route_live(_queue(4), FakeBackend(), FakeBackend(), 1.01, {"config_sha256": "t"}, "shared",
                       layout="question-major")

@@ -4,7 +4,7 @@ model, SmolLM2-135M's GGUF from the model cache, served over loopback.
 * a file that is not a GGUF, a GGUF cut short and a GGUF without a chat template are refused with their
   messages, before the engine sees them; a state beyond the context is refused before anything runs;
 * the generated lanes run after it: the constrained lane's array is valid and is native llama.cpp's constrained
-  output for the same prompt (scorer.generate.greedy under the same GBNF grammar), every token timed and with
+  output for the same prompt (scorer.scoring.generation.greedy under the same GBNF grammar), every token timed and with
   its log-probabilities;
 * a typed run on a short state and two of the showcase's criteria gives, criterion by criterion, the prompt
   text and token ids that ``semif score --backend llamacpp`` scores (equal hashes) and probabilities within
@@ -35,7 +35,7 @@ import pytest
 import site_helpers as sh
 from site_helpers import ROOT, SHOTS, build, make_data_dir, wait_until
 
-from scorer import store
+from scorer.models import store
 from scorer.site.live import PACKAGE, showcase
 
 pytestmark = [*sh.BROWSER_MARKS, pytest.mark.llamacpp]
@@ -238,9 +238,10 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Scored:
 
 @pytest.fixture(scope="module")
 def lanes_ref(smol_llamacpp: Any, scored: Scored) -> dict[str, str]:
-    """The free and constrained lanes' texts from native llama.cpp (scorer.generate.greedy, as versus runs them)."""
-    from scorer.generate import default_max_new_tokens, greedy, render_array, token_texts
-    from scorer.grammar import ArrayGrammar
+    """The free and constrained lanes' texts from native llama.cpp (scorer.scoring.generation.greedy, as versus runs
+    them)."""
+    from scorer.prompting.grammar import ArrayGrammar
+    from scorer.scoring.generation import default_max_new_tokens, greedy, render_array, token_texts
 
     state, criteria, _ = scored
 

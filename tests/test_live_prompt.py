@@ -1,8 +1,8 @@
-"""The live page's pure JavaScript (templates/live/*.js), run in Node and compared with the Python side.
+"""The live page's pure JavaScript (scorer/site/assets/live/*.js), run in Node and compared with the Python side.
 
 * the typed prompt (``semif-direct-v1``) and the generated lanes' prompt (``semif-array-v1``) of every model in the
   cache, rendered in JS with the model's own chat template and tokenized with its own vocabulary, equal the
-  Python renderer's strings and token ids (``scorer.prompt.render`` with the reference tokenizer: what
+  Python renderer's strings and token ids (``scorer.prompting.prompt.render`` with the reference tokenizer: what
   ``semif prompt --json`` prints), prefix and answer slots included; a model the page cannot serve (no chat
   template, a SentencePiece vocabulary) is refused with its reason, and its semif-plain text still agrees;
 * the Jinja renderer equals transformers' (the renderer the Python side uses) on templates that exercise the
@@ -27,13 +27,13 @@ from typing import Any
 
 import pytest
 
-from scorer import store
-from scorer.prompt import LETTERS, PLAIN_TEMPLATE, prefix_ids, render
-from scorer.schema import Decision, Option
+from scorer.formats.rows import Decision, Option
+from scorer.models import store
+from scorer.prompting.prompt import LETTERS, PLAIN_TEMPLATE, prefix_ids, render
 from scorer.site.live import prompt_words, showcase
 
 ROOT = Path(__file__).resolve().parent.parent
-LIVE = ROOT / "templates" / "live"
+LIVE = ROOT / "scorer" / "site" / "assets" / "live"
 HARNESS = ROOT / "tests" / "js_live" / "render_prompts.js"
 
 
@@ -85,8 +85,8 @@ def js_cases(decisions: list[Decision]) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module", params=cached_models())
 def model(request: pytest.FixtureRequest) -> tuple[str, Any, Path]:
-    from scorer.backends.reference_tokenizer import load_reference_tokenizer
-    from scorer.tokenizer import HFTokenizer
+    from scorer.prompting.reference_tokenizer import load_reference_tokenizer
+    from scorer.prompting.tokenizer import HFTokenizer
 
     key = request.param
     entry = store.get_entry(key)
@@ -108,7 +108,7 @@ def test_js_prompts_equal_the_python_renderer(model: tuple[str, Any, Path], tmp_
     key, tok, path = model
     decisions = cases()
     got = run_harness(path, decisions, tmp_path)
-    from scorer.generate import render_array
+    from scorer.scoring.generation import render_array
 
     for d, js in zip(decisions, got["cases"], strict=True):
         py = render(tok, d)
@@ -144,7 +144,7 @@ def test_the_models_the_page_serves_and_refuses(tmp_path: Path) -> None:
 
 def test_letter_slot_rules_are_the_python_ones() -> None:
     """A letter that is two tokens, two letters on one token, a letter decoding to something else: refused
-    with the field and the reason (scorer.prompt.letter_slots' wording)."""
+    with the field and the reason (scorer.prompting.prompt.letter_slots' wording)."""
     code = """
     const P = {letters: %s};
     const fake = (enc, dec) => ({ encode: enc, decode: dec, stripBos: (x) => x });
@@ -315,7 +315,8 @@ def test_streaming_sha256_equals_hashlib() -> None:
 def test_every_live_module_is_built_into_the_page() -> None:
     from scorer.site.live import LIVE_MODULES
 
-    # every module under templates/live/ is in the page's bundle (and the replay's format.js, whose rounding the
+    # every module under scorer/site/assets/live/ is in the page's bundle (and the replay's format.js, whose rounding
+    # the
     # trace's summary uses)
     assert sorted(n.removeprefix("live/") for n in LIVE_MODULES if n.startswith("live/")) == \
         sorted(p.name for p in LIVE.glob("*.js"))
@@ -325,8 +326,8 @@ def test_every_live_module_is_built_into_the_page() -> None:
 
 # --- the generated lanes' rules ---------------------------------------------------------------------------
 def test_lane_grammar_limits_and_judgement_are_versus_ones() -> None:
-    from scorer.generate import default_max_new_tokens
-    from scorer.grammar import ArrayGrammar
+    from scorer.prompting.grammar import ArrayGrammar
+    from scorer.scoring.generation import default_max_new_tokens
     from scorer.trace.derive import parse_array, verdict
 
     sets = [[["yes", "no"]] * 3, [["yes", "no"], ["a", 'b"q', "é"], ["yes", "no"], ["x\\y"]], [["only"]]]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from site_helpers import build, embedded_json, inline_blocks, make_data_dir
 
-from scorer import prompt as semif_prompt
-from scorer.site import live
+from scorer.prompting import prompt as semif_prompt
+from scorer.site import live, render
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +74,10 @@ def test_the_live_page_loads_only_its_script_and_allows_only_what_the_engine_nee
     # the page loads its own code first (small: Lighthouse's budget before the first paint is 80 kB), the pure
     # modules and the engine only when a model is opened
     live_js = (out / "assets/live.js").read_text()
-    assert live_js == "\n".join((live.ROOT / "templates" / n).read_text() for n in live.LIVE_PAGE_SCRIPTS)
+    assert live_js == "\n".join((render.TEMPLATES / n).read_text() for n in live.LIVE_PAGE_SCRIPTS)
     assert len(live_js.encode()) < 60_000
     modules = (out / "assets/live-modules.js").read_text()
-    assert all((live.ROOT / "templates" / n).read_text() in modules for n in live.LIVE_MODULES)
+    assert all((render.TEMPLATES / n).read_text() in modules for n in live.LIVE_MODULES)
     assert config["wllama"]["modules"] == "../assets/live-modules.js"
 
 

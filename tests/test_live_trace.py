@@ -1,4 +1,5 @@
-"""The live page's trace writer (templates/live/trace.js, trace-summary.js), run in Node against the Python side.
+"""The live page's trace writer (scorer/site/assets/live/trace.js, trace-summary.js), run in Node against the Python
+side.
 
 A live run's download must be a ``semif-trace-v2`` that ``semif trace verify`` accepts, and verify recomputes
 the summary and the checksums byte for byte, so the page must compute both exactly as Python does:
@@ -28,8 +29,9 @@ from scorer import trace
 TRACES = sorted([*(ROOT / "data" / "traces").glob("*.json"), *(ROOT / "tests" / "fixtures").glob("trace-v2*.json")])
 BROWSER = ROOT / "tests" / "fixtures" / "trace-v2-browser.json"
 # The page's modules in Node; a whole float (Python's 12.0, which JSON.parse reads as 12) travels as {"$f": 12}.
-PRE = (f"const TR = require(path.join({json.dumps(str(ROOT / 'templates' / 'live'))}, 'trace.js'));"
-       f"const SM = require(path.join({json.dumps(str(ROOT / 'templates' / 'live'))}, 'trace-summary.js'));"
+LIVE_JS = json.dumps(str(ROOT / "scorer" / "site" / "assets" / "live"))
+PRE = (f"const TR = require(path.join({LIVE_JS}, 'trace.js'));"
+       f"const SM = require(path.join({LIVE_JS}, 'trace-summary.js'));"
        "const revive = (k, v) => v !== null && typeof v === 'object' && !Array.isArray(v)"
        " && Object.keys(v).length === 1 && '$f' in v ? new SM.PyFloat(v.$f) : v;")
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from fakes import VOCAB, FakeBackend, FakeTokenizer
 
-from scorer.errors import ValidationError
-from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
-from scorer.gguf_tools import _BPW, _CONVERT, _FALLBACK, ftype_name
-from scorer.prompt import render
-from scorer.runs.score import memory_need, prepare, score_items
-from scorer.schema import Decision, Option
+from scorer.backends.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
+from scorer.core.errors import ValidationError
+from scorer.formats.rows import Decision, Option
+from scorer.models.gguf_tools import _BPW, _CONVERT, _FALLBACK, ftype_name
+from scorer.prompting.prompt import render
+from scorer.scoring.modes import memory_need, prepare, score_items
 
 _A = ord("A") + 16  # FakeTokenizer's id of "A"
 _B = ord("B") + 16
@@ -250,7 +250,7 @@ def test_boundary_instability_in_the_gguf_tokenizer_fails() -> None:
 
 def test_gpu_layers_argument() -> None:
     from scorer.backends.llamacpp_backend import _gpu_layers
-    from scorer.errors import ModelError
+    from scorer.core.errors import ModelError
 
     assert _gpu_layers("0", True) == 0
     assert _gpu_layers("12", False) == 12
@@ -280,7 +280,7 @@ def test_same_grid_counts_identical_tensors_and_their_share_of_bytes(tmp_path: A
     the very same bytes."""
     import numpy as np
 
-    from scorer.gguf_tools import same_grid
+    from scorer.models.gguf_tools import same_grid
 
     a = np.arange(64, dtype=np.float32)
     src = _tiny_gguf(tmp_path / "src.gguf", {"same": a, "moved": a, "retyped": a})

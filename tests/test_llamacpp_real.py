@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from scorer import store
-from scorer.errors import ValidationError
-from scorer.records import validate_records
-from scorer.runs.score import prepare, score_items
-from scorer.schema import load_decisions
+from scorer.core.errors import ValidationError
+from scorer.formats.records import validate_records
+from scorer.formats.rows import load_decisions
+from scorer.models import store
+from scorer.scoring.modes import prepare, score_items
 
 pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
 

@@ -1,4 +1,4 @@
-"""`semif mcp`: the tools (scorer/mcp_server.py) called directly, then through the official SDK's client against a
+"""`semif mcp`: the tools (scorer/serving/mcp.py) called directly, then through the official SDK's client against a
 live server over stdio and streamable HTTP (the fake backend in its own process: tests/fake_semif.py), and on the
 real SmolLM2-135M. MCP's decide answers must equal the Python API's for the same question."""
 
@@ -22,7 +22,7 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import Scorer, cli
-from scorer.mcp_server import TOOLS, call_tool, check_http_host, readout
+from scorer.serving.mcp import TOOLS, call_tool, check_http_host, readout
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SEMIF = ROOT / "tests" / "fake_semif.py"

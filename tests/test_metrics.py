@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scorer import metrics
-from scorer.errors import InputError
-from scorer.metrics import Label
+from scorer.core.errors import InputError
+from scorer.evaluation import metrics
+from scorer.evaluation.metrics import Label
 
 
 def rec(rid: str, ids: list[str], probs: list[float], choice: str | bool | None = True,

@@ -1,4 +1,5 @@
-"""The hand-written metrics (scorer/metrics.py) and the temperature fit (scorer/calibration/temperature.py) against
+"""The hand-written metrics (scorer/evaluation/metrics.py) and the temperature fit (scorer/calibration/temperature.py)
+against
 scikit-learn 1.9.1 and SciPy 1.17.1 (test-only dependencies, the ``dev`` extra), on random labelled runs.
 
 Every row here has a valid record (the missing/invalid/tie conventions are SemIf's own, tested by hand in
@@ -16,9 +17,9 @@ from scipy import optimize, special, stats
 from sklearn import calibration as skcal
 from sklearn import metrics as skm
 
-from scorer import metrics
 from scorer.calibration import temperature as calibrate
-from scorer.metrics import Label
+from scorer.evaluation import metrics
+from scorer.evaluation.metrics import Label
 
 SEEDS = [1, 2, 3, 4, 5]
 CLASSES = ("a", "b", "c", "d")

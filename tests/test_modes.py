@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from fakes import FakeBackend, FakeTokenizer
 
-from scorer.prompt import prefix_ids, sha256_tokens
-from scorer.records import validate_records
-from scorer.runs.score import prepare, score_items
-from scorer.schema import parse_decision
+from scorer.formats.records import validate_records
+from scorer.formats.rows import parse_decision
+from scorer.prompting.prompt import prefix_ids, sha256_tokens
+from scorer.scoring.modes import prepare, score_items
 
 _OPTS2 = [{"id": "yes", "description": "Yes"}, {"id": "no", "description": "No"}]
 _OPTS3 = [{"id": "a", "description": "Alpha"}, {"id": "b", "description": "Beta"}, {"id": "c", "description": "Gamma"}]

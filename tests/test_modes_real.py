@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scorer.records import validate_records
-from scorer.runs.score import prepare, score_items
-from scorer.schema import load_decisions
+from scorer.formats.records import validate_records
+from scorer.formats.rows import load_decisions
+from scorer.scoring.modes import prepare, score_items
 
 pytestmark = pytest.mark.slow
 TOL = 1e-4

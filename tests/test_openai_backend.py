@@ -23,10 +23,10 @@ from fakes import VOCAB, FakeBackend, FakeTokenizer
 from scorer import Scorer, cli
 from scorer.backends import BackendConfig
 from scorer.backends import openai_backend as ob
-from scorer.errors import EngineError, ValidationError
-from scorer.records import read_records
-from scorer.runs.score import prepare
-from scorer.schema import parse_decision
+from scorer.core.errors import EngineError, ValidationError
+from scorer.formats.records import read_records
+from scorer.formats.rows import parse_decision
+from scorer.scoring.modes import prepare
 
 KINDS = ("vllm", "llamacpp")
 MODES = ("direct", "serial", "shared")
@@ -394,7 +394,7 @@ def test_options_the_backend_refuses(tmp_path: Path, capsys: Any, serve: Any, mo
     assert _score(tmp_path, tmp_path / "o.jsonl", "--api-key-env", "SEMIF_TEST_NO_SUCH_KEY") == 2
     assert "--api-key-env SEMIF_TEST_NO_SUCH_KEY: that environment variable is not set" in \
         _one_line_error(capsys.readouterr().err)
-    with pytest.raises(SystemExit) as stop:  # argparse refuses it by the API's rule (scorer.options)
+    with pytest.raises(SystemExit) as stop:  # argparse refuses it by the API's rule (scorer.core.checks)
         _score(tmp_path, tmp_path / "o.jsonl", "--retries", "-1")
     assert stop.value.code == 2
     assert "argument --retries: -1 is not an integer >= 0" in capsys.readouterr().err
@@ -477,7 +477,7 @@ def test_direct_mode_reuses_no_cached_prefix_and_the_fast_modes_do(kind: str, mo
 def test_the_api_takes_the_engine_options_by_name() -> None:
     """``Scorer(backend="openai", base_url=…)`` builds the same BackendConfig the CLI does (checked when made)."""
     from scorer import Scorer
-    from scorer.options import OptionError
+    from scorer.core.checks import OptionError
 
     s = Scorer(model="smollm2-135m", backend="openai", base_url=ENGINE_URL, served_model=SERVED, concurrency=2)
     assert s._config is not None and s._config.base_url == ENGINE_URL and s._config.concurrency == 2

@@ -17,9 +17,9 @@ sys.path.insert(0, str(ROOT))  # benchmarks/ is not an installed package
 
 from benchmarks.peers import main as peers  # noqa: E402
 from benchmarks.peers import task  # noqa: E402
-from scorer.envelope import ENVELOPE_KEYS, envelope  # noqa: E402
-from scorer.prompt import render  # noqa: E402
-from scorer.schema import parse_decision  # noqa: E402
+from scorer.formats.envelope import ENVELOPE_KEYS, envelope  # noqa: E402
+from scorer.formats.rows import parse_decision  # noqa: E402
+from scorer.prompting.prompt import render  # noqa: E402
 
 
 def _decisions(n: int = 3, options: int = 2) -> list:
@@ -222,7 +222,7 @@ def test_peer_folder_workaround_never_touches_the_source(tmp_path):
 
 def test_workload_names_and_subsets(tmp_path):
     assert peers.resolve_workload("shape-small") == ROOT / "data" / "workloads" / "shape-small.jsonl"
-    from scorer.errors import InputError
+    from scorer.core.errors import InputError
 
     with pytest.raises(InputError, match="no such file or workload"):
         peers.resolve_workload("no-such-workload")

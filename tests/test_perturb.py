@@ -7,9 +7,9 @@ import hashlib
 
 import pytest
 
-from scorer import perturb
-from scorer.errors import InputError, OutputExistsError
-from scorer.schema import Decision, Option, load_decisions
+from scorer.core.errors import InputError, OutputExistsError
+from scorer.evaluation import perturb
+from scorer.formats.rows import Decision, Option, load_decisions
 
 
 def _d(state, n: int = 3, rid: str = "row-1") -> Decision:

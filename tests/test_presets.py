@@ -1,4 +1,5 @@
-"""Presets (scorer/presets.py; --preset on semif score and semif ask; Scorer(preset=)): a preset fills what is not
+"""Presets (scorer/scoring/presets.py; --preset on semif score and semif ask; Scorer(preset=)): a preset fills what is
+not
 given and explicit values win, records name the preset, the run hash names it, rows that share a state with the
 preset's demonstrations are refused, and bad presets get file: field errors (exit 2) before any model loads."""
 
@@ -15,11 +16,11 @@ from scorer import cli
 from scorer.api import Scorer
 from scorer.calibration.core import write_calibration
 from scorer.calibration.prior import fit_prior
-from scorer.envelope import ENVELOPE_KEYS
-from scorer.errors import InputError, OutputExistsError
-from scorer.presets import PRESET_FORMAT, load_preset, preset_body, write_preset
-from scorer.records import read_records, validate_records
-from scorer.store import sha256_file
+from scorer.core.errors import InputError, OutputExistsError
+from scorer.formats.envelope import ENVELOPE_KEYS
+from scorer.formats.records import read_records, validate_records
+from scorer.models.store import sha256_file
+from scorer.scoring.presets import PRESET_FORMAT, load_preset, preset_body, write_preset
 
 
 def _rows(n: int, prefix: str = "r") -> list[dict[str, Any]]:
@@ -221,7 +222,7 @@ def test_unknown_presets_and_files_that_are_not_presets(tmp_path, monkeypatch, c
 
 
 def test_every_committed_preset_loads_and_its_files_match_their_hashes():
-    from scorer.presets import PRESETS_DIR
+    from scorer.scoring.presets import PRESETS_DIR
 
     names = sorted(p.stem for p in PRESETS_DIR.glob("*.json") if not p.stem.endswith("-calibration"))
     assert "accurate-qwen2.5-0.5b" in names and "accurate-qwen2.5-1.5b" in names
@@ -243,7 +244,7 @@ def test_a_family_name_finds_the_preset_of_the_model_being_scored(tmp_path, monk
     _preset(folder, "accurate", layout="state-major", k=0, calibrated=False)  # a file of its own name wins
     assert load_preset("accurate", presets_dir=folder, model="m1").name == "accurate"
     # the committed presets: `--preset accurate` is this model's study winner, on the command line and in the API
-    from scorer.presets import PRESETS_DIR
+    from scorer.scoring.presets import PRESETS_DIR
 
     for model in ("qwen2.5-0.5b", "qwen2.5-1.5b"):
         assert load_preset("accurate", model=model).path == PRESETS_DIR / f"accurate-{model}.json"

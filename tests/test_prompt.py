@@ -7,8 +7,9 @@ import hashlib
 import pytest
 from fakes import FakeTokenizer
 
-from scorer.errors import ValidationError
-from scorer.prompt import (
+from scorer.core.errors import ValidationError
+from scorer.formats.rows import Decision, Option
+from scorer.prompting.prompt import (
     LETTERS,
     PROMPT_VERSION,
     SYSTEM,
@@ -19,7 +20,6 @@ from scorer.prompt import (
     sha256_tokens,
     state_text,
 )
-from scorer.schema import Decision, Option
 
 
 def _d(state="Ticket: printer on fire.", question="Is this urgent?", n=2, **extra) -> Decision:

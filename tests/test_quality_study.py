@@ -22,19 +22,20 @@ from hypothesis import strategies as st
 from benchmarks import quality_study, quality_study_table
 from benchmarks.quality_study_plan import fold_demos, load_set, plan
 from benchmarks.quality_study_preset import write_winner
-from scorer import metrics
 from scorer.api import Scorer
 from scorer.calibration.bias import fit_bias
 from scorer.calibration.prior import fit_prior
-from scorer.envelope import envelope_problems
-from scorer.errors import InputError
-from scorer.presets import load_preset
-from scorer.records import read_records, validate_records
+from scorer.core.errors import InputError
+from scorer.evaluation import metrics
+from scorer.formats.envelope import envelope_problems
+from scorer.formats.json_schemas import load_schema
+from scorer.formats.records import read_records, validate_records
+from scorer.models.store import sha256_file
+from scorer.scoring.presets import load_preset
 from scorer.site.reports import load_report
-from scorer.store import sha256_file
 
 ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = orjson.loads((ROOT / "scorer" / "schema" / "quality-study-v1.json").read_bytes())
+SCHEMA = load_schema("quality-study-v1")
 
 
 def _rows(n_groups: int, per_group: int = 2, ids: tuple[str, str] = ("y", "n"), group_key: str = "group",
@@ -127,7 +128,8 @@ def _study(tmp_path: Path, *extra: str, out: str = "study.json", sets: tuple[Pat
 
 
 def recompute(report: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """Every table number again, from the report's records alone, with scorer.calibration and scorer.metrics (the
+    """Every table number again, from the report's records alone, with scorer.calibration and scorer.evaluation.metrics
+    (the
     study's own fold and calibration code not used)."""
     reps, seed = report["bootstrap"]["reps"], report["bootstrap"]["seed"]
     pr, bi = report["calibrations"]["prior"], report["calibrations"]["bias"]
@@ -493,7 +495,7 @@ def test_a_winner_with_demonstrations_from_the_sets_own_folds_is_not_a_preset(tm
 
 def test_the_grid_takes_every_readout_the_code_accepts(tmp_path):
     from benchmarks.quality_study_plan import READOUTS
-    from scorer.options import SLOTS
+    from scorer.core.checks import SLOTS
 
     # every --slots value, and sequence under both length normalisations
     assert {slots for slots, _ in READOUTS.values()} == set(SLOTS)
@@ -544,7 +546,8 @@ def test_a_malformed_study_report_stops_the_site_build(table, what):
                                                 ("2026-12-03T12:20:00Z", "23")])
 def test_a_report_made_before_the_sequence_token_fix_does_not_show_those_counts_as_true(created, shown):
     """The sequence readouts' token counts of a report made before 2026-12-03 left out each group prefix's
-    prefill (scorer.radix_cache.Lookup.after); the site says so rather than show them; letters rows are shown."""
+    prefill (scorer.scoring.radix_cache.Lookup.after); the site says so rather than show them; letters rows are
+    shown."""
     cost = {"seconds_per_decision": 0.7, "computed_tokens_per_decision": 23.0, "reused_share": 0.98}
     row = {"set": "a", "layout": "state-major", "k": 0, "calibration": "none", "balanced_accuracy": 0.5,
            "cost": cost}

@@ -8,10 +8,10 @@ from typing import Any
 import orjson
 import pytest
 
-from scorer import store
 from scorer.cli import main
-from scorer.envelope import envelope_problems
-from scorer.schema import load_decisions
+from scorer.formats.envelope import envelope_problems
+from scorer.formats.rows import load_decisions
+from scorer.models import store
 
 pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
 

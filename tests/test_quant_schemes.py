@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from scorer import store
 from scorer.cli import main
+from scorer.core.errors import ModelError, ValidationError
 from scorer.engines import llmcompressor, venv, vllm
-from scorer.errors import ModelError, ValidationError
-from scorer.runs import quant_cache
-from scorer.runs.quant_schemes import DEFAULT_CALIBRATION, GGUF_TYPES, parse_schemes
+from scorer.models import store
+from scorer.studies import quant_cache
+from scorer.studies.quant_schemes import DEFAULT_CALIBRATION, GGUF_TYPES, parse_schemes
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "data" / "examples" / "decisions.jsonl"
@@ -317,7 +317,7 @@ def test_checkpoint_bits_refuses_what_is_not_a_compressed_checkpoint(tmp_path: P
     (len(b"{x").to_bytes(8, "little") + b"{x", "not JSON"),
 ])
 def test_a_file_that_is_not_safetensors_is_refused_saying_why(data: bytes, says: str, tmp_path: Path) -> None:
-    from scorer.safetensors_header import read_header
+    from scorer.models.safetensors_header import read_header
 
     path = tmp_path / "bad.safetensors"
     path.write_bytes(data)
@@ -326,7 +326,7 @@ def test_a_file_that_is_not_safetensors_is_refused_saying_why(data: bytes, says:
 
 
 def test_an_entry_whose_bytes_disagree_with_its_shape_is_refused(tmp_path: Path) -> None:
-    from scorer.safetensors_header import read_header
+    from scorer.models.safetensors_header import read_header
 
     head = json.dumps({"t": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8]}}).encode()
     path = tmp_path / "short.safetensors"

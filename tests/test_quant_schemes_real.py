@@ -17,11 +17,11 @@ from typing import Any
 import orjson
 import pytest
 
-from scorer import store
 from scorer.cli import main
 from scorer.engines import vllm
-from scorer.envelope import envelope_problems
-from scorer.records import read_records
+from scorer.formats.envelope import envelope_problems
+from scorer.formats.records import read_records
+from scorer.models import store
 
 pytestmark = [
     # Part of make test since 2026-12-02: timed alone on the quiet AVX-512 machine, the whole file took 314 s with

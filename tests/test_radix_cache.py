@@ -1,4 +1,4 @@
-"""The radix prefix cache (scorer/radix_cache.py) with the fake backend: the trie (insert, longest match at any
+"""The radix prefix cache (scorer/scoring/radix_cache.py) with the fake backend: the trie (insert, longest match at any
 depth, split of a node, LRU leaf eviction, the budget), what it tells the records, and its reuse across the rows of
 a run, the calls of the Python API and the requests to the service."""
 
@@ -11,14 +11,14 @@ import pytest
 from fakes import FAKE_STATE_BYTES, FakeBackend
 
 from scorer.api import Scorer
-from scorer.errors import InputError, ValidationError
-from scorer.options import OptionError, byte_size
-from scorer.prompt import common_prefix
-from scorer.radix_cache import RadixCache
-from scorer.records import check_record, read_records, validate_records
-from scorer.runs.drift import fast_tokens
-from scorer.runs.score import prepare, score_items
-from scorer.schema import parse_decision
+from scorer.core.checks import OptionError, byte_size
+from scorer.core.errors import InputError, ValidationError
+from scorer.formats.records import check_record, read_records, validate_records
+from scorer.formats.rows import parse_decision
+from scorer.prompting.prompt import common_prefix
+from scorer.scoring.drift import fast_tokens
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.radix_cache import RadixCache
 
 _B = FAKE_STATE_BYTES
 _OPTS = [{"id": "yes", "description": "Yes"}, {"id": "no", "description": "No"}]
@@ -351,7 +351,7 @@ def test_the_api_budget_option_is_checked_and_used():
 def test_the_service_reuses_prefixes_across_requests():
     from starlette.testclient import TestClient
 
-    from scorer.serve import build_app
+    from scorer.serving.service import build_app
 
     row = {"id": "r", "state": _STATES[0], "question": _QUESTIONS[0], "options": _OPTS}
     with Scorer(backend=FakeBackend(), mode="shared") as scorer, TestClient(build_app(scorer)) as client:
@@ -387,7 +387,7 @@ def test_semif_score_takes_the_budget_and_sums_the_cache_up(tmp_path, capsys, mo
     assert f"prefix cache: {n['hit']} hits, {n['partial']} partial, {n['miss']} misses" in captured.out
     assert n["hit"] and n["partial"] and n["miss"] == 1
     for bad, shown in (("0", "0"), ("lots", "'lots'")):
-        with pytest.raises(SystemExit) as stop:  # argparse refuses it by the API's rule (scorer.options)
+        with pytest.raises(SystemExit) as stop:  # argparse refuses it by the API's rule (scorer.core.checks)
             cli.main(["score", "--input", str(rows), "--output", str(tmp_path / "x.jsonl"),
                       "--prefix-cache-bytes", bad])
         assert stop.value.code == 2

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from fakes import FakeBackend, FakeTokenizer
 
-from scorer import readout
 from scorer.backends.base import Backend
-from scorer.radix_cache import RadixCache
-from scorer.runs.score import prepare, score_items
-from scorer.schema import Decision, parse_decision
+from scorer.decision import readout
+from scorer.formats.rows import Decision, parse_decision
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.radix_cache import RadixCache
 
 TOLERANCE = {"fake": 0.0, "torch": 1e-4, "llamacpp": 0.02}
 BACKENDS = ["fake", pytest.param("torch", marks=pytest.mark.slow),

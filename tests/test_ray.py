@@ -14,15 +14,16 @@ import orjson
 import pytest
 from fakes import FakeBackend
 
-from scorer import Scorer, __version__, cli, store
-from scorer.errors import InputError, ValidationError
-from scorer.io import RecordsOutput
-from scorer.prompt import state_text
-from scorer.ray_engine import DIRECT_UNIT_ROWS, _write_in_order, work_units
-from scorer.records import dumps_record, read_records
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import resume_point, run_score
-from scorer.schema import load_decisions
+from scorer import Scorer, __version__, cli
+from scorer.core.errors import InputError, ValidationError
+from scorer.core.io import RecordsOutput
+from scorer.formats.records import dumps_record, read_records
+from scorer.formats.rows import load_decisions
+from scorer.models import store
+from scorer.prompting.prompt import state_text
+from scorer.scoring.file_run import resume_point, run_score
+from scorer.scoring.options import ScoreConfig
+from scorer.serving.ray_data import DIRECT_UNIT_ROWS, _write_in_order, work_units
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"
@@ -176,7 +177,7 @@ def test_two_actors_equal_the_local_run_and_a_killed_actor_is_retried(tmp_path, 
                                                                       ray_cluster, monkeypatch):
     import psutil
 
-    from scorer import ray_engine
+    from scorer.serving import ray_data as ray_engine
 
     killed: list[int] = []
     real = ray_engine._write_in_order

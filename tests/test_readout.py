@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from scorer.readout import read, resolution, softmax, top_k
+from scorer.decision.readout import read, resolution, softmax, top_k
 
 
 def test_probabilities_are_softmax_over_slots_only():

@@ -1,7 +1,7 @@
 """Reading record files (issue #21, items 1, 2 and 8): every command that reads records validates them first.
 
 Records written by hand, by another tool or corrupted are refused by the one reader
-(:func:`scorer.records.read_records`) with ``FILE:LINE: field 'F': what (expected what)`` and exit 2, never a
+(:func:`scorer.formats.records.read_records`) with ``FILE:LINE: field 'F': what (expected what)`` and exit 2, never a
 traceback and never a report computed from them; and a command that writes a report checks that it can write
 it before it prints or computes anything. Each test here failed on the code before the fix; the generated
 cases are in ``test_fuzz_records.py``.
@@ -21,11 +21,11 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli
-from scorer.errors import InputError
-from scorer.records import dumps_record, read_records
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.score_file import run_score
-from scorer.schema import load_decisions
+from scorer.core.errors import InputError
+from scorer.formats.records import dumps_record, read_records
+from scorer.formats.rows import load_decisions
+from scorer.scoring.file_run import run_score
+from scorer.scoring.options import ScoreConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUNDARY = ROOT / "data" / "eval" / "boundary.jsonl"
@@ -168,15 +168,15 @@ def test_a_read_only_output_folder_is_refused_before_anything_is_printed(tmp_pat
     ro = tmp_path / "ro"
     ro.mkdir()
     out = ro / "report.json"
-    import scorer.metrics
+    import scorer.evaluation.metrics
 
     def no_work(*a, **k):
         raise AssertionError("the report was computed before the output was checked")
 
     try:
         _deny_writes_in(ro, monkeypatch)
-        monkeypatch.setattr(scorer.metrics, "bootstrap", no_work)
-        monkeypatch.setattr(scorer.metrics, "evaluate", no_work)
+        monkeypatch.setattr(scorer.evaluation.metrics, "bootstrap", no_work)
+        monkeypatch.setattr(scorer.evaluation.metrics, "evaluate", no_work)
         assert cli.main([a.format(run=run, out=out) for a in argv] + (["--reps", "20"] if argv[0] != "compare"
                                                                        else [])) == 1
         stdout, err = _error(capsys)
@@ -250,7 +250,7 @@ def _nest(n: int) -> Any:
 
 def test_calibrated_blocks_are_checked(records):
     from scorer.calibration.prior import fit_prior
-    from scorer.records import check_record, validate_records
+    from scorer.formats.records import check_record, validate_records
 
     sigs = [r["signature"] for r in records]
     cal = fit_prior(records, sigs, "mean", 2, "none", {"kind": "in-run"})
@@ -268,7 +268,7 @@ def test_calibrated_blocks_are_checked(records):
 
 
 def test_permute_blocks_are_checked(tmp_path):
-    from scorer.records import check_record
+    from scorer.formats.records import check_record
     out = tmp_path / "perm.jsonl"
     run_score(load_decisions(BOUNDARY)[:3], FakeBackend(), out, ScoreConfig(run_parts={"input": "b"}, permute=2))
     rec = read_records(out)[0]
@@ -282,7 +282,7 @@ def test_permute_blocks_are_checked(tmp_path):
 
 
 def test_validate_records_finds_the_record(records):
-    from scorer.records import validate_records
+    from scorer.formats.records import validate_records
     validate_records(records)
     with pytest.raises(InputError, match=r"^records:3: field 'choice'"):
         validate_records(_edit(records, 2, choice="maybe"))

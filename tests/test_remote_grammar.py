@@ -1,4 +1,4 @@
-"""The constrained lane over a remote engine (scorer/backends/remote_grammar.py): the local grammar mask decides
+"""The constrained lane over a remote engine (scorer/backends/openai_grammar.py): the local grammar mask decides
 what is allowed; the engine's greedy token is kept when allowed, else the engine picks among exactly the allowed
 ids and that token's log-probability is written into the step's logits."""
 
@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scorer.backends.remote_grammar import RemoteConstraint
-from scorer.errors import ValidationError
+from scorer.backends.openai_grammar import RemoteConstraint
+from scorer.core.errors import ValidationError
 
 
 class _Mask:

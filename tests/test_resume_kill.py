@@ -28,8 +28,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scorer import cli
-from scorer.records import dumps_record, read_records
-from scorer.runs.score_file import RECORD_LINE_PREFIX
+from scorer.formats.records import dumps_record, read_records
+from scorer.scoring.file_run import RECORD_LINE_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = ("direct", "serial", "shared")

@@ -8,8 +8,9 @@ import orjson
 import pytest
 
 from scorer import cli
-from scorer.records import SCORE_KIND
-from scorer.runs import eval as ev
+from scorer.evaluation import route_report as ev
+from scorer.formats.records import SCORE_KIND
+from scorer.scoring.routing import route_live
 
 IDS = ["yes", "no"]
 
@@ -99,9 +100,9 @@ def test_live_policy_scores_only_escalated_rows_on_the_reference():
 
     from fakes import FakeBackend
 
-    from scorer.records import validate_records
-    from scorer.runs.score import prepare, score_items
-    from scorer.schema import load_decisions
+    from scorer.formats.records import validate_records
+    from scorer.formats.rows import load_decisions
+    from scorer.scoring.modes import prepare, score_items
 
     rows = load_decisions(Path(__file__).resolve().parent.parent / "data" / "eval" / "authored.jsonl")[:12]
     fast, ref = FakeBackend(), FakeBackend(bias={"B": 4.0})
@@ -110,7 +111,7 @@ def test_live_policy_scores_only_escalated_rows_on_the_reference():
     expect = [r["id"] for r in plain if r["margin"] < threshold]
     assert 0 < len(expect) < len(rows)
     run = {"config_sha256": "0" * 64}
-    out = ev.route_live(rows, fast, ref, threshold, run)
+    out = route_live(rows, fast, ref, threshold, run)
     validate_records(out)
     assert [r["id"] for r in out] == [d.id for d in rows]
     assert [r["run"]["index"] for r in out] == list(range(len(rows)))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scorer.errors import InputError
-from scorer.schema import load_decisions, parse_decision
+from scorer.core.errors import InputError
+from scorer.formats.rows import load_decisions, parse_decision
 
 GOOD = {"id": "r1", "state": "The sky is blue.", "question": "Is the sky blue?",
         "options": [{"id": "yes", "description": "Yes"}, {"id": "no", "description": "No"}]}

@@ -10,8 +10,8 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import cli
-from scorer.records import read_records, validate_records
-from scorer.runs import score_file
+from scorer.formats.records import read_records, validate_records
+from scorer.scoring import file_run as score_file
 
 ROWS = Path(__file__).resolve().parent.parent / "data" / "workloads" / "shape-small.jsonl"
 _VOLATILE = ("timing", "run")

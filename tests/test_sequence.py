@@ -22,16 +22,16 @@ from fakes import FakeBackend, FakeTokenizer, fake_prompt_json, row_of
 
 from scorer import Scorer, cli
 from scorer.backends.base import Backend
-from scorer.calibration.signature import readout_of
-from scorer.demos import Demos, demo_of, prompt_for
-from scorer.errors import InputError
-from scorer.options import OptionError
-from scorer.prompt import IDS_PROMPT_VERSION, messages_for, render, sha256_text
-from scorer.records import check_record, read_records, validate_records
-from scorer.runs.score import prepare, score_items
-from scorer.runs.score_config import ScoreConfig, checked_config_parts
-from scorer.runs.score_file import run_score
-from scorer.schema import Decision, Option
+from scorer.core.checks import OptionError
+from scorer.core.errors import InputError
+from scorer.formats.records import check_record, read_records, validate_records
+from scorer.formats.rows import Decision, Option
+from scorer.formats.signature import readout_of
+from scorer.prompting.demos import Demos, demo_of, prompt_for
+from scorer.prompting.prompt import IDS_PROMPT_VERSION, messages_for, render, sha256_text
+from scorer.scoring.file_run import run_score
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import ScoreConfig, checked_config_parts
 
 # Several characters each: continuations of 6, 5 and 4 tokens in the fake's character tokenizer.
 OPTIONS = (Option("refund", "the customer asks for money back"), Option("other", "anything else"),
@@ -341,7 +341,7 @@ def test_api_and_cli_records_are_equal(tmp_path, monkeypatch):
 def test_the_service_reads_sequences_and_refuses_overlapping_ids_with_422():
     from serve_helpers import live
 
-    from scorer.serve import build_app
+    from scorer.serving.service import build_app
 
     rows = [row_of(d) for d in _decisions(2)]
     row = rows[0]

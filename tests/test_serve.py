@@ -21,10 +21,10 @@ from fakes import FakeBackend
 from serve_helpers import live as _live
 
 from scorer import Scorer, cli
-from scorer.records import read_records, validate_records
-from scorer.schema import load_decisions
-from scorer.serve import build_app, row_schema
-from scorer.serve_http import Limits
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.rows import load_decisions
+from scorer.serving.http_server import Limits
+from scorer.serving.service import build_app, row_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"
@@ -76,7 +76,7 @@ def test_batch_and_single_equal_semif_score(tmp_path, monkeypatch, fake_url):
 def _cli_message(tmp_path: Path, row: dict) -> str:
     p = tmp_path / "bad.jsonl"
     p.write_bytes(orjson.dumps(row) + b"\n")
-    from scorer.errors import InputError
+    from scorer.core.errors import InputError
 
     with pytest.raises(InputError) as e:
         load_decisions(p)

@@ -1,4 +1,4 @@
-"""`semif serve --batch-window-ms`: one-row requests scored together across clients (scorer/serve_queue.py).
+"""`semif serve --batch-window-ms`: one-row requests scored together across clients (scorer/serving/queue.py).
 
 With the fake backend (its logits are a pure function of the token ids, so packing is exact) batched answers
 equal unbatched ones field for field, bar the prefix bookkeeping and timings of the group they were in; on the
@@ -18,10 +18,10 @@ from fakes import FakeBackend
 from serve_helpers import ROOT, GatedBackend, live, workload_rows
 
 from scorer import Scorer, cli
-from scorer.options import OptionError
-from scorer.records import validate_records
-from scorer.serve import build_app
-from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS, RowJob, ScoringQueue, check_batch_window
+from scorer.core.checks import OptionError
+from scorer.formats.records import validate_records
+from scorer.serving.queue import DEFAULT_BATCH_WINDOW_MS, RowJob, ScoringQueue, check_batch_window
+from scorer.serving.service import build_app
 
 GROUP_BOOKKEEPING = ("timing", "prefix_tokens", "suffix_tokens", "cache_hit", "cache", "prefix_sha256", "batch",
                      "run")
@@ -241,8 +241,8 @@ def test_the_batching_benchmark_compares_windows_row_by_row():
 
 def test_layout_auto_is_not_batched_since_it_chooses_per_request() -> None:
     """auto over a batch would choose from other clients' rows: its default window is 0, an explicit one refused."""
-    from scorer.options import OptionError
-    from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS, check_batch_window
+    from scorer.core.checks import OptionError
+    from scorer.serving.queue import DEFAULT_BATCH_WINDOW_MS, check_batch_window
 
     assert check_batch_window(None, "shared", "auto") == 0.0
     assert check_batch_window(None, "shared", "question-major") == DEFAULT_BATCH_WINDOW_MS

@@ -15,9 +15,9 @@ from fakes import FakeBackend
 from serve_helpers import live
 
 from scorer import Scorer, cli
-from scorer.options import OptionError
-from scorer.serve import build_app
-from scorer.serve_http import Limits
+from scorer.core.checks import OptionError
+from scorer.serving.http_server import Limits
+from scorer.serving.service import build_app
 
 BOUND = 1.0
 """The header and body timeouts the tests serve with (seconds)."""

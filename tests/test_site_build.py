@@ -74,7 +74,7 @@ def test_build_writes_pages_traces_and_checksums(built: tuple[Path, Path]) -> No
     # picked
     assert re.findall(r'<script src="([^"]+)"', demo) == ["../assets/replay.js"]
     # loaded on demand with the checker: the code that computes a verdict in the page (for a trace from disk)
-    assert (out / "assets/verdict.js").read_bytes() == (ROOT / "templates/replay/verdict.js").read_bytes()
+    assert (out / "assets/verdict.js").read_bytes() == (ROOT / "scorer/site/assets/replay/verdict.js").read_bytes()
     check = (out / "assets/check.js").read_text()
     schemas = json.loads(check.split("window.SemifSchemas = ", 1)[1].rstrip().rstrip(";"))
     assert schemas == {f: trace_mod.schema(f) for f in trace_mod.FORMATS}
@@ -290,7 +290,7 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
     (b"{}", r"results/r\.json: empty report"),
     # no kind: never guessed from the file name or other keys (the README: a bad report stops the build)
     (b'{"schema": "semif-bench-v1", "passes": {"direct": {"decisions_per_s": 1.0}}}',
-     r"results/r\.json: no 'kind' field \(expected the report envelope of scorer/envelope\.py"),
+     r"results/r\.json: no 'kind' field \(expected the report envelope of scorer/formats/envelope\.py"),
     (b'{"kind": "", "format": "x"}', r"results/r\.json: 'kind' is '' \(expected the report envelope"),
     (b'{"kind": "bench", "workload": {"name": "shape"}}', r"results/r\.json: a bench report needs 'passes'"),
     (b'{"kind": "bench", "passes": {"direct": {"decisions_per_s": "fast"}}}',

@@ -1,4 +1,4 @@
-"""The replay's pure JavaScript (templates/replay/*.js), unit-tested in Node's built-in test runner
+"""The replay's pure JavaScript (scorer/site/assets/replay/*.js), unit-tested in Node's built-in test runner
 (``node --test tests/js/``), run from here so ``make test`` runs it; and the wording the page writes checked
 against the wording build.py writes in Python for the same numbers, and for the same traces (the verdict a trace
 opened from disk gets in the page).
@@ -53,13 +53,14 @@ def test_node_unit_tests_of_the_replay_pass() -> None:
 
 def test_every_replay_module_is_built_into_the_page_and_unit_tested() -> None:
     """What the page loads (build.py's lists: before the first paint, and on demand) is every file under
-    templates/replay/, each with its tests."""
-    modules = sorted(p.name for p in (ROOT / "templates" / "replay").glob("*.js"))
+    scorer/site/assets/replay/, each with its tests."""
+    modules = sorted(p.name for p in (ROOT / "scorer" / "site" / "assets" / "replay").glob("*.js"))
     loaded = [*REPLAY_SCRIPTS, *ON_DEMAND_SCRIPTS.values()]
     assert sorted(n.removeprefix("replay/") for n in loaded if n.startswith("replay/")) == modules
     for name in modules:
         stem = name.removesuffix(".js")
-        assert (JS_TESTS / f"{stem}.test.js").is_file(), f"templates/replay/{name} has no tests/js/{stem}.test.js"
+        assert (JS_TESTS / f"{stem}.test.js").is_file(), \
+            f"scorer/site/assets/replay/{name} has no tests/js/{stem}.test.js"
 
 
 def test_the_page_writes_seconds_and_errors_as_the_build_does() -> None:
@@ -71,7 +72,7 @@ def test_the_page_writes_seconds_and_errors_as_the_build_does() -> None:
     errors = ["Unterminated string starting at at char 41", "Expecting value", "starting at at charm"]
     code = ("const F = require(process.argv[1]); const x = JSON.parse(process.argv[2]);"
             "process.stdout.write(JSON.stringify([x.s.map(F.fmtS), x.e.map(F.readableError)]));")
-    run = subprocess.run([_node(), "-e", code, str(ROOT / "templates" / "replay" / "format.js"),
+    run = subprocess.run([_node(), "-e", code, str(ROOT / "scorer" / "site" / "assets" / "replay" / "format.js"),
                           json.dumps({"s": seconds, "e": errors})], capture_output=True, text=True, timeout=60,
                          check=True)
     js_seconds, js_errors = json.loads(run.stdout)
@@ -79,7 +80,7 @@ def test_the_page_writes_seconds_and_errors_as_the_build_does() -> None:
     assert js_errors == [readable_error(e) for e in errors]
 
 
-# --- the verdict the page computes (templates/replay/verdict.js) is the one build.py writes ------------------
+# --- the verdict the page computes (scorer/site/assets/replay/verdict.js) is the one build.py writes ------------------
 def _variants(tmp: Path) -> list[tuple[str, dict[str, Any], str]]:
     """``(name, trace, workload)``: the fixture traces (valid, invalid, capped, cut, v2 with calibration and a
     grammar, hostile text) and, edited in memory (these views are computed from data, never verified), a timing
@@ -124,7 +125,8 @@ def test_the_page_computes_the_verdict_build_py_writes(tmp_path: Path) -> None:
     code = ("const V = require(process.argv[1]); const fs = require('fs');"
             "const cases = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));"
             "process.stdout.write(JSON.stringify(cases.map(c => V.view(c.trace, c.workload))));")
-    run = subprocess.run([_node(), "-e", code, str(ROOT / "templates" / "replay" / "verdict.js"), str(path)],
+    verdict_js = ROOT / "scorer" / "site" / "assets" / "replay" / "verdict.js"
+    run = subprocess.run([_node(), "-e", code, str(verdict_js), str(path)],
                          capture_output=True, text=True, timeout=60, check=True)
     in_page = json.loads(run.stdout)
     assert len(in_page) == len(cases)

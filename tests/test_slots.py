@@ -12,15 +12,16 @@ import orjson
 import pytest
 from fakes import FakeBackend, FakeTokenizer, fake_prompt_json, row_of
 
-from scorer import Scorer, cli, readout
-from scorer.errors import InputError, ValidationError
-from scorer.options import OptionError
-from scorer.prompt import IDS_PROMPT_VERSION, PROMPT_VERSION, render
-from scorer.records import check_record, read_records, validate_records
-from scorer.runs.score import prepare, score_items
-from scorer.runs.score_config import ScoreConfig, checked_config_parts
-from scorer.runs.score_file import run_score
-from scorer.schema import Decision, Option
+from scorer import Scorer, cli
+from scorer.core.checks import OptionError
+from scorer.core.errors import InputError, ValidationError
+from scorer.decision import readout
+from scorer.formats.records import check_record, read_records, validate_records
+from scorer.formats.rows import Decision, Option
+from scorer.prompting.prompt import IDS_PROMPT_VERSION, PROMPT_VERSION, render
+from scorer.scoring.file_run import run_score
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import ScoreConfig, checked_config_parts
 
 # Single characters: one token each in the fake's character tokenizer (as " yes"/" no" are in a real BPE).
 YN = (Option("y", "the customer asks for money back"), Option("n", "anything else"))
@@ -165,7 +166,7 @@ def test_ids_runs_are_their_own_configuration_and_signature(tmp_path):
 
 
 def test_exact_rescores_through_the_ids(tmp_path):
-    from scorer.runs.exact import ExactPolicy
+    from scorer.scoring.exact import ExactPolicy
 
     out = tmp_path / "e.jsonl"
     policy = ExactPolicy(safety=2.0, probe_rows=8)  # every row probed: the bound covers every row's drift
@@ -216,7 +217,7 @@ def test_api_and_cli_records_are_equal(tmp_path, monkeypatch):
 def test_the_service_reads_ids_and_refuses_a_multi_token_id_with_422():
     from test_serve import _live
 
-    from scorer.serve import build_app
+    from scorer.serving.service import build_app
 
     row = row_of(_decisions(1)[0])
     with Scorer(backend=FakeBackend(), slots="ids") as s, _live(build_app(s)) as url:

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from scorer import cli, store
-from scorer.errors import ModelError
+from scorer import cli
+from scorer.core.errors import ModelError
+from scorer.models import store
 
 
 def test_registry_entries_are_complete():

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from scorer import store, trace
+from scorer import trace
 from scorer.cli import main
-from scorer.errors import InputError, ModelError
+from scorer.core.errors import InputError, ModelError
+from scorer.models import store
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "tests" / "fixtures" / "trace-fake.json"

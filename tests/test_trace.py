@@ -10,7 +10,7 @@ import pytest
 
 from scorer import trace
 from scorer.cli import main
-from scorer.errors import InputError, OutputExistsError
+from scorer.core.errors import InputError, OutputExistsError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VALID = FIXTURES / "trace-fake.json"

@@ -145,7 +145,7 @@ def test_the_site_refuses_a_deeply_nested_trace_like_the_command_line(depth: int
 
 def test_the_logits_epsilons_verify_uses_are_readouts():
     """header.LOGITS_EPSILON is written out so that verify imports no numpy; it must stay readout's."""
-    from scorer import readout
+    from scorer.decision import readout
     from scorer.trace.header import LOGITS_EPSILON
 
     assert {dt: readout.resolution(1.0, dt) for dt in LOGITS_EPSILON} == LOGITS_EPSILON

@@ -13,17 +13,17 @@ import pytest
 from fakes import MERGES, FakeBackend, FakeTokenizer, SlowFakeBackend, fake_vocab
 
 from scorer import trace
-from scorer.errors import InputError, ValidationError
-from scorer.generate import (
+from scorer.core.errors import InputError, ValidationError
+from scorer.prompting.grammar import ArrayGrammar
+from scorer.prompting.prompt import ARRAY_PROMPT_VERSION
+from scorer.scoring.generation import (
     answer_candidates,
     array_messages,
     default_max_new_tokens,
     token_texts,
 )
-from scorer.grammar import ArrayGrammar
-from scorer.prompt import ARRAY_PROMPT_VERSION
-from scorer.runs.score import prepare, score_items
-from scorer.runs.versus import (
+from scorer.scoring.modes import prepare, score_items
+from scorer.studies.versus import (
     DEFAULT_INPUT,
     VersusConfig,
     decisions_for,
@@ -477,7 +477,7 @@ def _prior_file(tmp_path: Path, inp, states: int = 8) -> Path:
     """A real ``semif calibrate prior`` file for the fake model: the criteria of ``inp`` scored on other states."""
     from scorer.calibration import fit_prior
     from scorer.calibration.core import write_calibration
-    from scorer.schema import Decision
+    from scorer.formats.rows import Decision
 
     be = FakeBackend(FakeTokenizer(merges=MERGES))
     rows = [Decision(f"s{k}-{c.id}", f"Order {k}: state number {k}.", c.question, d.options, {}, "")
@@ -491,7 +491,7 @@ def _prior_file(tmp_path: Path, inp, states: int = 8) -> Path:
 
 def test_versus_applies_a_real_prior_file(small, tmp_path: Path):
     from scorer.calibration import load_calibration
-    from scorer.runs.versus import load_calibrator
+    from scorer.studies.versus import load_calibrator
 
     prior = _prior_file(tmp_path, small)
     doc = run_versus(SlowFakeBackend(FakeTokenizer(merges=MERGES), script='["yes","yes","no"]'), small,
@@ -512,7 +512,7 @@ def test_versus_applies_a_real_prior_file(small, tmp_path: Path):
 
 
 def test_a_prior_file_for_other_questions_is_refused_before_any_run(small, tmp_path: Path):
-    from scorer.runs.versus import VersusInput, load_calibrator
+    from scorer.studies.versus import VersusInput, load_calibrator
 
     other = VersusInput("other", small.state, tuple(c for c in small.criteria[:2]))
     prior = _prior_file(tmp_path, other)

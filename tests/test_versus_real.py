@@ -10,10 +10,10 @@ import pytest
 
 from scorer import trace
 from scorer.cli import main
-from scorer.runs.versus import VersusConfig, VersusInput, load_input, run_versus
+from scorer.studies.versus import VersusConfig, VersusInput, load_input, run_versus
 
 pytestmark = pytest.mark.slow
-SHOWCASE = Path(__file__).resolve().parents[1] / "data" / "versus" / "shape-s01.json"
+SHOWCASE = Path(__file__).resolve().parents[1] / "scorer" / "data" / "versus" / "shape-s01.json"
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from scorer.prompt import ARRAY_SYSTEM, SYSTEM, common_prefix
+from scorer.prompting.prompt import ARRAY_SYSTEM, SYSTEM, common_prefix
 from scorer.trace.rendering import _frame, array_user_message, typed_user_message
 
 

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.peers import task as ptask
+from scorer.core.errors import InputError, ModelError, SemifError
+from scorer.core.io import check_writable
 from scorer.engines import venv as venvs
-from scorer.envelope import envelope, write_report
-from scorer.errors import InputError, ModelError, SemifError
-from scorer.io import check_writable
+from scorer.formats.envelope import envelope, write_report
 
 FORMAT = "semif-peers-v1"
 HERE = Path(__file__).resolve().parent
@@ -136,9 +136,9 @@ def export(model: str, rows_file: Path, device: str,
 
     Loads the semif backend once (fetching and dequantizing into the cache if needed), then frees it.
     """
-    from scorer import store
     from scorer.backends import BackendConfig, load_backend
-    from scorer.schema import load_decisions
+    from scorer.formats.rows import load_decisions
+    from scorer.models import store
 
     decisions = load_decisions(rows_file)
     ref = store.resolve(model)
@@ -370,10 +370,10 @@ def default_output(model: str, workload: Path, rows: int | None) -> Path:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole benchmark; returns the report (also written to ``args.output``)."""
-    from scorer import store
-    from scorer.machine import load_average, load_span
-    from scorer.prompt import state_text
-    from scorer.schema import load_decisions
+    from scorer.core.machine import load_average, load_span
+    from scorer.formats.rows import load_decisions
+    from scorer.models import store
+    from scorer.prompting.prompt import state_text
 
     wanted_peers(args.peers)  # a typo fails before any model loads
     workload = resolve_workload(args.workload)
@@ -417,7 +417,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     inputs: dict[str, Any] = {"workload": workload, "rows": rows_file, "prompts": prompts, "lmeval_task": yaml,
                               "lmeval_docs": docs,
                               "model_folder": {"path": str(folder), "sha256": store.dir_digest(folder),
-                                               "digest": "scorer.store.dir_digest (names + sha256 of the files)"}}
+                                               "digest": "scorer.models.store.dir_digest (names + sha256 of the "
+                                                         "files)"}}
     # Each peer ran in its own virtualenv: its versions join the envelope's as "<tool>:<distribution>".
     peer_versions = {f"{name}:{k}": v for name, b in blocks.items() if not name.startswith("semif")
                      for k, v in (b.get("versions") or {}).items()}

@@ -25,8 +25,8 @@ def _body(args: argparse.Namespace, result: dict[str, Any]) -> None:
         import torch  # noqa: F401  (timed here, as the peers' drivers time their imports)
 
         from scorer.backends import BackendConfig, load_backend
-        from scorer.runs.score import prepare, score_items
-        from scorer.schema import load_decisions
+        from scorer.formats.rows import load_decisions
+        from scorer.scoring.modes import prepare, score_items
 
         return BackendConfig, load_backend, prepare, score_items, load_decisions
 

@@ -1,7 +1,7 @@
 """What the peer benchmark compares, as plain data: the exported prompts, the lm-eval task, the identity
 check of the token ids each peer scored, and the agreement of the option probabilities.
 
-Nothing here runs a model. The prompts come from :func:`scorer.prompt.render` (what ``semif prompt``
+Nothing here runs a model. The prompts come from :func:`scorer.prompting.prompt.render` (what ``semif prompt``
 prints), so every peer is fed the very string and token ids that semif scores.
 
 lm-eval's convention, which the identity check allows for and nothing else: its ``_encode_pair`` moves
@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scorer.prompt import Tokenizer, render
-from scorer.schema import Decision
+from scorer.formats.rows import Decision
+from scorer.prompting.prompt import Tokenizer, render
 
 TASK_VERSION = 1
 """Bumped when the task files' layout changes (lm-eval caches by task name and version)."""

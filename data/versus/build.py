@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the showcase versus input from the shape workload (stdlib only, deterministic).
 
-Writes ``shape-s01.json`` next to this script: ONE state of ``data/workloads/shape-full.jsonl`` with
+Writes ``scorer/data/versus/shape-s01.json`` (package data: the live page and semif versus read it): ONE state of ``data/workloads/shape-full.jsonl`` with
 its 21 criteria and gold labels, as a ``semif versus`` input
 ``{"id", "state", "criteria": [{"id", "question", "label"}]}``.
 
@@ -17,7 +17,7 @@ import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "..", "workloads", "shape-full.jsonl")
-OUT = os.path.join(HERE, "shape-s01.json")
+OUT = os.path.join(HERE, "..", "..", "scorer", "data", "versus", "shape-s01.json")
 
 
 def main() -> None:

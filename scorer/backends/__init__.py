@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from scorer import options, store
 from scorer.backends.base import Backend
-from scorer.errors import ModelError
-from scorer.options import BACKENDS, DEVICES, DTYPES
+from scorer.core import checks as options
+from scorer.core.checks import BACKENDS, DEVICES, DTYPES
+from scorer.core.errors import ModelError
+from scorer.models import store
 
 __all__ = ["BACKENDS", "Backend", "BackendConfig", "load_backend"]
 
@@ -48,7 +49,7 @@ class BackendConfig:
     """openai: seconds one request may take."""
 
     def __post_init__(self) -> None:
-        """Every field checked by its rule in :mod:`scorer.options` (the command line's rules too), so a
+        """Every field checked by its rule in :mod:`scorer.core.checks` (the command line's rules too), so a
         config that names no runnable model setting is refused where it is made, before anything loads."""
         checked = {
             "model": options.text(self.model, "model", "a registry key, a .gguf path, a local folder or ORG/NAME"),

@@ -1,6 +1,6 @@
 """The backend contract: the handful of kernel operations every mode is written on top of.
 
-Modes (direct, serial, shared) and generation live in :mod:`scorer.runs`; a backend implements only
+Modes (direct, serial, shared) and generation live in :mod:`scorer.scoring`; a backend implements only
 kernel calls. :class:`Backend` is the one base class of the torch and llama.cpp kernels and of the
 tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts below.
 
@@ -17,20 +17,20 @@ tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts
   tokens, computed from the held state (only the new tokens go through the model). A backend says what it can
   do: :attr:`Backend.extends_prefixes` (continue a state at its end) and :attr:`Backend.cuts_prefixes` (also
   keep only its first ``keep`` tokens); one that cannot (a remote engine, which keeps its own prefix cache)
-  refuses the call with a :class:`~scorer.errors.ModelError`. The radix prefix cache
-  (:mod:`scorer.radix_cache`) is written on this call.
+  refuses the call with a :class:`~scorer.core.errors.ModelError`. The radix prefix cache
+  (:mod:`scorer.scoring.radix_cache`) is written on this call.
 * :meth:`Backend.fan_out_logprobs` scores token sequences as continuations (``--slots sequence``): suffixes packed
   and branched as in fan-out, but the logits of EVERY suffix position are read (kernel ``_pass_all``) and turned here,
   once for every backend, into the full-vocabulary log-probabilities of given target tokens. A backend says it can
   (:attr:`Backend.scores_continuations`); one that cannot (a remote engine, which returns one position's
-  log-probabilities) refuses the call with a :class:`~scorer.errors.ModelError`.
+  log-probabilities) refuses the call with a :class:`~scorer.core.errors.ModelError`.
 * Results over a prefix equal the fresh results over ``prefix.ids + suffix`` up to the backend's
   stated numerical drift; drift is measured (``semif drift``), never assumed zero.
-* Bad input is refused before any kernel runs, with a :class:`~scorer.errors.ValidationError` that says
+* Bad input is refused before any kernel runs, with a :class:`~scorer.core.errors.ValidationError` that says
   what was wrong: an empty id list, an id outside ``0..n_vocab-1``, more tokens than :attr:`Backend.n_ctx`
   (never truncated), a released prefix, a ``max_batch_tokens`` below 1, a ``keep`` outside
   ``1..len(prefix.ids)``. A closed backend refuses every call that starts work with a
-  :class:`~scorer.errors.ModelError`.
+  :class:`~scorer.core.errors.ModelError`.
 
 The public calls (:meth:`Backend.score_fresh`, :meth:`~Backend.prefill`, :meth:`~Backend.extend`,
 :meth:`~Backend.score_with_prefix`, :meth:`~Backend.fan_out`, :meth:`~Backend.fan_out_logprobs`,
@@ -42,9 +42,9 @@ forward over the pass's suffixes).
 
 Optional hooks, no-ops here (torch and the fake keep the defaults):
 
-* :meth:`Backend.validate_prompt`: called by :func:`scorer.runs.score.prepare` for every rendered prompt
+* :meth:`Backend.validate_prompt`: called by :func:`scorer.scoring.modes.prepare` for every rendered prompt
   before anything is scored (llama.cpp: its GGUF tokenizer must reproduce the ids).
-* :meth:`Backend.plan_memory`: called before a run with :func:`scorer.runs.score.memory_need`, so a
+* :meth:`Backend.plan_memory`: called before a run with :func:`scorer.scoring.modes.memory_need`, so a
   fixed-size state (llama.cpp's KV cache) is sized from the rows.
 * :meth:`Backend.close` (also the context manager's exit): free what the backend holds.
 
@@ -52,7 +52,7 @@ Grammar-constrained generation (``semif versus``'s constrained lane) adds one ca
 the backend compiles a GBNF grammar with its own engine (llama.cpp: its grammar sampler; torch:
 llguidance over the tokenizer's vocabulary, see :mod:`scorer.backends.guidance`) and returns a
 :class:`Grammar`; each run starts a fresh :class:`Constraint` from it. The decoding loop itself is
-written once, in :func:`scorer.generate.greedy`.
+written once, in :func:`scorer.scoring.generation.greedy`.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from scorer.errors import ModelError, ValidationError
-from scorer.prompt import Prompt, Tokenizer
+from scorer.core.errors import ModelError, ValidationError
+from scorer.prompting.prompt import Prompt, Tokenizer
 
 _R = TypeVar("_R")
 
@@ -84,7 +84,7 @@ class Prefix:
     """Seconds the prefill took (for :meth:`Backend.extend`: the whole call, restoring or cutting included)."""
     nbytes: int = 0
     """Bytes of the state the backend holds for this prefix (its K/V tensors, its saved llama.cpp state…),
-    measured from the state itself; what :class:`scorer.radix_cache.RadixCache` counts against its budget."""
+    measured from the state itself; what :class:`scorer.scoring.radix_cache.RadixCache` counts against its budget."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class Constraint(Protocol):
 
     def advance(self, token_id: int) -> None:
         """Feed the chosen token to the grammar; a token the grammar refuses is a
-        :class:`~scorer.errors.ValidationError` (it would be a bug in :meth:`pick`)."""
+        :class:`~scorer.core.errors.ValidationError` (it would be a bug in :meth:`pick`)."""
         ...
 
     def close(self) -> None:
@@ -253,7 +253,7 @@ class Backend(ABC):
         full-vocabulary log-probability of ``t[j]`` in the next-token distribution after ``prefix.ids + s[:j + 1]``,
         and the logits at ``s``'s first position (:class:`Continuation`). ``prefix`` is left as it was.
 
-        ``--slots sequence`` (:mod:`scorer.runs.sequence`) passes the state of a prompt's tokens but its last, the
+        ``--slots sequence`` (:mod:`scorer.scoring.sequence`) passes the state of a prompt's tokens but its last, the
         suffixes ``[last token] + option[:-1]`` and the targets ``option``: each option's tokens scored as a
         continuation of the whole prompt, one short pass per option. The log-probabilities are taken here, in
         float64 from the kernel's logits, once for every backend. Refused (:class:`ModelError`) unless
@@ -322,16 +322,16 @@ class Backend(ABC):
 
     # --- optional hooks (no-ops unless a backend needs them) ------------------------------------------
     def validate_prompt(self, prompt: Prompt) -> None:  # noqa: B027 (a no-op default on purpose)
-        """Raise :class:`~scorer.errors.ValidationError` when this backend would not score exactly
+        """Raise :class:`~scorer.core.errors.ValidationError` when this backend would not score exactly
         ``prompt.ids`` (called for every rendered prompt before anything is scored)."""
 
     def plan_memory(self, need: dict[str, Any]) -> None:  # noqa: B027 (a no-op default on purpose)
-        """Size fixed-size state for a run from :func:`scorer.runs.score.memory_need` (called before the run,
+        """Size fixed-size state for a run from :func:`scorer.scoring.modes.memory_need` (called before the run,
         outside its clock)."""
 
     def close(self) -> None:
         """Free what the backend holds; afterwards every call that starts work raises
-        :class:`~scorer.errors.ModelError`. Idempotent."""
+        :class:`~scorer.core.errors.ModelError`. Idempotent."""
         self._closed = True
         self._free_resources()
 
@@ -411,8 +411,8 @@ class Backend(ABC):
     def grammar(self, gbnf: str) -> Grammar:
         """Compile a GBNF grammar (root rule ``root``) for this model's vocabulary. Once the grammar is
         complete, only :meth:`stop_ids` tokens are allowed. A grammar the engine rejects is a
-        :class:`~scorer.errors.ValidationError`; a missing engine library a
-        :class:`~scorer.errors.ModelError`."""
+        :class:`~scorer.core.errors.ValidationError`; a missing engine library a
+        :class:`~scorer.core.errors.ModelError`."""
 
     def _free_resources(self) -> None:  # noqa: B027 (a no-op default on purpose)
         """What :meth:`close` frees (nothing by default: dropping the object frees a torch model)."""

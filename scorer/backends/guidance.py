@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from scorer.errors import ModelError, ValidationError
+from scorer.core.errors import ModelError, ValidationError
 
 ENGINE = "llguidance"
 

@@ -22,7 +22,7 @@ cell 0, exactly as a fresh run does):
 
 The context (KV cells, sequences, batch) is sized from the rows by :meth:`LlamaCppBackend.plan_memory`
 before a run, and recorded. Prompts are encoded by the reference (Hugging Face) tokenizer; the GGUF's
-own tokenizer only proves parity (:mod:`scorer.gguf_check`): the vocabulary at load, every prompt and
+own tokenizer only proves parity (:mod:`scorer.backends.gguf_check`): the vocabulary at load, every prompt and
 its answer slots before any score (:meth:`LlamaCppBackend.validate_prompt`).
 """
 
@@ -42,17 +42,18 @@ from typing import Any
 
 import numpy as np
 
-from scorer import __version__, store
+from scorer import __version__
 from scorer.backends import BackendConfig
 from scorer.backends.base import Backend, Grammar, Prefix
+from scorer.backends.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.backends.llamacpp_vocab import LlamaVocab
-from scorer.backends.reference_tokenizer import load_reference_tokenizer
-from scorer.errors import ModelError, ValidationError
-from scorer.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
-from scorer.gguf_tools import GGUFIdentity, identity
-from scorer.llama_log import LLAMA_LOG
-from scorer.prompt import Prompt
-from scorer.tokenizer import HFTokenizer
+from scorer.core.errors import ModelError, ValidationError
+from scorer.models import store
+from scorer.models.gguf_tools import GGUFIdentity, identity
+from scorer.models.llama_log import LLAMA_LOG
+from scorer.prompting.prompt import Prompt
+from scorer.prompting.reference_tokenizer import load_reference_tokenizer
+from scorer.prompting.tokenizer import HFTokenizer
 
 KERNEL = "llamacpp.seq-cp-batch"
 _CELL_ROUND = 256  # llama.cpp pads the KV cache to 256 cells anyway
@@ -254,7 +255,7 @@ class LlamaCppBackend(Backend):
         self._free = list(range(self._ctx_info["n_seq_max"] - 1, -1, -1))
 
     def plan_memory(self, need: dict[str, int]) -> None:
-        """Size the context for a run from its rows (:func:`scorer.runs.score.memory_need`).
+        """Size the context for a run from its rows (:func:`scorer.scoring.modes.memory_need`).
 
         Prefixes are held as saved states, not in the cache, so the cache only ever holds one prompt
         (direct, serial) or one prefix and one packed pass of branches (shared), or one held state being cut or
@@ -547,7 +548,7 @@ class LlamaCppBackend(Backend):
         return list(self._stop)
 
     def grammar(self, gbnf: str) -> Grammar:
-        """llama.cpp's own grammar sampler over the GGUF vocabulary (:mod:`scorer.backends.llama_grammar`)."""
-        from scorer.backends.llama_grammar import LlamaGrammar
+        """llama.cpp's own grammar sampler over the GGUF vocabulary (:mod:`scorer.backends.llamacpp_grammar`)."""
+        from scorer.backends.llamacpp_grammar import LlamaGrammar
 
         return LlamaGrammar(self._lib, self._vocab._vocab, gbnf, self._vocab.n_vocab)

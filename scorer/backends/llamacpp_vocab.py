@@ -1,5 +1,5 @@
 """The GGUF's own tokenizer through llama.cpp's C API: the independent side of every tokenizer parity check
-(:mod:`scorer.gguf_check`). :class:`LlamaVocab` wraps a loaded model's vocabulary (the llama.cpp backend's);
+(:mod:`scorer.backends.gguf_check`). :class:`LlamaVocab` wraps a loaded model's vocabulary (the llama.cpp backend's);
 :class:`GGUFVocab` reads a GGUF's vocabulary alone (``vocab_only``: no weights), for checks without a model."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scorer.errors import ModelError
-from scorer.llama_log import LLAMA_LOG
-from scorer.prompt import Span, SpecialSplitter
+from scorer.core.errors import ModelError
+from scorer.models.llama_log import LLAMA_LOG
+from scorer.prompting.prompt import Span, SpecialSplitter
 
 
 class LlamaVocab:
-    """The GGUF's own tokenizer, through llama.cpp (implements :class:`scorer.gguf_check.GGUFTokenizer`)."""
+    """The GGUF's own tokenizer, through llama.cpp (implements :class:`scorer.backends.gguf_check.GGUFTokenizer`)."""
 
     def __init__(self, lib: Any, vocab: Any):
         self._lib = lib
@@ -67,7 +67,7 @@ class LlamaVocab:
     def encode(self, text: str, with_bos: bool = True, plain: Sequence[Span] = ()) -> list[int]:
         """llama.cpp's own tokenization; with ``plain`` spans, the GGUF's control tokens are cut out of the
         template's text only and everything else is tokenized with special parsing off (the user content
-        rule of :class:`scorer.prompt.Tokenizer`, implemented independently of the reference tokenizer)."""
+        rule of :class:`scorer.prompting.prompt.Tokenizer`, implemented independently of the reference tokenizer)."""
         if plain:
             control = self.control_tokens()
             assert self._splitter is not None
@@ -82,7 +82,7 @@ class LlamaVocab:
 
 class GGUFVocab(LlamaVocab):
     """The vocabulary of a GGUF file alone (llama.cpp ``vocab_only``: no weights are read), for tokenizer
-    checks such as :func:`scorer.gguf_check.check_row` without loading a model. Owns its llama.cpp model."""
+    checks such as :func:`scorer.backends.gguf_check.check_row` without loading a model. Owns its llama.cpp model."""
 
     def __init__(self, path: Path):
         import llama_cpp

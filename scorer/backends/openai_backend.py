@@ -30,14 +30,14 @@ sends the prefix once so its KV blocks are cached, and a fan-out sends every suf
 (:attr:`~scorer.backends.base.Backend.extends_prefixes` is false): the radix prefix cache here only remembers which
 whole prefixes were sent (their ids are the local state it counts), and the engine's own cache reuses the rest.
 A request refused for load (429, 503) or lost on the wire is retried with exponential backoff (honouring
-``Retry-After``); an engine that stays down is an :class:`~scorer.errors.EngineError` (exit 1) and the run keeps
+``Retry-After``); an engine that stays down is an :class:`~scorer.core.errors.EngineError` (exit 1) and the run keeps
 what it wrote (``--resume`` continues).
 
 At start (before any row is scored) the engine is identified and checked: ``GET /v1/models`` (the served
 model), the engine's version (vLLM ``/version``, llama.cpp ``/props``), and a tokenize probe — the engine's
 own tokenizer must encode the probe prompts to the reference ids and each answer letter to the reference's
 single slot token — so an engine serving another model's tokenizer is refused. Where the engine's weights are
-readable here (the launcher's state file, :mod:`scorer.engine_state`, or a GGUF path llama.cpp reports), their
+readable here (the launcher's state file, :mod:`scorer.backends.engine_state`, or a GGUF path llama.cpp reports), their
 sha256 is checked against the model named by ``--model``.
 """
 
@@ -56,16 +56,17 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from scorer import __version__, gguf_header, store
+from scorer import __version__
 from scorer.backends import BackendConfig
 from scorer.backends.base import Backend, Grammar, Prefix
-from scorer.backends.engine_wire import DIALECTS, TOP_K, Dialect, EngineFacts, Transport
-from scorer.backends.reference_tokenizer import load_reference_tokenizer
-from scorer.engine_state import state_for_url
-from scorer.errors import EngineError, ModelError, ValidationError
-from scorer.gguf_check import probe_texts
-from scorer.prompt import LETTERS, Tokenizer
-from scorer.tokenizer import STOP_NAMES, HFTokenizer
+from scorer.backends.engine_state import state_for_url
+from scorer.backends.gguf_check import probe_texts
+from scorer.backends.openai_wire import DIALECTS, TOP_K, Dialect, EngineFacts, Transport
+from scorer.core.errors import EngineError, ModelError, ValidationError
+from scorer.models import gguf_header, store
+from scorer.prompting.prompt import LETTERS, Tokenizer
+from scorer.prompting.reference_tokenizer import load_reference_tokenizer
+from scorer.prompting.tokenizer import STOP_NAMES, HFTokenizer
 
 KERNEL = "openai.engine-batch"
 _SCORE_KIND = ("remote-engine conditional option score, uncalibrated: softmax over the declared options' answer-slot "
@@ -306,9 +307,9 @@ class OpenAIBackend(Backend):
 
     def grammar(self, gbnf: str) -> Grammar:
         """llguidance over the reference tokenizer, the engine choosing among the allowed ids at each step
-        (:mod:`scorer.backends.remote_grammar`); needs the reference's Hugging Face tokenizer."""
+        (:mod:`scorer.backends.openai_grammar`); needs the reference's Hugging Face tokenizer."""
         from scorer.backends import guidance
-        from scorer.backends.remote_grammar import RemoteGrammar
+        from scorer.backends.openai_grammar import RemoteGrammar
 
         hf = getattr(self.tokenizer, "hf", None)
         if hf is None:

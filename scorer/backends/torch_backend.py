@@ -38,10 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from scorer import __version__, store
+from scorer import __version__
 from scorer.backends.base import Backend, Grammar, Prefix
-from scorer.errors import ModelError
-from scorer.tokenizer import STOP_NAMES, HFTokenizer
+from scorer.core.errors import ModelError
+from scorer.models import store
+from scorer.prompting.tokenizer import STOP_NAMES, HFTokenizer
 
 _DTYPES = ("float32", "bfloat16", "float16")
 KERNEL = "torch.packed-4d-mask"
@@ -163,7 +164,7 @@ def dequantize_gguf(gguf: Path, sha256: str, weights: bool = True) -> Path:
     The folder (``store.dequant_dir``) is refused with a :class:`ModelError` naming the file when any file
     differs from the manifest written at creation (``store.verify_manifest``); it is never scored from.
     ``weights=False`` leaves the weight files' digests to the caller (the backend checks them while it loads:
-    :func:`scorer.store.verify_weights`); everything else, config and tokenizer included, is checked here.
+    :func:`scorer.models.store.verify_weights`); everything else, config and tokenizer included, is checked here.
     """
     target = store.dequant_dir(sha256)
     if target.exists():

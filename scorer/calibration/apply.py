@@ -12,15 +12,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scorer.calibration.core import Calibration, Skipped
-from scorer.calibration.signature import describe_identity, identity_sha256, model_identity, signature_of
-from scorer.errors import InputError, brief
-from scorer.options import OptionError
-from scorer.schema import Decision
+from scorer.core.checks import OptionError
+from scorer.core.errors import InputError, brief
+from scorer.formats.rows import Decision
+from scorer.formats.signature import describe_identity, identity_sha256, model_identity, signature_of
 
 if TYPE_CHECKING:
     from scorer.backends import BackendConfig
 
-READOUT_FIELDS = ("probabilities", "option_logits", "choice", "margin", "tie", "tied_option_ids")
 ON_UNCOVERED = ("error", "raw")
 """What to do with a decision whose signature a calibration does not cover: refuse the run before anything
 is scored (``error``), or score it and give it a ``calibrated`` block with ``applied: false, uncovered: true``
@@ -38,9 +37,10 @@ def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict
                     on_uncovered: str = "error", prompt_version: str | None = None, readout: str | None = None) -> None:
     """Raise the lookup error of the first decision the calibration does not cover (model first); with
     ``on_uncovered="raw"`` only the model is checked. ``prompt_version``: what the run's signatures name (its
-    layout and demonstrations: :func:`scorer.layouts.signature_version`; default ``semif-direct-v1``); ``readout``:
-    theirs (:func:`scorer.calibration.signature.signature_readout`; default from ``permute``)."""
-    from scorer.prompt import PROMPT_VERSION
+    layout and demonstrations: :func:`scorer.prompting.layouts.signature_version`; default ``semif-direct-v1``);
+    ``readout``:
+    theirs (:func:`scorer.formats.signature.signature_readout`; default from ``permute``)."""
+    from scorer.prompting.prompt import PROMPT_VERSION
 
     version = PROMPT_VERSION if prompt_version is None else prompt_version
     cal.check_model(model)
@@ -53,15 +53,6 @@ def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict
         fam = d.extra.get("family")
         cal.lookup(signature_of(d, version, model, readout), msha, readout,
                    None if fam is None else str(fam), d.option_ids)
-
-
-def calibrated_view(record: dict[str, Any]) -> dict[str, Any]:
-    """The record as a consumer of calibrated decisions sees it: the top-level readout fields replaced by
-    the calibrated block's (records without a block are returned unchanged)."""
-    block = record.get("calibrated")
-    if not isinstance(block, dict):
-        return record
-    return {**record, **{k: block[k] for k in READOUT_FIELDS}}
 
 
 def apply_records(cal: Calibration, records: Iterable[dict[str, Any]],
@@ -86,7 +77,7 @@ def expected_identity(cfg: BackendConfig) -> dict[str, Any] | None:
     """The parts of the model identity (:func:`model_identity`) a backend config fixes before its model loads:
     the backend, the torch dtype, and the weights of a registry model (its pinned GGUF sha256) or of a hub model
     (name and commit). None for a remote engine (what it serves is only known once it answers)."""
-    from scorer import store
+    from scorer.models import store
 
     if cfg.backend not in ("torch", "llamacpp"):
         return None

@@ -16,7 +16,7 @@ Resuming a finished run recomputes phase 2 and checks that ``OUT`` holds exactly
 it refuses to overwrite it. Phase 2 costs no forward pass; its seconds are reported next to the
 scoring time.
 
-The run that strings the two phases together is :func:`scorer.runs.score_file.run_batch_calibrated`; this module
+The run that strings the two phases together is :func:`scorer.scoring.file_run.run_batch_calibrated`; this module
 is what it needs around the ordinary scoring run (the paths, their refusals, phase 2).
 """
 
@@ -31,10 +31,10 @@ from typing import Any
 
 from scorer.calibration.core import Calibration
 from scorer.calibration.prior import fit_prior
-from scorer.calibration.signature import record_signatures
-from scorer.errors import OutputExistsError
-from scorer.io import refuse_overwrite, write_atomic
-from scorer.records import dumps_record, read_records
+from scorer.core.errors import OutputExistsError
+from scorer.core.io import refuse_overwrite, write_atomic
+from scorer.formats.records import dumps_record, read_records
+from scorer.formats.signature import record_signatures
 
 # A signature whose calibrated choices put at least this share of its rows on one option (with at
 # least MIX_MIN_ROWS rows) gets a warning: the in-run prior assumes a batch that is not heavily skewed.

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from scorer.calibration.core import Calibration, Entry, Skipped
-from scorer.calibration.signature import identity_sha256, model_identity, readout_of
 from scorer.calibration.temperature import T_MAX, T_MIN
+from scorer.formats.signature import identity_sha256, model_identity, readout_of
 
 DEFAULT_L2 = 0.01
 DEFAULT_MIN_ROWS = 8

@@ -7,7 +7,7 @@ renormalised ("batch calibration", Zhou et al. 2023; "contextual calibration", Z
 
 Entries are looked up, most specific first:
 
-1. ``signature``: fitted on rows of exactly this decision signature (:mod:`scorer.calibration.signature`);
+1. ``signature``: fitted on rows of exactly this decision signature (:mod:`scorer.formats.signature`);
 2. ``family``: fitted on the rows of one ``extra.family`` (priors: only rows with the same ordered
    option ids; bias: offsets per option id shared across the family's questions);
 3. ``options``: fitted on every row with the same ordered option ids, whatever its family (priors with
@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from scorer.calibration.signature import describe_identity, identity_sha256, model_identity, readout_of
-from scorer.errors import InputError
-from scorer.io import write_atomic
-from scorer.readout import resolution
+from scorer.core.errors import InputError
+from scorer.core.io import write_atomic
+from scorer.decision.readout import resolution
+from scorer.formats.signature import describe_identity, identity_sha256, model_identity, readout_of
 
 CALIBRATION_FORMAT = "semif-calibration-v2"
 """The file's format: the report envelope (``kind`` = the method), then the fit. Files of the layout before it
@@ -188,7 +188,7 @@ class Calibration:
         """A copy of ``record`` with a ``calibrated`` block; its raw fields are left exactly as they were.
 
         ``signature`` defaults to the record's own ``signature`` field (v1 records have none: compute it
-        with :func:`scorer.calibration.signature.record_signatures`)."""
+        with :func:`scorer.formats.signature.record_signatures`)."""
         sig = signature or record.get("signature")
         if not sig:
             raise InputError(str(record.get("id")), None, "signature", "missing",
@@ -240,7 +240,7 @@ class Calibration:
     def to_json(self) -> dict[str, Any]:
         """The whole ``semif-calibration-v2`` document: the envelope made now (its inputs are the files the
         body cites: runs, labels, row files), then :meth:`body`."""
-        from scorer.envelope import carried_inputs, make_report
+        from scorer.formats.envelope import carried_inputs, make_report
 
         body = self.body()
         return make_report(self.method, CALIBRATION_FORMAT, carried_inputs(body), body)
@@ -277,7 +277,7 @@ def choice_of(record: dict[str, Any]) -> str | None:
 # --- reading and writing files ------------------------------------------------------------------------------------
 def write_calibration(cal: Calibration, path: Path, force: bool = False) -> str:
     """Write ``cal`` to ``path`` atomically (never over an existing file unless ``force``). Returns its sha256."""
-    from scorer.envelope import report_bytes
+    from scorer.formats.envelope import report_bytes
 
     data = report_bytes(cal.to_json())
     write_atomic(path, data, force)

@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 
 from scorer.calibration.core import Calibration, Entry, Skipped
-from scorer.calibration.signature import identity_sha256, model_identity, readout_of
-from scorer.errors import InputError
+from scorer.core.errors import InputError
+from scorer.formats.signature import identity_sha256, model_identity, readout_of
 
 ESTIMATORS = ("mean", "geometric", "balanced", "content-free")
 BATCH_ESTIMATORS = ("mean", "geometric", "balanced")
@@ -59,7 +59,7 @@ DEFAULT_FALLBACK = "none"
 DEFAULT_MIN_ROWS = 8
 CONTENT_FREE_STATES = ("N/A", "[MASK]", "None")
 RowScorer = Callable[[list[Any]], Iterable[dict[str, Any]]]
-"""Scores decision rows fresh and yields their records in order (:func:`scorer.runs.score.fresh_scorer`)."""
+"""Scores decision rows fresh and yields their records in order (:func:`scorer.scoring.modes.fresh_scorer`)."""
 _BALANCE_TOL = 1e-12
 _BALANCE_ITERS = 10_000
 
@@ -253,15 +253,15 @@ def content_free_prior(info: dict[str, Any], decisions: Sequence[Any], records: 
                        source: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> Calibration:
     """Content-free priors: every signature of ``records`` scored once per content-free state by ``score``
     (the model whose ``model_info()`` is ``info``, direct mode, plain readout:
-    :func:`scorer.runs.score.fresh_scorer`), ``π`` = the mean of those distributions.
+    :func:`scorer.scoring.modes.fresh_scorer`), ``π`` = the mean of those distributions.
 
     ``decisions`` are the input rows the records came from (records carry no question text). The
     model must be the records' model: each rebuilt decision's signature is recomputed with ``info``
     and must equal the records' one, else :class:`InputError` (before anything is scored).
     """
-    from scorer.calibration.signature import signature_of
-    from scorer.prompt import PROMPT_VERSION
-    from scorer.schema import Decision
+    from scorer.formats.rows import Decision
+    from scorer.formats.signature import signature_of
+    from scorer.prompting.prompt import PROMPT_VERSION
 
     by_id = {d.id: d for d in decisions}
     msha = identity_sha256(model_identity(info))

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from scorer import metrics
-from scorer.metrics import Table
+from scorer.evaluation import metrics
+from scorer.evaluation.metrics import Table
 
 T_MIN, T_MAX = 0.01, 100.0
 DEFAULT_FOLDS = 5

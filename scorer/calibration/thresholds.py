@@ -2,7 +2,7 @@
 (``semif calibrate thresholds RUNS --labels ROWS --precision 0.9 --output T.json``).
 
 For each signature the threshold is the smallest margin ``t`` of the *acting* readout (calibrated when the
-records carry a calibrated block: :func:`scorer.abstain.acting`) such that, among its labelled decisions that
+records carry a calibrated block: :func:`scorer.decision.policy.acting`) such that, among its labelled decisions that
 are not ties, clear the ``allowed_token_mass`` floor and have margin >= ``t``, at least ``min_accepted`` are
 accepted and the share whose choice matches the label is at least ``precision``. The smallest such ``t``
 acts on the most decisions; none reaching the precision gives ``null`` (never act). The ``fallback`` is the
@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scorer import metrics
-from scorer.abstain import acting
 from scorer.calibration.temperature import DEFAULT_FOLDS, group_folds
-from scorer.errors import InputError
+from scorer.core.errors import InputError
+from scorer.decision.policy import acting
+from scorer.evaluation import metrics
 
 DEFAULT_MIN_ACCEPTED = 5
 """Labelled decisions a threshold must accept before its precision counts (fewer: that margin is not a

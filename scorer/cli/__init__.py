@@ -1,9 +1,9 @@
 """The ``semif`` command line: argument parsing, progress bars, exit codes and error messages.
 
 One module per command group (``scorer.cli.score``, ``.eval``, ``.versus``…), each with
-``register(subparsers)`` and its ``_cmd_*`` functions; :mod:`scorer.cli.options` holds the options several
-commands share. Commands turn their arguments into the typed configs of the runs (:mod:`scorer.runs`,
-:mod:`scorer.serve`…), which never see argparse. Nothing outside this package imports it.
+``register(subparsers)`` and its ``_cmd_*`` functions; :mod:`scorer.cli.arguments` holds the options several
+commands share. Commands turn their arguments into the typed configs of the runs (:mod:`scorer.scoring`,
+:mod:`scorer.serving.service`…), which never see argparse. Nothing outside this package imports it.
 
 Exit status: 0 success, 2 bad input / refused model / refused output / validation failure (a one-line
 message, no traceback), 1 environment fault (an ``OSError``: disk full, read-only folder, a directory where
@@ -23,8 +23,8 @@ from typing import Any
 
 from scorer import __version__
 from scorer.backends import load_backend
-from scorer.errors import SemifError, Terminated
-from scorer.io import os_error_text
+from scorer.core.errors import SemifError, Terminated
+from scorer.core.io import os_error_text
 
 __all__ = ["build_parser", "check_calibration_model", "load_backend", "main"]
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import orjson
 
+from scorer.cli.arguments import add_max_batch_tokens_arg, add_model_args, backend_config
 from scorer.cli.calibrate import add_uncovered_arg
-from scorer.cli.options import add_max_batch_tokens_arg, add_model_args, backend_config
 from scorer.cli.preset import add_preset_arg
 from scorer.cli.score import add_echo_arg, add_policy_args, policy_arg
-from scorer.errors import InputError
-from scorer.jsonl import loads_input
+from scorer.core.errors import InputError
+from scorer.core.jsonl import loads_input
 
 SPEC_FORMS = {"--choice": "NAME=QUESTION:ID|ID|… (an option may be ID=DESCRIPTION)",
               "--score": "NAME=QUESTION:LOWEST|…|HIGHEST (a label may be ID=DESCRIPTION)",
@@ -70,7 +70,7 @@ def _state(args: argparse.Namespace) -> Any:
 
 def parse_spec(flag: str, text: str) -> tuple[str, dict[str, Any]]:
     """``(name, question)`` of one ``--choice``/``--yesno``/``--score`` spec (:data:`SPEC_FORMS`); the question
-    in the JSON form :func:`scorer.questions.question_fields` takes."""
+    in the JSON form :func:`scorer.decision.questions.question_fields` takes."""
     name, eq, rest = text.partition("=")
     if not eq or not name.strip():
         raise InputError(flag, None, None, f"{text!r} has no NAME= in front", SPEC_FORMS[flag])
@@ -94,9 +94,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     from scorer import cli
     from scorer.api import Scorer, ask_decisions
     from scorer.calibration.core import load_calibration
-    from scorer.io import check_writable, write_atomic
-    from scorer.presets import load_preset
-    from scorer.records import dumps_record
+    from scorer.core.io import check_writable, write_atomic
+    from scorer.formats.records import dumps_record
+    from scorer.scoring.presets import load_preset
 
     questions: dict[str, dict[str, Any]] = {}
     for flag in ("--choice", "--yesno", "--score"):

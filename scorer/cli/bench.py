@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_model_args, comma_list, load_model, positive_int
-from scorer.runs.bench import DEFAULT_REPEATS, SIZES, WORKLOADS
-from scorer.runs.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, RESULTS_DIR
-from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
+from scorer.cli.arguments import add_model_args, comma_list, load_model, positive_int
+from scorer.scoring.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, RESULTS_DIR
+from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS
+from scorer.studies.bench import DEFAULT_REPEATS, SIZES, WORKLOADS
 
 
 def register(sub: Any) -> None:
@@ -35,8 +35,8 @@ def register(sub: Any) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from scorer.runs.bench import BenchConfig, bench, default_input
-    from scorer.schema import load_decisions
+    from scorer.formats.rows import load_decisions
+    from scorer.studies.bench import BenchConfig, bench, default_input
 
     decisions = load_decisions(Path(args.input) if args.input else default_input(args.size))
     cfg = BenchConfig(workload=args.workload, size=args.size, input=Path(args.input) if args.input else None,

@@ -1,6 +1,6 @@
 """``semif calibrate {temperature,prior,bias,apply,report}`` and the calibration options of ``semif score``.
 
-The fits, files and reports are :mod:`scorer.calibration` and :mod:`scorer.runs.eval` (temperature);
+The fits, files and reports are :mod:`scorer.calibration` and :mod:`scorer.calibration.temperature_report`;
 this module parses their options, checks outputs and prints.
 
 ``semif calibrate RUN …`` (the form before these subcommands existed) still works: it means
@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scorer import metrics
 from scorer.calibration.core import Calibration, load_calibration, write_calibration
-from scorer.calibration.signature import load_rows, record_signatures
-from scorer.cli.options import Given, add_model_args, add_report_args, backend_config, comma_list
-from scorer.errors import InputError
-from scorer.io import FORCE_HINT, check_writable, write_atomic
-from scorer.store import sha256_file
+from scorer.cli.arguments import Given, add_model_args, add_report_args, backend_config, comma_list
+from scorer.core.errors import InputError
+from scorer.core.io import FORCE_HINT, check_writable, write_atomic
+from scorer.evaluation import metrics
+from scorer.formats.signature import load_rows, record_signatures
+from scorer.models.store import sha256_file
 
 SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report", "thresholds")
 
@@ -49,7 +49,7 @@ def _rows(paths: list[str] | None) -> list[Any] | None:
 
 def load_runs(runs: list[str], rows_paths: list[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
     """Records of every run file and their signatures (v1 records: computed from the rows files)."""
-    from scorer.records import read_records
+    from scorer.formats.records import read_records
 
     rows = _rows(rows_paths)
     recs: list[dict[str, Any]] = []
@@ -87,7 +87,7 @@ def _cmd_prior(args: argparse.Namespace) -> int:
     meta = {"runs": _sources(args.runs), "row_files": _sources(args.input or [])}
     if args.estimator == "content-free":
         from scorer.backends import load_backend
-        from scorer.runs.score import fresh_scorer
+        from scorer.scoring.modes import fresh_scorer
 
         if not args.input:
             raise InputError("--input", None, None, "missing", "the rows the runs scored (content-free rebuilds their "
@@ -118,7 +118,8 @@ def _cmd_prior(args: argparse.Namespace) -> int:
 # --- semif calibrate bias -----------------------------------------------------------------------------------------
 def _cmd_bias(args: argparse.Namespace) -> int:
     from scorer.calibration.bias import fit_bias
-    from scorer.calibration.evaluate import before_after, out_of_fold, print_before_after
+    from scorer.calibration.evaluate import out_of_fold
+    from scorer.evaluation.before_after import before_after, print_before_after
 
     out = Path(args.output)
     check_writable(out, args.force)
@@ -153,8 +154,8 @@ def _cmd_bias(args: argparse.Namespace) -> int:
 
 # --- semif calibrate apply ----------------------------------------------------------------------------------------
 def _cmd_apply(args: argparse.Namespace) -> int:
-    from scorer.record_schema import RECORD_SCHEMA
-    from scorer.records import dumps_record
+    from scorer.formats.record_schema import RECORD_SCHEMA
+    from scorer.formats.records import dumps_record
 
     out = Path(args.output)
     check_writable(out)
@@ -172,10 +173,10 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 # --- semif calibrate thresholds -----------------------------------------------------------------------------------
 def _cmd_thresholds(args: argparse.Namespace) -> int:
-    from scorer.abstain import THRESHOLDS_FORMAT, THRESHOLDS_KIND, load_policy, unit_interval
     from scorer.calibration.thresholds import labelled_rows, thresholds_report
-    from scorer.envelope import carried_inputs, make_report, write_report
-    from scorer.options import OptionError
+    from scorer.core.checks import OptionError
+    from scorer.decision.policy import THRESHOLDS_FORMAT, THRESHOLDS_KIND, load_policy, unit_interval
+    from scorer.formats.envelope import carried_inputs, make_report, write_report
 
     out = Path(args.output)
     check_writable(out, args.force)
@@ -372,7 +373,8 @@ def register(sub: Any) -> None:
 
 # --- semif calibrate temperature ----------------------------------------------------------------------------------
 def _cmd_temperature(args: argparse.Namespace) -> int:
-    from scorer.runs.eval import apply_file, calibrate_report, check_outputs, default_out, print_calibrate, save_report
+    from scorer.calibration.temperature_report import apply_file, calibrate_report, print_calibrate
+    from scorer.evaluation.report_files import check_outputs, default_out, save_report
 
     report_out = Path(args.output) if args.output else default_out("calibrate", args.run)
     if args.apply:  # every output is checked before any work or output
@@ -392,7 +394,7 @@ def _cmd_temperature(args: argparse.Namespace) -> int:
 # --- semif calibrate report ---------------------------------------------------------------------------------------
 def _cmd_report(args: argparse.Namespace) -> int:
     from scorer.calibration.report import print_report, report
-    from scorer.envelope import write_report
+    from scorer.formats.envelope import write_report
 
     out = Path(args.output)
     check_writable(out, hint="reports are create-only; choose another --output")

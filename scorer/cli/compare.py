@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scorer.runs.compare import DEFAULT_TOLERANCE, SHOW
+from scorer.evaluation.compare import DEFAULT_TOLERANCE, SHOW
 
 
 def register(sub: Any) -> None:
@@ -24,9 +24,9 @@ def register(sub: Any) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from scorer.envelope import write_report
-    from scorer.io import FORCE_HINT, check_writable
-    from scorer.runs.compare import compare_files, print_report
+    from scorer.core.io import FORCE_HINT, check_writable
+    from scorer.evaluation.compare import compare_files, print_report
+    from scorer.formats.envelope import write_report
 
     out = Path(args.output) if args.output else None
     if out is not None:  # before any work or output

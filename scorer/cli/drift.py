@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_model_args, comma_list, load_model, positive_int
-from scorer.runs.drift import DEFAULT_SAFETY, RESULTS_DIR
-from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
+from scorer.cli.arguments import add_model_args, comma_list, load_model, positive_int
+from scorer.scoring.drift import DEFAULT_SAFETY, RESULTS_DIR
+from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS
 
 
 def register(sub: Any) -> None:
@@ -28,12 +28,12 @@ def register(sub: Any) -> None:
 
 
 def _cmd_drift(args: argparse.Namespace) -> int:
-    from scorer.errors import InputError
-    from scorer.progress import bar
-    from scorer.runs.drift import DriftConfig, measure, parse_rows, report_paths, write_reports
-    from scorer.runs.score import MODES
-    from scorer.schema import load_decisions
-    from scorer.store import sha256_file
+    from scorer.core.errors import InputError
+    from scorer.core.progress import bar
+    from scorer.formats.rows import load_decisions
+    from scorer.models.store import sha256_file
+    from scorer.scoring.drift import DriftConfig, measure, parse_rows, report_paths, write_reports
+    from scorer.scoring.modes import MODES
 
     modes = comma_list(args.modes)
     for m in modes:

@@ -7,10 +7,10 @@ import argparse
 import json
 from typing import Any
 
-from scorer import store
-from scorer.cli.options import positive_int
+from scorer.cli.arguments import positive_int
+from scorer.core.errors import InputError
 from scorer.engines import ENGINES
-from scorer.errors import InputError
+from scorer.models import store
 
 
 def register(sub: Any) -> None:

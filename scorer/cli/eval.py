@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_report_args
+from scorer.cli.arguments import add_report_args
 
 
 def register(sub: Any) -> None:
@@ -19,8 +19,9 @@ def register(sub: Any) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from scorer.io import FORCE_HINT, check_writable
-    from scorer.runs.eval import default_out, eval_report, print_eval, save_report
+    from scorer.core.io import FORCE_HINT, check_writable
+    from scorer.evaluation.eval_report import eval_report, print_eval
+    from scorer.evaluation.report_files import default_out, save_report
 
     out = Path(args.output) if args.output else default_out("eval", args.run)
     check_writable(out, args.force, FORCE_HINT)  # before any work or output (issue #21, item 8)

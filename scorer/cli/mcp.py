@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from scorer.cli.options import add_max_batch_tokens_arg, add_mode_arg, add_model_args, backend_config, choice
+from scorer.cli.arguments import add_max_batch_tokens_arg, add_mode_arg, add_model_args, backend_config, choice
 from scorer.cli.score import add_echo_arg
 
 TRANSPORTS = ("stdio", "http")
@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from scorer.mcp_server import serve_mcp
+    from scorer.serving.mcp import serve_mcp
 
     serve_mcp(backend_config(args), args.transport, host=args.host, port=args.port, mode=args.mode,
               max_batch_tokens=args.max_batch_tokens, calibration=args.calibration, echo=args.echo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from scorer import store
+from scorer.models import store
 
 
 def register(sub: Any) -> None:

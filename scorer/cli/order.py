@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_report_args
-from scorer.errors import InputError
-from scorer.io import FORCE_HINT, check_writable
+from scorer.cli.arguments import add_report_args
+from scorer.core.errors import InputError
+from scorer.core.io import FORCE_HINT, check_writable
 
 
 def register(sub: Any) -> None:
@@ -23,7 +23,8 @@ def register(sub: Any) -> None:
 
 
 def _cmd_order(args: argparse.Namespace) -> int:
-    from scorer.runs.eval import default_out, order_report, print_order, save_report
+    from scorer.evaluation.order_report import order_report, print_order
+    from scorer.evaluation.report_files import default_out, save_report
 
     if bool(args.permuted) != bool(args.permuted_reversed):
         raise InputError("--permuted", None, None, "only one of --permuted/--permuted-reversed given",

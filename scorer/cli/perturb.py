@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
 
 
 def _cmd_perturb(args: argparse.Namespace) -> int:
-    from scorer.perturb import parse_kinds, perturb_file
+    from scorer.evaluation.perturb import parse_kinds, perturb_file
 
     n = perturb_file(Path(args.input), parse_kinds(args.kind), Path(args.output), args.force)
     print(f"[semif] wrote {n} rows ({args.kind}) to {args.output}", file=sys.stderr)

@@ -1,5 +1,5 @@
 """``--preset NAME`` on the command line (``semif score``, ``semif ask``): a committed configuration
-(:mod:`scorer.presets`) whose values fill the options the command line did not give."""
+(:mod:`scorer.scoring.presets`) whose values fill the options the command line did not give."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import given
-from scorer.presets import FILLED, Preset, check_states_disjoint, load_preset
+from scorer.cli.arguments import given
+from scorer.scoring.presets import FILLED, Preset, check_states_disjoint, load_preset
 
 
 def add_preset_arg(p: argparse.ArgumentParser) -> None:
     """``--preset NAME|FILE.json``."""
     p.add_argument("--preset", metavar="NAME|FILE.json",
-                   help="score with a committed configuration (data/presets/NAME.json: layout, demonstrations, "
+                   help="score with a committed configuration (scorer/data/presets/NAME.json: layout, demonstrations, "
                         "readout, calibration, written by benchmarks/quality_study.py --write-preset); options given "
                         "explicitly override its values, and every record names the preset")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from scorer.cli.options import add_layout_args, add_model_args, add_slots_arg, layout_options, load_model
+from scorer.cli.arguments import add_layout_args, add_model_args, add_slots_arg, layout_options, load_model
 
 
 def register(sub: Any) -> None:
@@ -25,11 +25,11 @@ def register(sub: Any) -> None:
 
 
 def _cmd_prompt(args: argparse.Namespace) -> int:
-    from scorer.demos import prompt_for
-    from scorer.errors import InputError
-    from scorer.prompt import prefix_ids
-    from scorer.runs.score_config import resolve_layout
-    from scorer.schema import load_decisions
+    from scorer.core.errors import InputError
+    from scorer.formats.rows import load_decisions
+    from scorer.prompting.demos import prompt_for
+    from scorer.prompting.prompt import prefix_ids
+    from scorer.scoring.options import resolve_layout
 
     rows = load_decisions(Path(args.input))
     decisions = {d.id: d for d in rows}

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from scorer import store
-from scorer.cli.options import add_mode_arg, comma_list, positive_int
-from scorer.errors import ValidationError
-from scorer.runs.quant import DEFAULT_RUNGS
-from scorer.runs.quant_schemes import DEFAULT_SCHEMES
-from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
+from scorer.cli.arguments import add_mode_arg, comma_list, positive_int
+from scorer.core.errors import ValidationError
+from scorer.models import store
+from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS
+from scorer.studies.quant import DEFAULT_RUNGS
+from scorer.studies.quant_schemes import DEFAULT_SCHEMES
 
 _SCHEMES_DEFAULT = ",".join(DEFAULT_SCHEMES)
 _LADDER_ONLY = ("rungs", "workdir", "keep_files", "no_generation", "max_new_tokens", "no_source")
@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
                    help=f"comma-separated: gguf:TYPE[,TYPE…], w8a8 (SmoothQuant 0.8 + int8), awq-w4a16, gptq-w4a16 "
                         f"(group size 128); bare --schemes = {_SCHEMES_DEFAULT}")
     g.add_argument("--calibration", help="calibration text, samples separated by blank lines "
-                                         "(default data/quant/calibration.txt)")
+                                         "(default scorer/data/quant/calibration.txt)")
     g.add_argument("--calibration-samples", type=positive_int, help="use only the first N samples (default all)")
     g.add_argument("--max-seq-length", type=positive_int, help="tokens per calibration sample (default 512)")
     g.add_argument("--group-size", type=positive_int, help="group size of awq-w4a16 and gptq-w4a16 (default 128; "
@@ -68,7 +68,7 @@ def _cmd_quant(args: argparse.Namespace) -> int:
     if _given(args, _SCHEMES_ONLY):
         raise ValidationError(f"{', '.join(_given(args, _SCHEMES_ONLY))} apply to --schemes only (expected them "
                               "with --schemes, or none)")
-    from scorer.runs.quant import QuantConfig, quant
+    from scorer.studies.quant import QuantConfig, quant
 
     out = Path(args.output or f"data/results/quant-{key}.json")
     rungs = tuple(comma_list(args.rungs)) if args.rungs is not None else DEFAULT_RUNGS
@@ -85,7 +85,7 @@ def _cmd_quant(args: argparse.Namespace) -> int:
 
 def _cmd_schemes(args: argparse.Namespace, key: str) -> int:
     from scorer.engines.llmcompressor import GROUP_SIZE
-    from scorer.runs.quant_schemes import (
+    from scorer.studies.quant_schemes import (
         DEFAULT_CALIBRATION,
         DEFAULT_MAX_SEQ_LENGTH,
         SchemesConfig,

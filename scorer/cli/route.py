@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_layout_args, add_mode_arg, add_report_args, choice, layout_options, positive_int
-from scorer.errors import InputError
-from scorer.options import BACKENDS
-from scorer.runs.eval import DEFAULT_THRESHOLDS
+from scorer.cli.arguments import add_layout_args, add_mode_arg, add_report_args, choice, layout_options, positive_int
+from scorer.core.checks import BACKENDS
+from scorer.core.errors import InputError
+from scorer.evaluation.route_report import DEFAULT_THRESHOLDS
 
 
 def register(sub: Any) -> None:
@@ -47,8 +47,9 @@ def register(sub: Any) -> None:
 
 
 def _cmd_route(args: argparse.Namespace) -> int:
-    from scorer.io import FORCE_HINT, check_writable, write_atomic
-    from scorer.runs.eval import check_outputs, default_out, print_route, route_records, route_report, save_report
+    from scorer.core.io import FORCE_HINT, check_writable, write_atomic
+    from scorer.evaluation.report_files import check_outputs, default_out, save_report
+    from scorer.evaluation.route_report import print_route, route_records, route_report
 
     try:
         ths = tuple(float(x) for x in args.thresholds.split(","))
@@ -74,20 +75,20 @@ def _cmd_route(args: argparse.Namespace) -> int:
     print_route(rep)
     recs: list[dict[str, Any]] = []
     if args.apply is not None:
-        from scorer.records import dumps_record, read_records
+        from scorer.formats.records import dumps_record, read_records
 
         recs = route_records(read_records(args.fast), read_records(args.reference), args.apply)
     if threshold_out is not None:
-        from scorer import metrics
-        from scorer.records import read_records
-        from scorer.runs.eval import enveloped
-        from scorer.runs.route import choose_threshold
+        from scorer.evaluation import metrics
+        from scorer.evaluation.report_files import enveloped
+        from scorer.formats.records import read_records
+        from scorer.scoring.routing import choose_threshold
 
         rf, rr = read_records(args.fast), read_records(args.reference)
         labs = metrics.labels_from_decisions(args.labels) if args.labels else metrics.labels_from_records(
             rr, args.reference)
         chosen = choose_threshold(rf, rr, labs, ths, args.folds)
-        from scorer.runs.eval import run_info
+        from scorer.evaluation.report_files import run_info
 
         body = {"fast": run_info(args.fast, rf), "reference": run_info(args.reference, rr),
                 "labels": {"path": args.labels} if args.labels else None, **chosen}
@@ -107,12 +108,12 @@ def _cmd_route(args: argparse.Namespace) -> int:
 def _cmd_route_score(args: argparse.Namespace) -> int:
     from scorer import __version__
     from scorer.backends import BackendConfig, load_backend
-    from scorer.io import check_writable, write_atomic
-    from scorer.records import dumps_record
-    from scorer.runs.eval import route_live
-    from scorer.runs.score_config import config_sha256, resolve_layout
-    from scorer.schema import load_decisions
-    from scorer.store import sha256_file
+    from scorer.core.io import check_writable, write_atomic
+    from scorer.formats.records import dumps_record
+    from scorer.formats.rows import load_decisions
+    from scorer.models.store import sha256_file
+    from scorer.scoring.options import config_sha256, resolve_layout
+    from scorer.scoring.routing import route_live
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)

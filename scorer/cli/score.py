@@ -8,10 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scorer import __version__
-from scorer.cli.calibrate import add_score_args as add_calibration_args
-from scorer.cli.calibrate import check_score_args as check_calibration_args
-from scorer.cli.calibrate import report_batch
-from scorer.cli.options import (
+from scorer.cli.arguments import (
     add_exact_args,
     add_layout_args,
     add_max_batch_tokens_arg,
@@ -27,15 +24,18 @@ from scorer.cli.options import (
     positive_int,
     sequence_norm,
 )
+from scorer.cli.calibrate import add_score_args as add_calibration_args
+from scorer.cli.calibrate import check_score_args as check_calibration_args
+from scorer.cli.calibrate import report_batch
 from scorer.cli.preset import add_preset_arg, check_rows, preset_args
-from scorer.errors import ValidationError
-from scorer.io import RecordsOutput, os_error_text, refuse_overwrite
-from scorer.options import check_slots_backend
-from scorer.radix_cache import RadixCache
-from scorer.ray_engine import RayOptions
-from scorer.runs.score_config import ScoreConfig
-from scorer.runs.sequence import check_sequence_options
-from scorer.store import sha256_file
+from scorer.core.checks import check_slots_backend
+from scorer.core.errors import ValidationError
+from scorer.core.io import RecordsOutput, os_error_text, refuse_overwrite
+from scorer.models.store import sha256_file
+from scorer.scoring.options import ScoreConfig
+from scorer.scoring.radix_cache import RadixCache
+from scorer.scoring.sequence import check_sequence_options
+from scorer.serving.ray_data import RayOptions
 
 
 def register(sub: Any) -> None:
@@ -80,7 +80,7 @@ def add_echo_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_policy_args(p: argparse.ArgumentParser) -> None:
-    """``--policy MARGIN|T.json`` and ``--min-mass F``: an abstention policy (scorer.abstain)."""
+    """``--policy MARGIN|T.json`` and ``--min-mass F``: an abstention policy (scorer.decision.policy)."""
     p.add_argument("--policy", metavar="MARGIN|T.json",
                    help="abstention policy: act only on decisions whose (calibrated) margin is at least MARGIN, or "
                         "at least their signature's threshold in a `semif calibrate thresholds` file")
@@ -89,10 +89,10 @@ def add_policy_args(p: argparse.ArgumentParser) -> None:
 
 
 def policy_arg(args: argparse.Namespace) -> Any:
-    """The :class:`scorer.abstain.Policy` of ``--policy``/``--min-mass`` (None without --policy)."""
-    from scorer.abstain import policy_of, unit_interval
-    from scorer.errors import InputError
-    from scorer.options import OptionError
+    """The :class:`scorer.decision.policy.Policy` of ``--policy``/``--min-mass`` (None without --policy)."""
+    from scorer.core.checks import OptionError
+    from scorer.core.errors import InputError
+    from scorer.decision.policy import policy_of, unit_interval
 
     if args.min_mass is not None:
         if args.policy is None:
@@ -130,8 +130,8 @@ def _add_route_args(p: argparse.ArgumentParser) -> None:
 def _route_policy(args: argparse.Namespace) -> tuple[Any, Any, str | None] | None:
     """(fast backend config, RoutePolicy factory, fast mode) of the routing options, checked before anything loads;
     None without --fast."""
-    from scorer.cli.options import parse_spec
-    from scorer.errors import InputError
+    from scorer.cli.arguments import parse_spec
+    from scorer.core.errors import InputError
 
     given = [f for f, v in (("--fast", args.fast), ("--accurate", args.accurate),
                             ("--escalate-below", args.escalate_below)) if v is not None]
@@ -158,7 +158,7 @@ def _route_policy(args: argparse.Namespace) -> tuple[Any, Any, str | None] | Non
     cal_a = load_calibration(acc_cal) if acc_cal else None
 
     def make(accurate: Any) -> Any:
-        from scorer.runs.route import RoutePolicy
+        from scorer.scoring.routing import RoutePolicy
 
         return RoutePolicy(accurate, threshold, acc_mode or "direct", cal_f, cal_a, args.max_batch_tokens, source)
 
@@ -170,8 +170,8 @@ def _threshold(text: str) -> tuple[float, str]:
     and sha256 as the source)."""
     import math
 
-    from scorer.errors import InputError
-    from scorer.runs.route import read_threshold
+    from scorer.core.errors import InputError
+    from scorer.scoring.routing import read_threshold
 
     try:
         v = float(text)
@@ -201,22 +201,22 @@ def _ray_options(args: argparse.Namespace) -> RayOptions:
 
 
 def _progress(total: int, desc: str, initial: int = 0) -> Any:
-    from scorer.progress import bar
+    from scorer.core.progress import bar
 
     return bar(total, desc, initial)
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
     from scorer.cli import err, stop_code, stop_word
-    from scorer.runs.drift import load_report
-    from scorer.runs.score_file import resume_point, run_score
-    from scorer.schema import load_decisions
+    from scorer.formats.rows import load_decisions
+    from scorer.scoring.drift import load_report
+    from scorer.scoring.file_run import resume_point, run_score
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
     preset = preset_args(args)  # a preset fills the options not given, its files checked by sha256
     if preset is not None and (args.engine == "ray" or args.fast is not None):
-        from scorer.errors import InputError
+        from scorer.core.errors import InputError
 
         raise InputError("--preset", None, None, "given with " + ("--engine ray" if args.engine == "ray" else "--fast"),
                          "the local engine without live routing (their records could not name the preset)")
@@ -278,7 +278,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 if args.resume:  # a file that is not this input's records is refused before the model loads
                     sink.count_kept(resume_point(sink.read(), records_path, None, decisions))
                 if ray_opts is not None:
-                    from scorer.ray_engine import run_score_ray
+                    from scorer.serving.ray_data import run_score_ray
 
                     run_score_ray(decisions, backend_config(args), sink, args.mode, parts, args.max_batch_tokens,
                                   ray_opts, on_record=lambda _r: bar.update(1), on_start=start)
@@ -297,7 +297,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 else:
                     backend = load_model(args)
                     if args.batch_calibrate:
-                        from scorer.runs.score_file import run_batch_calibrated
+                        from scorer.scoring.file_run import run_batch_calibrated
 
                         report_batch(run_batch_calibrated(decisions, backend, out, cfg, args.batch_calibrate,
                                                           args.calibration_min_rows, args.calibration_fallback,
@@ -320,7 +320,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         return 1
     if calibration is not None:
         from scorer.calibration.batch import mix_warnings
-        from scorer.records import read_records
+        from scorer.formats.records import read_records
 
         for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
             print(f"[semif] warning: {w}", file=sys.stderr)
@@ -332,16 +332,16 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"[semif] {prefixes.summary()}", file=sys.stderr)
     print(f"[semif] wrote {out}", file=sys.stderr)
     if args.summary:
-        from scorer.records import read_records
-        from scorer.report import print_table
+        from scorer.evaluation.tables import print_table
+        from scorer.formats.records import read_records
 
         print_table(read_records(out))
     return 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from scorer.records import read_records
-    from scorer.report import print_table
+    from scorer.evaluation.tables import print_table
+    from scorer.formats.records import read_records
 
     policy = policy_arg(args)  # checked before the records are read
     print_table(read_records(Path(args.run)), policy)

@@ -6,8 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from scorer.cli.calibrate import add_uncovered_arg
-from scorer.cli.options import (
+from scorer.cli.arguments import (
     add_layout_args,
     add_max_batch_tokens_arg,
     add_mode_arg,
@@ -21,11 +20,12 @@ from scorer.cli.options import (
     positive_int,
     sequence_norm,
 )
+from scorer.cli.calibrate import add_uncovered_arg
 from scorer.cli.score import add_echo_arg
-from scorer.options import check_slots_backend
-from scorer.serve import TOKEN_ENV
-from scorer.serve_http import Limits
-from scorer.serve_queue import DEFAULT_BATCH_WINDOW_MS
+from scorer.core.checks import check_slots_backend
+from scorer.serving.http_server import Limits
+from scorer.serving.queue import DEFAULT_BATCH_WINDOW_MS
+from scorer.serving.service import TOKEN_ENV
 
 
 def register(sub: Any) -> None:
@@ -70,8 +70,8 @@ def register(sub: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from scorer.errors import InputError
-    from scorer.serve import RayServeOptions, ServeConfig, serve, serve_on_ray
+    from scorer.core.errors import InputError
+    from scorer.serving.service import RayServeOptions, ServeConfig, serve, serve_on_ray
 
     if args.uncovered != "error" and not args.calibration:
         raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",

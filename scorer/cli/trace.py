@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from scorer import trace
-from scorer.errors import ValidationError
-from scorer.io import FORCE_HINT, write_atomic
+from scorer.core.errors import ValidationError
+from scorer.core.io import FORCE_HINT, write_atomic
 
 
 def register(sub: Any) -> None:

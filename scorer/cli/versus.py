@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scorer.cli.options import add_exact_tuning_args, add_model_args, load_model, positive_int
-from scorer.runs.score import DEFAULT_MAX_BATCH_TOKENS
-from scorer.runs.versus import (
+from scorer.cli.arguments import add_exact_tuning_args, add_model_args, load_model, positive_int
+from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS
+from scorer.studies.versus import (
     DEFAULT_INPUT,
     DEFAULT_REPEATS,
     DEFAULT_TOP_K,
@@ -51,11 +51,12 @@ def register(sub: Any) -> None:
 
 
 def _cmd_versus(args: argparse.Namespace) -> int:
-    from scorer import store, trace
-    from scorer.errors import ValidationError
-    from scorer.io import FORCE_HINT, check_writable
-    from scorer.runs.drift import load_report
-    from scorer.runs.versus import load_calibrator, load_input, run_versus
+    from scorer import trace
+    from scorer.core.errors import ValidationError
+    from scorer.core.io import FORCE_HINT, check_writable
+    from scorer.models import store
+    from scorer.scoring.drift import load_report
+    from scorer.studies.versus import load_calibrator, load_input, run_versus
 
     inp = load_input(args.input)  # validated before any model loads
     calibration = load_calibrator(args.calibration) if args.calibration else None

@@ -2,7 +2,7 @@
 
 :func:`start` resolves the model (fetched and verified by sha256 like every backend), prepares the engine (the
 ``llama-server`` binary, vLLM's virtualenv and its fp32 checkpoint), starts the server in its own process group
-on loopback by default with its output in a log file, records it (:mod:`scorer.engine_state`), and waits for it
+on loopback by default with its output in a log file, records it (:mod:`scorer.backends.engine_state`), and waits for it
 to answer ``GET /health`` within a bounded time; a server that exits or never gets ready is stopped, its state
 removed, and the error quotes the end of its log. :func:`stop` ends the process group (SIGTERM, then SIGKILL).
 """
@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scorer import engine_state, store
+from scorer.backends import engine_state
+from scorer.core.errors import EngineError, ValidationError
 from scorer.engines import ENGINES, llama_server, venv, vllm
-from scorer.errors import EngineError, ValidationError
+from scorer.models import store
 
 READY_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 30.0
@@ -137,7 +138,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def start(spec: EngineSpec, say: bool = True) -> dict[str, Any]:
-    """Start an engine and wait until it is ready; its state (see :mod:`scorer.engine_state`)."""
+    """Start an engine and wait until it is ready; its state (see :mod:`scorer.backends.engine_state`)."""
     _check_spec(spec)
     port = spec.port or free_port(spec.host)
     path = engine_state.state_path(spec.engine, port)

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from scorer import store
-from scorer.errors import EngineError
+from scorer.core.errors import EngineError
+from scorer.models import store
 
 LLAMA_CPP_PYTHON = "0.3.36"
 SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scorer import safetensors_header
+from scorer.core.errors import EngineError, ModelError
 from scorer.engines import venv
-from scorer.errors import EngineError, ModelError
+from scorer.models import safetensors_header
 
 SCHEMES = ("w8a8", "awq-w4a16", "gptq-w4a16")
 GROUP_SIZE = 128

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scorer import store
+from scorer.models import store
 
 INSTALL_TIMEOUT_S = 3600
 

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from scorer import machine
+from scorer.core import machine
 from scorer.engines import venv
 
 MAX_LOGPROBS = 20
@@ -46,7 +46,7 @@ def command(python: Path, folder: Path, served: str, host: str, port: int, dtype
 
 
 def cpu_flags() -> set[str]:
-    """The instruction-set flags of this CPU (:func:`scorer.machine.cpu_flags`; empty where it cannot be read)."""
+    """The instruction-set flags of this CPU (:func:`scorer.core.machine.cpu_flags`; empty where it cannot be read)."""
     return machine.cpu_flags() or set()
 
 

@@ -3,7 +3,7 @@
 Reads every trace (``*.json`` with ``"format"`` ``semif-trace-v1`` or ``semif-trace-v2``) anywhere under the
 data directory and every result report (``*.json`` under ``results/``), validates them all before writing
 anything (a bad file stops the build with a message that names it), and renders the Jinja2 templates in
-``templates/`` into the output directory:
+``scorer/site/assets/`` into the output directory:
 
 * ``index.html`` — what SemIf is, each showcase trace's verdict in words, results charts, links;
 * ``demo/index.html`` — the replay, its first trace rendered server-side (headline, verdict, numbers, lanes, rows);

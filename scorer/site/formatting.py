@@ -44,7 +44,7 @@ def fmt_value(v: Any) -> str:
 
 
 def fmt_seconds(v: Any) -> str:
-    """Seconds as the replay writes them (fmtS in templates/replay/format.js)."""
+    """Seconds as the replay writes them (fmtS in scorer/site/assets/replay/format.js)."""
     x = finite(v)
     if x is None:
         return "—"

@@ -107,7 +107,7 @@ class ReportFile:
     obj: dict[str, Any]
     """The parsed report (a JSON object)."""
     kind: str
-    """The report's own ``kind`` (the first field of its envelope; see scorer/envelope.py)."""
+    """The report's own ``kind`` (the first field of its envelope; see scorer/formats/envelope.py)."""
     family: str = ""
     """The section of the index page it is listed under (``shape`` for ``bench``, else mostly the kind; see
     ``scorer.site.reports``)."""

@@ -18,26 +18,29 @@ from pathlib import Path
 from typing import Any
 
 from scorer import __version__
-from scorer import prompt as semif_prompt
-from scorer.gguf_tools import FTYPES
+from scorer.core.package_data import data_path
+from scorer.models.gguf_tools import FTYPES
+from scorer.prompting import prompt as semif_prompt
 from scorer.site.inputs import BuildError
 
 ROOT = Path(__file__).resolve().parents[2]
+"""The checkout (``node_modules`` lies there after ``npm ci``; an installed wheel has none: no in-page engine)."""
 PACKAGE = ROOT / "node_modules" / "@wllama" / "wllama"
 LIVE_PAGE_SCRIPTS = ("live-engine.js", "live-page.js")
-"""The page's own code under templates/, concatenated in this order into ``assets/live.js``, the one script the page
+"""The page's own code under scorer/site/assets/, concatenated in this order into ``assets/live.js``, the one script
+the page
 loads at first: the engine's plumbing (``window.SemifLiveEngine``), then the page that uses it."""
 LIVE_MODULES = ("live/sha256.js", "live/gguf.js", "live/bpe.js", "live/jinja-parse.js", "live/jinja.js",
                 "live/prompt.js", "live/pyjson.js", "live/lanes.js", "replay/format.js", "live/trace-summary.js",
                 "live/trace.js")
-"""The pure modules under templates/ (tested in Node: tests/test_live_prompt.py, tests/test_live_trace.py; the
+"""The pure modules under scorer/site/assets/ (tested in Node: tests/test_live_prompt.py, tests/test_live_trace.py; the
 trace's summary rounds with the replay's format.js), concatenated in this order into ``assets/live-modules.js``,
 which the page loads when a model is opened (with the engine), so that what it loads before its first paint
 stays small."""
 LIVE_PAGE_PARTS = ("live-lanes.js", "live-record.js")
 """The page's code that runs only once a model is open (the generated lanes, the run's trace), appended to
 ``assets/live-modules.js`` after the pure modules it uses."""
-SHOWCASE = ROOT / "data" / "versus" / "shape-s01.json"
+SHOWCASE = data_path("versus", "shape-s01.json")
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ def page_config(engine: Engine) -> dict[str, Any]:
 
 
 def prompt_words() -> dict[str, Any]:
-    """scorer.prompt's constants, for the page's renderer (one source for the prompt's words)."""
+    """scorer.prompting.prompt's constants, for the page's renderer (one source for the prompt's words)."""
     p = semif_prompt
     return {"version": p.PROMPT_VERSION, "system": p.SYSTEM, "state_head": p._STATE_HEAD,
             "state_tail": p._STATE_TAIL, "letters": list(p.LETTERS), "array_version": p.ARRAY_PROMPT_VERSION,

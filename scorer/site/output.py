@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from scorer.io import make_parent
+from scorer.core.io import make_parent
 from scorer.site.inputs import BuildError
 
 SITE_MARKER = ".semif-site"

@@ -7,12 +7,12 @@ import base64
 import hashlib
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
+from scorer.core.package_data import package_path
 from scorer.site.formatting import fmt_seconds
 from scorer.site.inputs import BuildError, ReportFile, TraceFile
 from scorer.site.lanes import first_repeat
@@ -30,10 +30,10 @@ from scorer.site.reports import report_sections
 from scorer.site.trace_view import replay_end, trace_view
 from scorer.site.verdict import verdict_sentences
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = package_path("scorer.site", "assets")
 REPLAY_SCRIPTS = ("details.js", "replay/format.js", "replay/link.js", "replay/prepare.js", "replay/timeline.js",
                   "replay-dom.js", "replay-view.js", "replay-chart.js", "replay.js")
-"""The replay's scripts under templates/, concatenated in this order into the one file the page loads
+"""The replay's scripts under scorer/site/assets/, concatenated in this order into the one file the page loads
 (``assets/replay.js``: no bundler, and it works from ``file://``). The pure parts come before the page code
 that uses them (``window.SemifReplay*``): the pure modules under replay/ (unit-tested in Node), then the page's
 DOM parts (replay-dom, replay-view, replay-chart: tested in the browser), then the page code itself."""
@@ -54,10 +54,10 @@ def script_json(obj: Any) -> Markup:
 
 
 def _asset(name: str) -> str:
-    """A CSS/JS file from templates/ (the stylesheet is inlined: it must not be able to end its element)."""
+    """A CSS/JS file from scorer/site/assets/ (the stylesheet is inlined: it must not be able to end its element)."""
     text = (TEMPLATES / name).read_text("utf-8")
     if name.endswith(".css") and (re.search(r"</(script|style)", text, re.IGNORECASE) or "<!--" in text):
-        raise BuildError(f"templates/{name}: contains '</style' or '<!--', which would break inlining")
+        raise BuildError(f"scorer/site/assets/{name}: contains '</style' or '<!--', which would break inlining")
     return text
 
 
@@ -110,7 +110,7 @@ def trace_data_js(t: TraceFile) -> bytes:
 
 
 def _speeds() -> list[dict[str, str]]:
-    """The replay's speed choices (the same list as SPEEDS in templates/replay/timeline.js)."""
+    """The replay's speed choices (the same list as SPEEDS in scorer/site/assets/replay/timeline.js)."""
     out = []
     for s in (4, 2, 1, 0.5, 0.25, 0.1, 0.05, 0.02, 0.01):
         label = "real time" if s == 1 else f"{s:g}× faster" if s > 1 else f"{round(1 / s)}× slower"

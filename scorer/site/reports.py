@@ -33,7 +33,7 @@ class _Kind:
     """Adds its charts (and any table of its own) to the report, or raises :class:`BuildError`; None: tables only."""
 
 
-# Every kind a report writer names in its envelope (scorer/envelope.py). A report is drawn by its `kind` alone:
+# Every kind a report writer names in its envelope (scorer/formats/envelope.py). A report is drawn by its `kind` alone:
 # never by its file name, never by guessing from other keys.
 _KINDS: dict[str, _Kind] = {
     "bench": _Kind("shape", "Shape benchmark", draw_bench),
@@ -80,8 +80,9 @@ def _report_kind(rel: str, obj: dict[str, Any]) -> str:
     kind = obj.get("kind")
     if not isinstance(kind, str) or not kind:
         found = "no 'kind' field" if "kind" not in obj else f"'kind' is {kind!r}"
-        raise BuildError(f"{rel}: {found} (expected the report envelope of scorer/envelope.py: a non-empty string "
-                         f"'kind' such as {', '.join(repr(k) for k in _KINDS)}, then 'format', 'created_utc', …)")
+        raise BuildError(f"{rel}: {found} (expected the report envelope of scorer/formats/envelope.py: a "
+                         f"non-empty string 'kind' such as {', '.join(repr(k) for k in _KINDS)}, then 'format', "
+                         "'created_utc', …)")
     return kind
 
 

@@ -1,20 +1,18 @@
-"""The trace JSON Schemas the page's checker (``templates/validate.js``) runs, refused when they use a keyword
+"""The trace JSON Schemas the page's checker (``scorer/site/assets/validate.js``) runs, refused when they use a keyword
 that checker does not implement, so the check a reader's browser runs is the same check the build runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from scorer.formats.json_schemas import SCHEMAS
 from scorer.site.files import load_json
 from scorer.site.inputs import BuildError
 
-ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = ROOT / "scorer" / "schema"
 TRACE_FORMATS = ("semif-trace-v1", "semif-trace-v2")
 
 
-# JSON Schema keywords that the in-page validator (templates/validate.js) implements; the build refuses a
+# JSON Schema keywords that the in-page validator (scorer/site/assets/validate.js) implements; the build refuses a
 # schema that needs any other, so the check a reader's browser runs is the same check the build runs.
 JS_SCHEMA_KEYWORDS = frozenset({
     "type", "enum", "const", "required", "properties", "additionalProperties", "patternProperties", "items",
@@ -45,15 +43,15 @@ def load_trace_schemas() -> dict[str, dict[str, Any]]:
     page's checker implements."""
     out = {}
     for fmt in TRACE_FORMATS:
-        path = SCHEMA_DIR / f"{fmt.removeprefix('semif-')}.json"
-        rel = str(path.relative_to(ROOT))
+        path = SCHEMAS / f"{fmt.removeprefix('semif-')}.json"
+        rel = f"scorer/formats/schemas/{path.name}"
         if not path.is_file():
             raise BuildError(f"{rel}: trace schema not found")
         schema = load_json(path.read_bytes(), rel)
         unsupported = sorted(schema_keywords(schema) - JS_SCHEMA_KEYWORDS - ANNOTATION_KEYWORDS)
         if unsupported:
             raise BuildError(f"{rel}: uses JSON Schema keywords {unsupported} that the in-page validator "
-                             "(templates/validate.js) does not implement")
+                             "(scorer/site/assets/validate.js) does not implement")
         out[fmt] = schema
     return out
 

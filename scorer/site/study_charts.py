@@ -28,7 +28,8 @@ def _table(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 SEQUENCE_TOKENS_COUNTED_FROM = "2026-12-03T11:50:00Z"
 """Quality-study reports made before this left out, for the sequence readouts, the tokens of each group prefix
-whose prefill a row paid (counted as reused; fixed by :meth:`scorer.radix_cache.Lookup.after`). Their seconds are
+whose prefill a row paid (counted as reused; fixed by :meth:`scorer.scoring.radix_cache.Lookup.after`). Their seconds
+are
 right; their token counts for those readouts are not shown as if they were."""
 UNDERCOUNTED = "undercounted in this report"
 

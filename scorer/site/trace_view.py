@@ -64,7 +64,7 @@ def numbers_table(t: TraceFile) -> dict[str, Any]:
 
 def replay_end(obj: dict[str, Any], repeat: int) -> float:
     """When the replay of one repeat ends: its last timestamp on any lane (as ``prepare`` in
-    templates/replay/prepare.js computes it)."""
+    scorer/site/assets/replay/prepare.js computes it)."""
     end = 0.0
     for r in obj["runs"]:
         if r["warmup"] or r["repeat"] != repeat:
@@ -79,7 +79,7 @@ def replay_end(obj: dict[str, Any], repeat: int) -> float:
 def trace_view(t: TraceFile) -> dict[str, Any]:
     """Everything the replay shows about a built-in trace that this build writes rather than the page:
     the headline, the verdict, the numbers, the lanes' names. For a trace the build did not see, the page
-    computes the same from the trace (``view`` in templates/replay/verdict.js; tests prove the two equal)."""
+    computes the same from the trace (``view`` in scorer/site/assets/replay/verdict.js; tests prove the two equal)."""
     return {"slug": t.slug, "label": t.label, "control": t.control, "headline": headline(t),
             "verdict": verdict_sentences(t), "numbers": numbers_table(t),
             "lanes": [{"key": x.key, "path": x.path, "name": x.name} for x in t.lanes]}

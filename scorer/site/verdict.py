@@ -100,7 +100,7 @@ def headline(t: TraceFile) -> str:
     """The verdict in one sentence, shown above the lanes (in a phone's first screen; the paragraph of
     :func:`verdict_sentences` stays below them): per lane, how many match the labels (else what it answered)
     and its median time, a generated lane's time as a multiple of the typed time, and what a capped or
-    invalid lane did instead of answering. templates/replay/verdict.js writes the same sentence in the page."""
+    invalid lane did instead of answering. scorer/site/assets/replay/verdict.js writes the same sentence in the page."""
     typed, n = t.lanes[0], len(t.obj["inputs"]["criteria"])
     if typed.correct is not None:
         cal = typed.calibrated_correct is not None

@@ -1,6 +1,6 @@
 """The trace formats ``semif-trace-v1`` and ``semif-trace-v2``: write, load, verify, summarise, export.
 
-A trace is plain JSON (schemas ``scorer/schema/trace-v1.json``, ``trace-v2.json``) that holds one versus
+A trace is plain JSON (schemas ``scorer/formats/schemas/trace-v1.json``, ``trace-v2.json``) that holds one versus
 experiment: where it ran, what it ran, every run of every path with its timestamps and logit evidence,
 and the summary medians. v1 has two paths (typed, generated); v2, which ``semif versus`` writes, has
 three (typed, free, constrained), labels and right/wrong per decision, optional calibrated typed

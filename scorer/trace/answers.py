@@ -2,7 +2,7 @@
 
 A generated run's tokens carry ``answer_index`` (the k-th string value of the top-level JSON array
 starts inside this token) and, there, a ``yes_no`` split. Both are facts about the token texts, so
-they live in the trace layer: :mod:`scorer.generate` derives them when it writes a run and
+they live in the trace layer: :mod:`scorer.scoring.generation` derives them when it writes a run and
 :mod:`scorer.trace.verify` derives them again when it reads one, so an edited ``answer_index`` (a
 value moved to another token, or added to a run whose text is no array) does not verify.
 """

@@ -1,7 +1,7 @@
 """What a trace's fields are derived from: the strict parse of a generated output, agreement, verdicts,
 right/wrong against labels, calibrated blocks, token limits, and the runs and events they are taken over.
 
-Shared by the writer (``scorer.runs.versus``, ``scorer.generate``), :mod:`scorer.trace.verify` (which
+Shared by the writer (``scorer.studies.versus``, ``scorer.scoring.generation``), :mod:`scorer.trace.verify` (which
 re-derives them) and the summary and export.
 """
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from scorer.errors import InputError
-from scorer.io import FORCE_HINT, write_atomic
+from scorer.core.errors import InputError
+from scorer.core.io import FORCE_HINT, write_atomic
 from scorer.trace.format import FORMATS, TRACE_FORMAT, checksums, inputs_digest
 from scorer.trace.summary import compute_summary
 

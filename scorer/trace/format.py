@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from scorer.formats.json_schemas import load_schema
+
 TRACE_FORMAT = "semif-trace-v1"
 TRACE_FORMAT_V2 = "semif-trace-v2"
 FORMATS = (TRACE_FORMAT, TRACE_FORMAT_V2)
@@ -21,7 +23,6 @@ TYPED_EVENTS = ("encoded", "prefill_done", "suffix_done", "decisions_available")
 GENERATED_EVENTS = ("encoded", "first_token", "done")
 ANSWERS = ("yes", "no")
 _MAX_SCHEMA_ERRORS = 20
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schema"
 
 
 # --- names ---------------------------------------------------------------------------------------------
@@ -71,7 +72,7 @@ def checksums(trace: dict[str, Any]) -> dict[str, str]:
 
 def schema(fmt: str = TRACE_FORMAT) -> dict[str, Any]:
     """The published JSON Schema of a format (``semif-trace-v1`` → ``schema/trace-v1.json``)."""
-    return orjson.loads((SCHEMA_DIR / f"{fmt.removeprefix('semif-')}.json").read_bytes())
+    return load_schema(fmt)
 
 
 def schema_errors(trace: Any) -> list[str]:

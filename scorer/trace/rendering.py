@@ -21,7 +21,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from scorer.prompt import (
+from scorer.formats.rows import Decision
+from scorer.prompting.prompt import (
     ARRAY_PROMPT_VERSION,
     ARRAY_SYSTEM,
     LETTERS,
@@ -33,7 +34,6 @@ from scorer.prompt import (
     plain_render,
     user_content,
 )
-from scorer.schema import Decision
 
 TEMPLATES = ("chat", PLAIN_TEMPLATE)
 
@@ -54,7 +54,7 @@ def array_user_message(inputs: dict[str, Any]) -> str:
 
 
 def _frame(text: str, system: str, user: str) -> tuple[str, str] | None:
-    """``(head, tail)`` with ``text == head + user + tail``, searched as :func:`scorer.prompt.message_spans`
+    """``(head, tail)`` with ``text == head + user + tail``, searched as :func:`scorer.prompting.prompt.message_spans`
     does: the user message after the system message, or anywhere when the template left the system message
     out (it is ours, and a template may rewrite it); None when the user message is not there verbatim."""
     at_sys = text.find(system)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from scorer.errors import ValidationError
+from scorer.core.errors import ValidationError
 from scorer.trace.derive import event_t, measured
 from scorer.trace.format import TRACE_FORMAT_V2
 

@@ -7,8 +7,8 @@ import math
 from itertools import pairwise
 from typing import Any
 
-from scorer.errors import ValidationError
-from scorer.prompt import YES_NO
+from scorer.core.errors import ValidationError
+from scorer.prompting.prompt import YES_NO
 from scorer.trace.answers import locate_answers
 from scorer.trace.derive import (
     agreement,
@@ -293,7 +293,7 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
 
 
 def _check_v2_blocks(trace: dict[str, Any]) -> list[str]:
-    from scorer.grammar import ArrayGrammar
+    from scorer.prompting.grammar import ArrayGrammar
 
     out = []
     co, proto = trace["prompts"]["constrained"], trace["protocol"]

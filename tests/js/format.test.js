@@ -1,8 +1,8 @@
-// Unit tests of templates/replay/format.js (the replay's words and numbers). Run: node --test tests/js/
+// Unit tests of scorer/site/assets/replay/format.js (the replay's words and numbers). Run: node --test tests/js/
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const F = require("../../templates/replay/format.js");
+const F = require("../../scorer/site/assets/replay/format.js");
 
 test("fmtS writes milliseconds below one second and seconds above, a dash when unknown", () => {
   for (const unknown of [null, undefined, NaN, Infinity, -Infinity]) assert.equal(F.fmtS(unknown), "—");

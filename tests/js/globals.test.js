@@ -7,11 +7,11 @@ const fs = require("node:fs");
 const path = require("node:path");
 const vm = require("node:vm");
 
-const DIR = path.join(__dirname, "..", "..", "templates", "replay");
+const DIR = path.join(__dirname, "..", "..", "scorer", "site", "assets", "replay");
 const MODULES = { "format.js": "SemifReplayFormat", "link.js": "SemifReplayLink", "prepare.js": "SemifReplayPrepare",
                   "timeline.js": "SemifReplayTimeline", "verdict.js": "SemifReplayVerdict" };
 
-test("every file under templates/replay/ is a module this test knows", () => {
+test("every file under scorer/site/assets/replay/ is a module this test knows", () => {
   assert.deepEqual(fs.readdirSync(DIR).sort(), Object.keys(MODULES).sort());
 });
 

@@ -1,8 +1,8 @@
-// Unit tests of templates/replay/link.js (the share link in the address's "#" part). Run: node --test tests/js/
+// Unit tests of scorer/site/assets/replay/link.js (the share link in the address's "#" part). Run: node --test tests/js/
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const L = require("../../templates/replay/link.js");
+const L = require("../../scorer/site/assets/replay/link.js");
 
 test("formatHash names trace, repeat, time and speed, the slug encoded", () => {
   assert.equal(L.formatHash("versus-ticket-21", 2, 1.5, 0.25), "trace=versus-ticket-21&r=2&t=1.5&speed=0.25");

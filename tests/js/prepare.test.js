@@ -1,11 +1,11 @@
-// Unit tests of templates/replay/prepare.js (a trace prepared for replay), on the committed fake traces
+// Unit tests of scorer/site/assets/replay/prepare.js (a trace prepared for replay), on the committed fake traces
 // (tests/fixtures). Run: node --test tests/js/
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
-const P = require("../../templates/replay/prepare.js");
+const P = require("../../scorer/site/assets/replay/prepare.js");
 
 const FIXTURES = path.join(__dirname, "..", "fixtures");
 const load = (name) => JSON.parse(fs.readFileSync(path.join(FIXTURES, name), "utf8"));

@@ -1,8 +1,8 @@
-// Unit tests of templates/replay/timeline.js (marks, speed, ticks, step paths). Run: node --test tests/js/
+// Unit tests of scorer/site/assets/replay/timeline.js (marks, speed, ticks, step paths). Run: node --test tests/js/
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const T = require("../../templates/replay/timeline.js");
+const T = require("../../scorer/site/assets/replay/timeline.js");
 
 test("countUpTo counts the values at or below t in an ascending array", () => {
   assert.equal(T.countUpTo([], 1), 0);

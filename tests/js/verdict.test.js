@@ -1,4 +1,4 @@
-// Unit tests of templates/replay/verdict.js (a trace's headline, verdict and numbers computed in the page), on
+// Unit tests of scorer/site/assets/replay/verdict.js (a trace's headline, verdict and numbers computed in the page), on
 // the committed fake traces (tests/fixtures). That it writes exactly what build.py writes, on every committed
 // trace, is tests/test_site_js.py's test. Run: node --test tests/js/
 "use strict";
@@ -6,7 +6,7 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
-const V = require("../../templates/replay/verdict.js");
+const V = require("../../scorer/site/assets/replay/verdict.js");
 
 const FIXTURES = path.join(__dirname, "..", "fixtures");
 const load = (name) => JSON.parse(fs.readFileSync(path.join(FIXTURES, name), "utf8"));

@@ -1,10 +1,10 @@
-// Renders SemIf's typed prompts with the page's own modules (templates/live/*.js) for a GGUF file, as the live
+// Renders SemIf's typed prompts with the page's own modules (scorer/site/assets/live/*.js) for a GGUF file, as the live
 // page does, and prints what it got as JSON, for tests/test_live_prompt.py to compare with the Python renderer.
 //   node tests/js_live/render_prompts.js CASES.json   (CASES: {gguf, words, cases: [{state, question, options}]})
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
-const LIVE = path.join(__dirname, "..", "..", "templates", "live");
+const LIVE = path.join(__dirname, "..", "..", "scorer", "site", "assets", "live");
 const G = require(path.join(LIVE, "gguf.js"));
 const B = require(path.join(LIVE, "bpe.js"));
 const J = require(path.join(LIVE, "jinja.js"));

@@ -1,0 +1,237 @@
+"""What a scoring run is and what names it: its options (:class:`ScoreConfig`, checked by the rules the command line
+and the API share), the policies that re-score records before they are written (:class:`RecordPolicy`), the layout
+``auto`` resolves to, and the run's identity (:func:`checked_config_parts`, hashed by :func:`config_sha256`), which
+goes into every record and which ``--resume`` must match."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+
+from scorer.backends.base import Backend
+from scorer.core.checks import (
+    DEFAULT_MAX_BATCH_TOKENS,
+    check_run_options,
+    check_sequence_norm,
+    check_slots,
+    positive_float,
+    positive_int,
+)
+from scorer.core.errors import ValidationError
+from scorer.formats.rows import Decision
+from scorer.formats.signature import signature_readout
+from scorer.prompting.demos import Demos, prompt_for
+from scorer.prompting.layouts import (
+    AUTO,
+    LAYOUTS,
+    STATE_MAJOR,
+    LayoutChoice,
+    check_layout,
+    choose,
+    signature_version,
+    version,
+)
+from scorer.prompting.prompt import Prompt
+from scorer.scoring.modes import Item
+from scorer.scoring.radix_cache import RadixCache
+from scorer.scoring.sequence import check_sequence_options
+
+if TYPE_CHECKING:
+    from scorer.calibration.core import Calibration
+    from scorer.scoring.presets import Preset
+
+
+def config_sha256(parts: dict[str, Any]) -> str:
+    """Hash of everything that must match for ``--resume`` to continue a run."""
+    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def config_parts(info: Mapping[str, Any], run_parts: Mapping[str, Any], mode: str,
+                 max_batch_tokens: int) -> dict[str, Any]:
+    """What identifies a plain run (no permute/temperature/exact): ``run_parts`` (input hash, version), the
+    identity of the loaded model (``info``: its ``model_info()``), the mode and the pass budget. Its
+    :func:`config_sha256` goes into every record, so every entry (CLI, Python API, HTTP service) that scores
+    the same rows the same way names the same run."""
+    ident = {k: info.get(k) for k in ("key", "source", "gguf_sha256", "revision", "local_sha256", "dtype",
+                                       "device", "backend")}
+    engine = info.get("engine")
+    if isinstance(engine, dict):  # a remote engine: which one, serving what, is part of the run's identity
+        ident["engine"] = {k: engine.get(k) for k in ("kind", "version", "served_model")}
+    return {**run_parts, "model": ident, "mode": mode, "max_batch_tokens": max_batch_tokens}
+
+
+class RecordPolicy(Protocol):
+    """A policy that re-scores some fast-path records before they are written (``--exact``:
+    :class:`scorer.scoring.exact.ExactPolicy`). Scoring calls it; it is free to score again itself."""
+
+    def config(self) -> dict[str, Any]:
+        """What must match for ``--resume`` (goes into the run's config hash)."""
+        ...
+
+    def calibrate(self, backend: Backend, items: list[Item], mode: str, max_batch_tokens: int) -> None:
+        """Settle the policy on these rows before any record is written."""
+        ...
+
+    def apply(self, backend: Backend, items: list[Item], mode: str,
+              records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The records, in order, some of them replaced."""
+        ...
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    """How a records file is scored: everything but the rows, the backend and the output."""
+
+    mode: str = "direct"
+    """One of :data:`~scorer.core.checks.MODES`."""
+    run_parts: Mapping[str, Any] = field(default_factory=dict)
+    """What identifies the run besides the model and these options (input hash, semif version); the
+    model block is added by :func:`~scorer.scoring.file_run.run_score`."""
+    resume: bool = False
+    """Continue the records already in the output (all of them must be this configuration's)."""
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    """Shared mode: suffix tokens per packed pass."""
+    permute: int = 1
+    """K > 1: read each decision out over K cyclic option orderings
+    (:func:`~scorer.scoring.permuted.score_permuted`)."""
+    temperature: float | None = None
+    """Rescale the option logits by 1/T (:func:`scorer.calibration.temperature.apply_temperature`)."""
+    exact: RecordPolicy | None = None
+    """Re-score fresh the fast-path decisions under a drift bound (:class:`scorer.scoring.exact.ExactPolicy`)."""
+    route: RecordPolicy | None = None
+    """Re-score low-margin decisions on an accurate engine (:class:`scorer.scoring.routing.RoutePolicy`)."""
+    calibration: Calibration | None = None
+    """Add a ``calibrated`` block to every record (:meth:`scorer.calibration.core.Calibration.apply`)."""
+    on_uncovered: str = "error"
+    """A row the calibration does not cover: refuse the run (``error``) or keep its raw numbers, flagged
+    (``raw``; :data:`scorer.calibration.apply.ON_UNCOVERED`)."""
+    echo: str | None = None
+    """Store the question, options and a state digest (``digest``) or the state (``full``) in every record
+    (:mod:`scorer.formats.echo`)."""
+    slots: str = "letters"
+    """The answer slots read out: the letters A–P, the option ids, or the ids as token sequences
+    (:data:`scorer.core.checks.SLOTS`)."""
+    sequence_norm: str | None = None
+    """``slots="sequence"``: ``sum`` (the default) or ``mean`` of each option's token log-probabilities
+    (:data:`scorer.core.checks.SEQUENCE_NORMS`); resolved at construction (None for the other slots)."""
+    layout: str = STATE_MAJOR
+    """The prompt layout (:mod:`scorer.prompting.layouts`): ``state-major``, ``question-major`` or ``auto``."""
+    demos: Demos | None = None
+    """Demonstrations shown before each decision (:mod:`scorer.prompting.demos`)."""
+    prefix_cache: RadixCache | None = None
+    """The radix prefix cache of the fast modes (its budget, its stats for the run's summary; kept for the
+    caller); None: the run makes its own. Not part of the run's identity: it changes how much is reused, not
+    what is scored."""
+    preset: Preset | None = None
+    """The preset whose values the run took (:mod:`scorer.scoring.presets`): named in every record and in the run's
+    hash."""
+
+    def __post_init__(self) -> None:
+        """The options checked by the rules the command line and the API use (:mod:`scorer.core.checks`)."""
+        from scorer.calibration.apply import check_on_uncovered
+        from scorer.formats.echo import check_echo
+
+        check_on_uncovered(self.on_uncovered)
+        object.__setattr__(self, "echo", check_echo(self.echo))
+        check_run_options(self.mode, self.max_batch_tokens)
+        check_slots(self.slots)
+        object.__setattr__(self, "sequence_norm", check_sequence_norm(self.sequence_norm, self.slots))
+        if self.sequence_norm is not None:
+            check_sequence_options(self.permute, self.exact, self.route)
+        check_layout(self.layout)
+        positive_int(self.permute, "permute")
+        if self.temperature is not None:
+            positive_float(self.temperature, "temperature")
+
+
+def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], run_parts: Mapping[str, Any], mode: str,
+                         max_batch_tokens: int, *, permute: int = 1, temperature: float | None = None,
+                         calibration: Calibration | None = None,
+                         exact: RecordPolicy | None = None, route: RecordPolicy | None = None,
+                         on_uncovered: str = "error", echo: str | None = None, layout: str = STATE_MAJOR,
+                         demos: Demos | None = None, slots: str = "letters",
+                         sequence_norm: str | None = None, preset: str | None = None) -> dict[str, Any]:
+    """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
+    set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
+    must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
+    API and the Ray engine all name their runs through this one function. ``on_uncovered="raw"`` (only the
+    calibration's model is checked then), ``echo``, ``layout`` (a resolved one) and ``demos`` enter the hash
+    only when set, and so does ``preset`` (the sha256 of the preset file that ran: :mod:`scorer.scoring.presets`);
+    ``--slots sequence`` names its normalisation (``sequence_norm``, default sum) and refuses ``permute`` and
+    ``exact`` (:class:`~scorer.core.checks.OptionError` naming the field)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r} must be resolved before the run is named (resolve_layout)")
+    parts = config_parts(info, run_parts, mode, max_batch_tokens)
+    if check_slots(slots) != "letters":  # the letters' run hash stays what it always was
+        parts["slots"] = slots
+    sequence_norm = check_sequence_norm(sequence_norm, slots)
+    if sequence_norm is not None:
+        parts["sequence_norm"] = sequence_norm
+        check_sequence_options(permute, exact, route)
+    if layout != STATE_MAJOR:
+        parts["layout"] = layout
+    if demos is not None:
+        if permute > 1:
+            raise ValidationError("--demos and --permute cannot be combined yet (the demonstrations of a rotated "
+                                  "decision would be picked for another option order)")
+        parts["demos"] = demos.config()
+        if layout == STATE_MAJOR:
+            # state-major's order with demonstrations changed on 2026-12-02 (demonstrations first, under a version
+            # of its own): a run of the earlier order must not resume into, or be mistaken for, one of this order
+            parts["prompt_version"] = version(layout, slots, True)
+    if permute > 1:
+        parts["permute"] = permute
+    if temperature is not None:
+        parts["temperature"] = temperature
+    if calibration is not None:
+        from scorer.calibration.apply import check_decisions
+
+        check_decisions(calibration, decisions, info, permute, on_uncovered,
+                        prompt_version=signature_version(layout, demos.k if demos is not None else 0, slots),
+                        readout=signature_readout(permute, slots, sequence_norm))
+        parts["calibration"] = calibration.source.get("sha256")  # the file's content, wherever it lies
+        if on_uncovered != "error":
+            parts["uncovered"] = on_uncovered
+    if echo is not None:
+        parts["echo"] = echo
+    if preset is not None:
+        parts["preset"] = preset
+    if exact is not None:
+        if permute > 1:
+            raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")
+        parts["exact"] = exact.config()
+    if route is not None:
+        if slots != "letters":
+            raise ValidationError(f"live routing (--fast/--accurate) reads the letters; it does not take --slots "
+                                  f"{slots}")
+        if layout != STATE_MAJOR or demos is not None:
+            raise ValidationError("live routing (--fast/--accurate) renders the state-major layout without "
+                                  "demonstrations (no --layout question-major, no --demos)")
+        if permute > 1 or calibration is not None or temperature is not None:
+            raise ValidationError("live routing (--fast/--accurate) takes its calibrations in the SPECs "
+                                  "(calibration=FILE) and does not combine with --permute, --temperature or "
+                                  "--calibration")
+        parts["route"] = route.config()
+    return parts
+
+
+def resolve_layout(backend: Backend, decisions: Sequence[Decision], layout: str,
+                   demos: Demos | None = None, slots: str = "letters") -> tuple[str, LayoutChoice | None]:
+    """``layout`` itself, or for ``auto`` the layout whose prompts share more prefix tokens over
+    ``decisions`` (both rendered for ``slots`` and counted on ``backend``'s tokenizer:
+    :func:`scorer.prompting.layouts.choose`)."""
+    if check_layout(layout) != AUTO:
+        return layout, None
+    tok = backend.tokenizer
+    prompts: dict[str, list[Prompt]] = {}
+    for name in LAYOUTS:
+        try:
+            prompts[name] = [prompt_for(tok, d, name, demos, slots) for d in decisions]
+        except ValidationError as exc:
+            raise ValidationError(f"--layout auto: rendering {name}: {exc}") from None
+    choice = choose(prompts)
+    return choice.layout, choice
