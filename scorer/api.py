@@ -33,7 +33,6 @@ from scorer import __version__
 from scorer.backends.base import Backend
 from scorer.core.checks import (
     BACKENDS,
-    DEFAULT_MAX_BATCH_TOKENS,
     OptionError,
     byte_size,
     check_run_options,
@@ -46,7 +45,8 @@ from scorer.decision.policy import Policy, Verdict
 from scorer.decision.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
 from scorer.formats.rows import Decision, nonempty_str, parse_decision, unprintable
 from scorer.models import store
-from scorer.scoring.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
+from scorer.scoring.options import ScorerOptions
+from scorer.scoring.radix_cache import RadixCache
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,6 +63,8 @@ ROWS_SOURCE = "rows"
 ASK_SOURCE = "ask"
 """The ``path`` that :meth:`Scorer.ask` errors name; a question's field is ``questions.NAME.FIELD``."""
 _QUESTION_FIELDS = ("question", "options", "type")
+_OPTIONS = ScorerOptions()
+"""The options' defaults (:class:`~scorer.scoring.options.ScorerOptions`: one definition for every face)."""
 _BACKEND_OPTIONS = ("revision", "device", "dtype", "threads", "gguf", "llama_gpu_layers", "base_url", "api_key_env",
                     "served_model", "concurrency", "retries", "request_timeout_s")
 
@@ -320,13 +322,20 @@ class Scorer:
     Thread-safe: calls are serialised (one backend runs one thing at a time).
     """
 
-    def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch", mode: str = "shared",
-                 calibration: str | Path | Calibration | None = None, *, max_batch_tokens: int | None = None,
-                 on_uncovered: str = "error", echo: bool | str | None = None, slots: str | None = None,
-                 sequence_norm: str | None = None, layout: str | None = None,
-                 demos: str | Path | Demos | None = None, demos_k: int | None = None, seed: int | None = None,
-                 prefix_cache_bytes: int | str | None = None, preset: str | Path | Preset | None = None,
-                 **options: Any) -> None:
+    def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch",
+                 mode: str = _OPTIONS.mode, calibration: str | Path | Calibration | None = _OPTIONS.calibration, *,
+                 max_batch_tokens: int = _OPTIONS.max_batch_tokens, on_uncovered: str = _OPTIONS.on_uncovered,
+                 echo: bool | str | None = _OPTIONS.echo, slots: str | None = _OPTIONS.slots,
+                 sequence_norm: str | None = _OPTIONS.sequence_norm, layout: str | None = _OPTIONS.layout,
+                 demos: str | Path | Demos | None = _OPTIONS.demos, demos_k: int | None = _OPTIONS.demos_k,
+                 seed: int | None = _OPTIONS.seed, prefix_cache_bytes: int | str = _OPTIONS.prefix_cache_bytes,
+                 preset: str | Path | Preset | None = _OPTIONS.preset, **options: Any) -> None:
+        # The keywords are ScorerOptions' fields with its defaults (a contract test holds them equal).
+        self.options = ScorerOptions(mode=mode, max_batch_tokens=max_batch_tokens, calibration=calibration,
+                                     on_uncovered=on_uncovered, echo=echo, slots=slots, sequence_norm=sequence_norm,
+                                     layout=layout, demos=demos, demos_k=demos_k, seed=seed,
+                                     prefix_cache_bytes=prefix_cache_bytes, preset=preset)
+        """The options as given (before a preset filled any)."""
         from scorer.backends import BackendConfig
         from scorer.calibration.apply import check_on_uncovered
         from scorer.formats.echo import check_echo
@@ -343,12 +352,10 @@ class Scorer:
             demos, demos_k, seed, calibration = filled["demos"], filled["demos_k"], filled["seed"], \
                 filled["calibration"]
         # One validation for the API and the command line (scorer.core.checks): the same rules, the same words.
-        self.mode, self.max_batch_tokens = check_run_options(
-            mode, DEFAULT_MAX_BATCH_TOKENS if max_batch_tokens is None else max_batch_tokens)
+        self.mode, self.max_batch_tokens = check_run_options(mode, max_batch_tokens)
         self.slots = check_slots("letters" if slots is None else slots)
         self.sequence_norm = check_sequence_norm(sequence_norm, self.slots)
-        self.prefix_cache = RadixCache(DEFAULT_BUDGET_BYTES if prefix_cache_bytes is None
-                                       else byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
+        self.prefix_cache = RadixCache(byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
         """The radix prefix cache every call of this scorer shares (``prefix_cache.stats``, ``.summary()``)."""
         unknown = sorted(set(options) - set(_BACKEND_OPTIONS), key=str)
         if unknown:
@@ -383,16 +390,10 @@ class Scorer:
         self._closed = False
 
     @classmethod
-    def from_config(cls, cfg: BackendConfig, mode: str = "shared", max_batch_tokens: int | None = None,
-                    calibration: str | Path | Calibration | None = None, *, on_uncovered: str = "error",
-                    echo: bool | str | None = None, slots: str = "letters", sequence_norm: str | None = None,
-                    layout: str = "state-major", demos: Demos | None = None,
-                    prefix_cache_bytes: int | str | None = None) -> Scorer:
-        """A scorer for a :class:`~scorer.backends.BackendConfig` (what the command line builds)."""
-        return cls(cfg.model, cfg.backend, mode, calibration, max_batch_tokens=max_batch_tokens,
-                   on_uncovered=on_uncovered, echo=echo, slots=slots, sequence_norm=sequence_norm, layout=layout,
-                   demos=demos,
-                   prefix_cache_bytes=prefix_cache_bytes, **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
+    def from_options(cls, cfg: BackendConfig, options: ScorerOptions) -> Scorer:
+        """A scorer for a :class:`~scorer.backends.BackendConfig` and its :class:`ScorerOptions` (what the command
+        line, the HTTP service and MCP build)."""
+        return cls(cfg.model, cfg.backend, **options.kwargs(), **{k: getattr(cfg, k) for k in _BACKEND_OPTIONS})
 
     # --- life cycle ---------------------------------------------------------------------------------
     def __enter__(self) -> Scorer:

@@ -230,8 +230,8 @@ def test_semif_serve_and_mcp_pass_echo_to_their_scorer(monkeypatch: pytest.Monke
     import scorer.serving.service as serve
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(serve, "serve", lambda model, cfg: seen.update(serve=cfg.echo))
-    monkeypatch.setattr(mcp_server, "serve_mcp", lambda model, transport, **kw: seen.update(mcp=kw["echo"]))
+    monkeypatch.setattr(serve, "serve", lambda model, cfg: seen.update(serve=cfg.options.echo))
+    monkeypatch.setattr(mcp_server, "serve_mcp", lambda model, transport, **kw: seen.update(mcp=kw["options"].echo))
     for argv, key, want in ((["serve", "--echo"], "serve", "digest"), (["serve", "--echo", "full"], "serve", "full"),
                             (["serve"], "serve", None), (["mcp", "--echo", "full"], "mcp", "full"),
                             (["mcp"], "mcp", None)):

@@ -19,6 +19,7 @@ from scorer.core.errors import InputError
 from scorer.models import store
 from scorer.scoring.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY
 from scorer.scoring.exact import ExactPolicy
+from scorer.scoring.options import ScorerOptions
 
 
 def _rule(check: Callable[[Any], Any], word: Callable[[str], Any] = lambda t: t) -> Callable[[str], Any]:
@@ -189,6 +190,65 @@ def layout_options(args: argparse.Namespace) -> tuple[str, Any]:
     k = DEFAULT_K if args.demos_k is None else args.demos_k
     seed = DEFAULT_SEED if args.seed is None else args.seed
     return args.layout, load_demos(args.demos, k, seed)
+
+
+# --- how a scorer scores: the options every face shares ---------------------------------------------------------------
+def add_echo_arg(p: argparse.ArgumentParser) -> None:
+    """``--echo [full]``: the question, options and a state digest (or the state) in every record."""
+    p.add_argument("--echo", nargs="?", const="digest", choices=("digest", "full"),
+                   help="store the question, the options and the state's sha256 in every record (`--echo full`: "
+                        "the state itself too), so a record can be audited alone")
+
+
+def add_uncovered_arg(g: Any) -> None:
+    """``--uncovered error|raw`` (with ``--calibration``)."""
+    g.add_argument("--uncovered", choices=("error", "raw"), default="error",
+                   help="--calibration: a row whose signature the file does not cover is refused before anything is "
+                        "scored (error, default) or scored with its raw numbers and flagged `calibrated.uncovered` "
+                        "(raw). A file for another model is refused either way, before the model loads")
+
+
+def add_preset_arg(p: argparse.ArgumentParser) -> None:
+    """``--preset NAME|FILE.json``."""
+    p.add_argument("--preset", metavar="NAME|FILE.json",
+                   help="score with a committed configuration (scorer/data/presets/NAME.json: layout, demonstrations, "
+                        "readout, calibration, written by benchmarks/quality_study.py --write-preset); options given "
+                        "explicitly override its values, and every record names the preset")
+
+
+def add_scorer_args(p: argparse.ArgumentParser) -> None:
+    """The flags of :class:`~scorer.scoring.options.ScorerOptions` (``semif ask``, ``semif serve``, ``semif mcp``): its
+    fields, with its defaults, under the same rules as the API's keywords (:func:`scorer_options` reads them back)."""
+    add_mode_arg(p, ScorerOptions.mode, help=f"scoring mode (default {ScorerOptions.mode}: rows about one state are "
+                                              "prefilled once and packed)")
+    add_max_batch_tokens_arg(p)
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block")
+    add_uncovered_arg(p)
+    add_echo_arg(p)
+    add_slots_arg(p)
+    add_layout_args(p)
+    add_prefix_cache_arg(p)
+    add_preset_arg(p)
+
+
+def scorer_options(args: argparse.Namespace) -> ScorerOptions:
+    """The :class:`~scorer.scoring.options.ScorerOptions` of :func:`add_scorer_args`' flags: an option the command
+    line did not name is left None, for a preset to fill (else its default applies, as in the API). Flags that only
+    make sense together are refused here, before any model loads."""
+    named = given(args)
+    if args.uncovered != "error" and not args.calibration and not args.preset:
+        raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
+                         "--calibration FILE --uncovered raw")
+    if args.demos is None and not args.preset:
+        for flag, value in (("--demos-k", args.demos_k), ("--seed", args.seed)):
+            if value is not None:
+                raise InputError(flag, None, None, "given without --demos", f"--demos FILE {flag} VALUE")
+    return ScorerOptions(mode=args.mode, max_batch_tokens=args.max_batch_tokens, calibration=args.calibration,
+                         on_uncovered=args.uncovered, echo=args.echo,
+                         slots=args.slots if "slots" in named else None, sequence_norm=args.sequence_norm,
+                         layout=args.layout if "layout" in named else None, demos=args.demos, demos_k=args.demos_k,
+                         seed=args.seed, prefix_cache_bytes=args.prefix_cache_bytes, preset=args.preset)
 
 
 # --- the exact policy -----------------------------------------------------------------------------------------------

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from scorer.cli.arguments import add_max_batch_tokens_arg, add_model_args, backend_config
-from scorer.cli.calibrate import add_uncovered_arg
-from scorer.cli.preset import add_preset_arg
-from scorer.cli.score import add_echo_arg, add_policy_args, policy_arg
+from scorer.cli.arguments import add_model_args, add_scorer_args, backend_config, scorer_options
+from scorer.cli.score import add_policy_args, policy_arg
 from scorer.core.errors import InputError
 from scorer.core.jsonl import loads_input
 
@@ -41,13 +40,9 @@ def register(sub: Any) -> None:
     p.add_argument("--score", action="append", default=[], metavar="SPEC", help=SPEC_FORMS["--score"])
     p.add_argument("--id", help="record ids are ID/NAME (default: NAME)")
     p.add_argument("--records", metavar="OUT.jsonl", help="also write the records here (never overwritten)")
-    p.add_argument("--calibration", metavar="FILE", help="a prior or bias file (semif calibrate prior|bias)")
-    add_uncovered_arg(p)
-    add_echo_arg(p)
     add_policy_args(p)
-    add_max_batch_tokens_arg(p)
+    add_scorer_args(p)
     add_model_args(p)
-    add_preset_arg(p)
     p.set_defaults(func=_cmd_ask)
 
 
@@ -109,21 +104,20 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise InputError("--choice/--yesno/--score", None, None, "no question given", "at least one question spec")
     state = _state(args)
     policy = policy_arg(args)
-    preset = load_preset(args.preset, "--preset", model=args.model) if args.preset else None  # before the model loads
-    if args.uncovered != "error" and not args.calibration and (preset is None or preset.calibration_path is None):
-        raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
-                         "--calibration FILE --uncovered raw")
+    options = scorer_options(args)
+    # Checked before the model loads: the preset and its files, the calibration file and its model, the questions.
+    preset = load_preset(options.preset, "--preset", model=args.model) if options.preset else None
     out = Path(args.records) if args.records else None
     if out is not None:
         check_writable(out)
-    ask_decisions(state, questions, args.id)  # every question checked before the model loads
+    ask_decisions(state, questions, args.id)
     cfg = backend_config(args)
-    cal_file = args.calibration or (preset.calibration_path if preset is not None else None)  # explicit one wins
-    cal = load_calibration(cal_file) if cal_file else None
+    cal_file = options.calibration or (preset.calibration_path if preset is not None else None)  # explicit one wins
+    cal = load_calibration(cal_file) if isinstance(cal_file, str | Path) else cal_file
     if cal is not None:
         cli.check_calibration_model(cal, cfg)  # a file for another model: refused before the model loads
-    with Scorer(backend=cli.load_backend(cfg), mode="shared", calibration=cal, max_batch_tokens=args.max_batch_tokens,
-                on_uncovered=args.uncovered, echo=args.echo, preset=preset) as scorer:
+    checked = replace(options, calibration=cal, preset=preset)
+    with Scorer(cfg.model, cli.load_backend(cfg), **checked.kwargs()) as scorer:
         answers = scorer.ask(state, questions, args.id)
     doc: dict[str, Any] = {"answers": answers.to_json()}
     if policy is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scorer.calibration.core import Calibration, load_calibration, write_calibration
-from scorer.cli.arguments import Given, add_model_args, add_report_args, backend_config, comma_list
+from scorer.cli.arguments import Given, add_model_args, add_report_args, add_uncovered_arg, backend_config, comma_list
 from scorer.core.errors import InputError
 from scorer.core.io import FORCE_HINT, check_writable, write_atomic
 from scorer.evaluation import metrics
@@ -227,14 +227,6 @@ def add_score_args(p: argparse.ArgumentParser) -> None:
                    help="--batch-calibrate: what covers those signatures: none (they stay raw; default "
                         f"{DEFAULT_FALLBACK}), family, pooled (family, else the same options, else per option id)")
     add_uncovered_arg(g)
-
-
-def add_uncovered_arg(g: Any) -> None:
-    """``--uncovered error|raw`` (with ``--calibration``)."""
-    g.add_argument("--uncovered", choices=("error", "raw"), default="error",
-                   help="--calibration: a row whose signature the file does not cover is refused before anything is "
-                        "scored (error, default) or scored with its raw numbers and flagged `calibrated.uncovered` "
-                        "(raw). A file for another model is refused either way, before the model loads")
 
 
 def check_score_args(args: argparse.Namespace) -> Calibration | None:

@@ -11,14 +11,6 @@ from scorer.cli.arguments import given
 from scorer.scoring.presets import FILLED, Preset, check_states_disjoint, load_preset
 
 
-def add_preset_arg(p: argparse.ArgumentParser) -> None:
-    """``--preset NAME|FILE.json``."""
-    p.add_argument("--preset", metavar="NAME|FILE.json",
-                   help="score with a committed configuration (scorer/data/presets/NAME.json: layout, demonstrations, "
-                        "readout, calibration, written by benchmarks/quality_study.py --write-preset); options given "
-                        "explicitly override its values, and every record names the preset")
-
-
 def preset_args(args: argparse.Namespace) -> Preset | None:
     """Load ``--preset`` (checked, with its files' sha256, before any model loads) and fill from it every preset-able
     option the command line left out (``--layout``, ``--slots``, ``--demos`` with ``--demos-k``/``--seed``,

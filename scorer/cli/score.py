@@ -9,12 +9,14 @@ from typing import Any
 
 from scorer import __version__
 from scorer.cli.arguments import (
+    add_echo_arg,
     add_exact_args,
     add_layout_args,
     add_max_batch_tokens_arg,
     add_mode_arg,
     add_model_args,
     add_prefix_cache_arg,
+    add_preset_arg,
     add_slots_arg,
     backend_config,
     exact_policy,
@@ -27,7 +29,7 @@ from scorer.cli.arguments import (
 from scorer.cli.calibrate import add_score_args as add_calibration_args
 from scorer.cli.calibrate import check_score_args as check_calibration_args
 from scorer.cli.calibrate import report_batch
-from scorer.cli.preset import add_preset_arg, check_rows, preset_args
+from scorer.cli.preset import check_rows, preset_args
 from scorer.core.checks import check_slots_backend
 from scorer.core.errors import ValidationError
 from scorer.core.io import RecordsOutput, os_error_text, refuse_overwrite
@@ -70,13 +72,6 @@ def register(sub: Any) -> None:
     p.add_argument("run")
     add_policy_args(p)
     p.set_defaults(func=_cmd_show)
-
-
-def add_echo_arg(p: argparse.ArgumentParser) -> None:
-    """``--echo [full]``: the question, options and a state digest (or the state) in every record."""
-    p.add_argument("--echo", nargs="?", const="digest", choices=("digest", "full"),
-                   help="store the question, the options and the state's sha256 in every record (`--echo full`: "
-                        "the state itself too), so a record can be audited alone")
 
 
 def add_policy_args(p: argparse.ArgumentParser) -> None:

@@ -7,22 +7,15 @@ import os
 from typing import Any
 
 from scorer.cli.arguments import (
-    add_layout_args,
-    add_max_batch_tokens_arg,
-    add_mode_arg,
     add_model_args,
-    add_prefix_cache_arg,
-    add_slots_arg,
+    add_scorer_args,
     backend_config,
-    layout_options,
     non_negative_float,
     positive_float,
     positive_int,
-    sequence_norm,
+    scorer_options,
 )
-from scorer.cli.calibrate import add_uncovered_arg
-from scorer.cli.score import add_echo_arg
-from scorer.core.checks import check_slots_backend
+from scorer.core.errors import InputError
 from scorer.serving.http_server import Limits
 from scorer.serving.queue import DEFAULT_BATCH_WINDOW_MS
 from scorer.serving.service import TOKEN_ENV
@@ -33,11 +26,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
-    add_mode_arg(p, "shared")
-    add_max_batch_tokens_arg(p)
-    add_slots_arg(p)
-    add_layout_args(p)
-    add_prefix_cache_arg(p)
+    add_scorer_args(p)  # how every request is scored: the options every face shares
     p.add_argument("--token", help=f"bearer token clients must send (prefer the {TOKEN_ENV} environment variable)")
     p.add_argument("--queue-size", type=positive_int, default=Limits.queue_size,
                    help="requests waiting for the scorer before 503")
@@ -55,11 +44,6 @@ def register(sub: Any) -> None:
                    help=f"batch one-row requests that arrive within MS of each other: those about one state are "
                         f"scored in one packed pass (shared mode only; default {DEFAULT_BATCH_WINDOW_MS:g}: "
                         f"each request alone, which measured faster on a 2-core CPU; try 5 on a GPU)")
-    p.add_argument("--calibration", metavar="FILE",
-                   help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block; "
-                        "a row it does not cover answers 422")
-    add_uncovered_arg(p)
-    add_echo_arg(p)  # the server's default; a request's ?echo= overrides it for its own records
     g = p.add_argument_group("ray serve")
     g.add_argument("--ray", action="store_true", help="deploy the same app as Ray Serve replicas (the ray extra)")
     g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
@@ -70,29 +54,21 @@ def register(sub: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from scorer.core.errors import InputError
     from scorer.serving.service import RayServeOptions, ServeConfig, serve, serve_on_ray
 
-    if args.uncovered != "error" and not args.calibration:
-        raise InputError("--uncovered", None, None, f"{args.uncovered} given without --calibration",
-                         "--calibration FILE --uncovered raw")
-    layout, demos = layout_options(args)  # a bad demonstrations file is refused before the model loads
-    if args.ray and (layout != "state-major" or demos is not None):
-        raise InputError("--ray", None, None, "given with --layout/--demos",
+    options = scorer_options(args)  # a request's ?echo= overrides the server's echo for its own records
+    if args.ray and (options.layout not in (None, "state-major") or options.demos is not None or options.preset):
+        raise InputError("--ray", None, None, "given with --layout/--demos/--preset",
                          "the state-major layout without demonstrations on Ray Serve (for now)")
-    if args.ray and args.slots == "sequence":
+    if args.ray and options.slots == "sequence":
         raise InputError("--ray", None, None, "given with --slots sequence", "--slots letters or ids on Ray Serve "
                          "(for now)")
-    check_slots_backend(args.slots, args.backend)
-    cfg = ServeConfig(host=args.host, port=args.port, mode=args.mode, max_batch_tokens=args.max_batch_tokens,
+    cfg = ServeConfig(host=args.host, port=args.port, options=options,
                       token=args.token or os.environ.get(TOKEN_ENV) or None,
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
-                      calibration=args.calibration, on_uncovered=args.uncovered, slots=args.slots,
-                      sequence_norm=sequence_norm(args), layout=layout,
-                      demos=demos, batch_window_ms=args.batch_window_ms, prefix_cache_bytes=args.prefix_cache_bytes,
-                      echo=args.echo)
+                      batch_window_ms=args.batch_window_ms)
     if args.ray:
         serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
                                                                 cpus_per_replica=args.cpus_per_replica))

@@ -1,5 +1,7 @@
-"""What a scoring run is and what names it: its options (:class:`ScoreConfig`, checked by the rules the command line
-and the API share), the policies that re-score records before they are written (:class:`RecordPolicy`), the layout
+"""What a scorer and a scoring run are and what names them: the options of a :class:`~scorer.api.Scorer`
+(:class:`ScorerOptions`, the one definition every face builds from), those of a records run (:class:`ScoreConfig`,
+checked by the rules the command line and the API share), the policies that re-score records before they are
+written (:class:`RecordPolicy`), the layout
 ``auto`` resolves to, and the run's identity (:func:`checked_config_parts`, hashed by :func:`config_sha256`), which
 goes into every record and which ``--resume`` must match."""
 
@@ -7,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -37,12 +40,61 @@ from scorer.prompting.layouts import (
 )
 from scorer.prompting.prompt import Prompt
 from scorer.scoring.modes import Item
-from scorer.scoring.radix_cache import RadixCache
+from scorer.scoring.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
 from scorer.scoring.sequence import check_sequence_options
 
 if TYPE_CHECKING:
     from scorer.calibration.core import Calibration
     from scorer.scoring.presets import Preset
+
+
+@dataclass(frozen=True)
+class ScorerOptions:
+    """How a :class:`~scorer.api.Scorer` scores, whatever the face it is reached through: the one definition of these
+    options and their defaults. The Python API takes them as ``Scorer``'s keywords (same names, same defaults), the
+    command line as ``semif ask``'s, ``semif serve``'s and ``semif mcp``'s flags
+    (:func:`scorer.cli.arguments.add_scorer_args`), the HTTP service as
+    :attr:`scorer.serving.service.ServeConfig.options` and MCP as :func:`scorer.serving.mcp.serve_mcp`'s
+    ``options``; a contract test holds the four to this class.
+
+    Values are checked where they are used (the ``Scorer``, by :mod:`scorer.core.checks`' rules, with the same words
+    on every face). None means not given: a preset fills it, else the default named in its note applies. (A records
+    run, ``semif score``, is a :class:`ScoreConfig`: its own options, resume and policies, and mode ``direct`` by
+    default, since a file run's records are meant to equal fresh scoring's.)"""
+
+    mode: str = "shared"
+    """``direct``, ``serial`` or ``shared`` (:data:`scorer.core.checks.MODES`): rows about one state are prefilled
+    once and packed."""
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    """Shared mode: suffix tokens per packed pass."""
+    calibration: str | Path | Calibration | None = None
+    """A prior or bias file (``semif calibrate prior|bias``) or a loaded calibration: every record gets its
+    ``calibrated`` block."""
+    on_uncovered: str = "error"
+    """A row the calibration does not cover: refused (``error``) or scored raw and flagged (``raw``)."""
+    echo: bool | str | None = None
+    """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
+    slots: str | None = None
+    """The readout: ``letters`` (default), ``ids`` or ``sequence`` (:data:`scorer.core.checks.SLOTS`)."""
+    sequence_norm: str | None = None
+    """``slots="sequence"``: ``sum`` (default) or ``mean`` per token."""
+    layout: str | None = None
+    """The prompt layout: ``state-major`` (default), ``question-major`` or ``auto``."""
+    demos: str | Path | Demos | None = None
+    """A demonstrations file (labelled rows) or loaded demonstrations, shown before every decision."""
+    demos_k: int | None = None
+    """Demonstrations per decision (default :data:`scorer.prompting.demos.DEFAULT_K`)."""
+    seed: int | None = None
+    """The seed that orders the demonstration candidates (default :data:`scorer.prompting.demos.DEFAULT_SEED`)."""
+    prefix_cache_bytes: int | str = DEFAULT_BUDGET_BYTES
+    """Memory budget of the radix prefix cache every call shares (bytes, or text such as ``512M``)."""
+    preset: str | Path | Preset | None = None
+    """A committed configuration (a name such as ``accurate``, a file, or a loaded preset) filling what is not
+    given."""
+
+    def kwargs(self) -> dict[str, Any]:
+        """The options as ``Scorer``'s keyword arguments."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def config_sha256(parts: dict[str, Any]) -> str:

@@ -49,6 +49,7 @@ from scorer.core.errors import InputError, SemifError
 from scorer.decision.questions import normalize_options
 from scorer.formats.echo import request_echo
 from scorer.formats.record_schema import record_schema
+from scorer.scoring.options import ScorerOptions
 from scorer.serving.http_server import Limits, uvicorn_config
 from scorer.serving.mcp_wire import gate_http, gated_stdio
 from scorer.serving.service import is_loopback, row_schema
@@ -320,29 +321,28 @@ def http_app(server: Any, host: str) -> Any:
                                                 host=host), MCP_PATH, Limits().max_body_bytes)
 
 
-def serve_mcp(model: BackendConfig, transport: str, host: str = "127.0.0.1", port: int = 8001, mode: str = "shared",
-              max_batch_tokens: int | None = None, calibration: str | None = None, echo: str | None = None) -> None:
+def serve_mcp(model: BackendConfig, transport: str, host: str = "127.0.0.1", port: int = 8001,
+              options: ScorerOptions | None = None) -> None:
     """``semif mcp``: load ``model`` and serve :data:`TOOLS` over ``transport`` (``stdio`` or ``http``) until the
-    client closes stdin (stdio) or the process is interrupted (http). The SDK, the host and the calibration file
-    are checked before the model loads."""
+    client closes stdin (stdio) or the process is interrupted (http), scoring as ``options`` say (the options every
+    face shares; default: :class:`ScorerOptions`'s). The SDK, the host, the options and the calibration file are
+    checked before the model loads."""
     import anyio
-
-    from scorer.calibration.core import load_calibration
 
     _mcp_sdk()
     if transport == "http":
         check_http_host(host)
-    cal = load_calibration(calibration) if calibration else None
-    with Scorer.from_config(model, mode, max_batch_tokens, cal, echo=echo) as scorer:
+    scorer = Scorer.from_options(model, options or ScorerOptions())
+    with contextlib.closing(scorer):
         with contextlib.redirect_stdout(sys.stderr):  # whatever a model load prints, stdout is the protocol's
             scorer.load()
         server = build_server(scorer)
         if transport == "stdio":
-            print(f"[semif] MCP over stdio: {model.model} ({mode})", file=sys.stderr)
+            print(f"[semif] MCP over stdio: {model.model} ({scorer.mode})", file=sys.stderr)
             anyio.run(_serve_stdio, server)
             return
         import uvicorn
 
-        print(f"[semif] MCP over streamable HTTP: {model.model} ({mode}) on http://{host}:{port}{MCP_PATH}",
+        print(f"[semif] MCP over streamable HTTP: {model.model} ({scorer.mode}) on http://{host}:{port}{MCP_PATH}",
               file=sys.stderr)
         uvicorn.Server(uvicorn_config(http_app(server, host), Limits(), host=host, port=port)).run()

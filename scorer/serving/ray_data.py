@@ -71,8 +71,10 @@ class _UnitScorer:
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, run_parts: dict[str, Any],
                  resumed_from: int) -> None:
         from scorer.api import Scorer
+        from scorer.scoring.options import ScorerOptions
 
-        self.scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens)
+        self.scorer = Scorer.from_options(BackendConfig(**cfg), ScorerOptions(mode=mode,
+                                                                              max_batch_tokens=max_batch_tokens))
         self.scorer.load()
         self.run_parts, self.resumed_from = run_parts, resumed_from
 

@@ -57,7 +57,7 @@ import sys
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -72,7 +72,7 @@ from scorer.formats.json_schemas import load_schema
 from scorer.formats.record_schema import record_schema
 from scorer.formats.records import dumps_record
 from scorer.formats.rows import MAX_OPTIONS
-from scorer.scoring.radix_cache import DEFAULT_BUDGET_BYTES
+from scorer.scoring.options import ScorerOptions
 from scorer.serving.http_server import Limits, load_uvicorn, uvicorn_config
 from scorer.serving.queue import QueueFull, RowJob, ScoringQueue, check_batch_window, score_together
 
@@ -81,7 +81,6 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from scorer.calibration.core import Calibration
 
 TOKEN_ENV = "SEMIF_SERVE_TOKEN"
 """Environment variable holding the bearer token (preferred over ``--token``, which ``ps`` can show)."""
@@ -358,14 +357,10 @@ class _ServeReplica:
     """One Ray Serve replica: loads its own model (fetched and verified by sha256 on its node) and serves
     the same app as ``semif serve`` (its own worker thread and bounded queue)."""
 
-    def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, limits: Limits,
-                 token: str | None, calibration: Calibration | None = None, on_uncovered: str = "error",
-                 slots: str = "letters", batch_window_ms: float = 0.0,
-                 prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES, echo: str | None = None) -> None:
+    def __init__(self, cfg: dict[str, Any], options: ScorerOptions, limits: Limits, token: str | None,
+                 batch_window_ms: float = 0.0) -> None:
         # Private names: Ray Serve's ingress wrapper subclasses this class and owns ``app`` itself.
-        self._semif_scorer = Scorer.from_config(BackendConfig(**cfg), mode, max_batch_tokens, calibration,
-                                                on_uncovered=on_uncovered, slots=slots,
-                                                prefix_cache_bytes=prefix_cache_bytes, echo=echo)
+        self._semif_scorer = Scorer.from_options(BackendConfig(**cfg), options)
         self._semif_scorer.load()
         self._semif_app = build_app(self._semif_scorer, limits, token, batch_window_ms)
 
@@ -375,40 +370,23 @@ class _ServeReplica:
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """Where and how ``semif serve`` serves one model."""
+    """Where and how ``semif serve`` serves one model: how it scores (:class:`ScorerOptions`, as every face) and
+    what only a server has (address, token, limits, batching)."""
 
     host: str = "127.0.0.1"
     """Bind address; one that is not loopback needs ``token``."""
     port: int = 8000
     """TCP port (0 picks a free one)."""
-    mode: str = "shared"
-    """Scoring mode of every request."""
-    max_batch_tokens: int = 4096
-    """Shared mode: suffix tokens per pass."""
+    options: ScorerOptions = field(default_factory=ScorerOptions)
+    """How every request is scored (mode, readout, layout, demonstrations, calibration, echo, preset…); a row the
+    calibration does not cover answers 422 unless ``on_uncovered`` is ``raw``."""
     token: str | None = None
     """Bearer token clients must send (None: no token)."""
     limits: Limits = field(default_factory=Limits)
     """What one request may ask."""
-    calibration: str | None = None
-    """A prior or bias file (``semif calibrate prior|bias``): every record gets its calibrated block."""
-    on_uncovered: str = "error"
-    """A row the calibration does not cover: 422 (``error``) or its raw numbers, flagged (``raw``)."""
-    slots: str = "letters"
-    """What every request is read out through: the letters, the option ids, or the ids as token sequences
-    (``semif score --slots``)."""
-    sequence_norm: str | None = None
-    """``slots="sequence"``: ``sum`` (default) or ``mean`` (``semif score --sequence-norm``)."""
-    layout: str = "state-major"
-    """The prompt layout of every request (:mod:`scorer.prompting.layouts`; ``auto`` chooses per request)."""
-    demos: Any = None
-    """Demonstrations (a loaded :class:`scorer.prompting.demos.Demos`) shown before every decision, or None."""
     batch_window_ms: float | None = None
     """Batch one-row requests that arrive within this many ms (:mod:`scorer.serving.queue`); None: the default
     (:data:`~scorer.serving.queue.DEFAULT_BATCH_WINDOW_MS` in shared mode, 0 in the others); 0: each alone."""
-    prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES
-    """Memory budget of the scorer's radix prefix cache, which every request shares."""
-    echo: str | None = None
-    """Every record's echo unless its request says otherwise (``digest``, ``full``; None: none)."""
 
 
 @dataclass(frozen=True)
@@ -423,25 +401,22 @@ class RayServeOptions:
     """CPUs Ray reserves per replica (also its threads when the model config sets none)."""
 
 
-def _calibration(cfg: ServeConfig) -> Calibration | None:
-    """The calibration file of ``cfg``, loaded (a bad file is an input error before the model loads)."""
-    from scorer.calibration.core import load_calibration
-
-    return load_calibration(cfg.calibration) if cfg.calibration else None
+def _checked(model: BackendConfig, cfg: ServeConfig) -> tuple[Scorer, float]:
+    """The scorer (its options checked, a preset filled in, the calibration file read: nothing loaded yet) and the
+    batch window, or the error that refuses ``cfg`` before any model loads."""
+    check_bind(cfg.host, cfg.token)
+    scorer = Scorer.from_options(model, cfg.options)
+    return scorer, check_batch_window(cfg.batch_window_ms, scorer.mode, scorer.layout)  # None: the mode's default
 
 
 def serve(model: BackendConfig, cfg: ServeConfig) -> None:
     """Serve ``model`` over HTTP with uvicorn until interrupted (the serve extra). Refuses a non-loopback
-    address without a token before the model loads."""
+    address without a token, and bad options, before the model loads."""
     uvicorn = load_uvicorn()
-    check_bind(cfg.host, cfg.token)  # before the model loads
-    window_ms = check_batch_window(cfg.batch_window_ms, cfg.mode, cfg.layout)  # None: the mode's default
-    calibration = _calibration(cfg)
-    with Scorer.from_config(model, cfg.mode, cfg.max_batch_tokens, calibration, on_uncovered=cfg.on_uncovered,
-                            slots=cfg.slots, sequence_norm=cfg.sequence_norm, layout=cfg.layout, demos=cfg.demos,
-                            prefix_cache_bytes=cfg.prefix_cache_bytes, echo=cfg.echo) as scorer:
+    scorer, window_ms = _checked(model, cfg)
+    with scorer:
         app = build_app(scorer, cfg.limits, cfg.token, window_ms)
-        print(f"[semif] serving {model.model} ({cfg.mode}, batch window {window_ms:g} ms) on "
+        print(f"[semif] serving {model.model} ({scorer.mode}, batch window {window_ms:g} ms) on "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()
 
@@ -452,9 +427,8 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
     from dataclasses import asdict
 
     load_uvicorn()  # the app is the same Starlette app: the serve extra first, as plain `semif serve` asks
-    check_bind(cfg.host, cfg.token)  # before the model loads
-    window_ms = check_batch_window(cfg.batch_window_ms, cfg.mode, cfg.layout)  # None: the mode's default
-    calibration = _calibration(cfg)
+    scorer, window_ms = _checked(model, cfg)
+    options = replace(cfg.options, calibration=scorer.calibration)  # the replicas get the file as read here
     try:
         import ray
         from ray import serve as ray_serve
@@ -469,10 +443,9 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
                                        ray_actor_options={"num_cpus": ray_opts.cpus_per_replica},
                                        max_ongoing_requests=cfg.limits.queue_size + 1)
         app = replica.bind(  # type: ignore[attr-defined]  # ray's stubs type deployment() as the decorator form
-{**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
-                           cfg.mode, cfg.max_batch_tokens, cfg.limits, cfg.token, calibration, cfg.on_uncovered,
-                           cfg.slots, window_ms, cfg.prefix_cache_bytes, cfg.echo)
-        print(f"[semif] serving {model.model} ({cfg.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
+            {**asdict(model), "threads": model.threads or max(1, int(ray_opts.cpus_per_replica))},
+            options, cfg.limits, cfg.token, window_ms)
+        print(f"[semif] serving {model.model} ({scorer.mode}) on Ray Serve, {ray_opts.replicas} replicas, "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         ray_serve.run(app, name="semif", route_prefix="/", blocking=True)
     finally:
