@@ -166,3 +166,36 @@ def test_bad_threshold_files_name_file_and_field(tmp_path, content, field):
     with pytest.raises(InputError) as exc:
         load_policy(p)
     assert exc.value.path == str(p) and exc.value.field == field
+
+
+# --- one escalation rule (issue #37) --------------------------------------------------------------------------------
+def _one(margin: float, tie: bool = False, calibrated: dict | None = None) -> dict:
+    r = {"margin": margin, "tie": tie, "allowed_token_mass": 0.9, "signature": "s" * 64}
+    if calibrated is not None:
+        r["calibrated"] = calibrated
+    return r
+
+
+@pytest.mark.parametrize("rec", [_one(0.3), _one(0.05), _one(0.0, tie=True), _one(0.3, calibrated={"margin": 0.02,
+                                                                                                        "tie": False}),
+                                 _one(0.01, calibrated={"margin": 0.5, "tie": False})])
+@pytest.mark.parametrize("threshold", [0.0, 0.1, 0.2])
+@pytest.mark.parametrize("readout", ["acting", "raw"])
+def test_abstention_live_routing_and_offline_routing_share_one_rule(rec, threshold, readout):
+    from scorer.decision.policy import escalates, readout_of
+    from scorer.evaluation.route_report import route_records
+
+    verdict = Policy(margin=threshold, readout=readout).verdict(rec)
+    assert verdict.confident == (not escalates(rec, threshold, readout))
+    judged = readout_of(rec, readout)
+    assert escalates(rec, threshold, readout) == (judged["tie"] or judged["margin"] < threshold)
+    if readout == "raw":  # semif route on two runs judges the raw margin by the same rule
+        fast = [{**rec, "id": "a", "choice": "x", "timing": {"total_s": 1.0}}]
+        ref = [{**rec, "id": "a", "choice": "y", "timing": {"total_s": 2.0}}]
+        assert route_records(fast, ref, threshold)[0]["escalated"] == escalates(rec, threshold, "raw")
+    assert escalates(None, threshold, readout)  # what the fast path did not produce is escalated
+
+
+def test_a_policy_readout_that_is_not_acting_or_raw_is_refused():
+    with pytest.raises(SemifError, match="readout: 'calibrated' is not one of acting, raw"):
+        Policy(readout="calibrated")

@@ -1,7 +1,13 @@
-"""Abstention: when a decision may be acted on, and when it goes to a human (or another path).
+"""Abstention and escalation: when a decision may be acted on, and when it goes to a human or another path.
 
-A :class:`Policy` judges one record by its *acting* readout (:func:`acting`: the calibrated block when the
-record carries one, else the raw readout) and says :class:`Verdict` confident or not, with the reason:
+One rule (:func:`escalates`): a decision is escalated — not acted on, sent to a person (abstention) or re-asked on
+the accurate engine (two-path routing, live or judged offline) — when it is missing, a tie, or its margin (top minus
+second probability) is under the threshold. Which margin is its one parameter, ``readout``: ``acting`` (the
+calibrated block when the record carries one, else the raw readout: :func:`acting`; abstention and live routing with
+calibrated engines) or ``raw`` (the model's own readout: ``semif route`` on two runs and ``route_live``, which
+measure the policy on uncalibrated runs).
+
+A :class:`Policy` applies that rule to one record and says :class:`Verdict` confident or not, with the reason:
 
 * never on a tie;
 * never when ``allowed_token_mass`` is below ``min_allowed_token_mass`` (the model wanted to say something
@@ -52,10 +58,24 @@ def calibrated_view(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, **{k: block[k] for k in READOUT_FIELDS}}
 
 
-def escalates(fast: Mapping[str, Any] | None, threshold: float) -> bool:
-    """The margin policy of two-path routing: escalate a decision whose fast-path margin is below ``threshold``
-    (or that the fast path did not produce)."""
-    return fast is None or float(fast["margin"]) < threshold
+READOUTS = ("acting", "raw")
+"""Which readout's margin :func:`escalates` and :class:`Policy` judge (module docstring)."""
+
+
+def readout_of(record: Mapping[str, Any], readout: str = "acting") -> Mapping[str, Any]:
+    """The readout of ``record`` a policy judges: its acting one (:func:`acting`) or its raw one."""
+    if readout not in READOUTS:
+        raise OptionError("readout", f"{brief(readout)} is not one of {', '.join(READOUTS)}")
+    return acting(record) if readout == "acting" else record
+
+
+def escalates(record: Mapping[str, Any] | None, threshold: float, readout: str = "acting") -> bool:
+    """The one escalation rule (module docstring): True when ``record`` is missing (the fast path produced none), is
+    a tie, or its ``readout``'s margin is below ``threshold``."""
+    if record is None:
+        return True
+    r = readout_of(record, readout)
+    return bool(r["tie"]) or float(r["margin"]) < threshold
 
 
 @dataclass(frozen=True)
@@ -92,9 +112,12 @@ class Policy:
     """Where the policy came from (a threshold file's path and sha256)."""
     precision: float | None = None
     """The target precision the thresholds were chosen for (threshold files)."""
+    readout: str = "acting"
+    """Whose margin is judged: the acting readout (calibrated when there is a block) or the raw one."""
     _frozen: Mapping[str, float | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        readout_of({}, self.readout)  # a readout that is not one of READOUTS is refused here
         object.__setattr__(self, "margin", unit_interval(self.margin, "margin"))
         object.__setattr__(self, "min_allowed_token_mass",
                            unit_interval(self.min_allowed_token_mass, "min_allowed_token_mass"))
@@ -108,8 +131,9 @@ class Policy:
             object.__setattr__(self, "_frozen", checked)
 
     def verdict(self, record: Mapping[str, Any]) -> Verdict:
-        """Whether ``record`` (a SemIf record) may be acted on under this policy, and why."""
-        r = acting(record)
+        """Whether ``record`` (a SemIf record) may be acted on under this policy, and why: :func:`escalates`' rule,
+        with the threshold of the record's signature (threshold policy) and the floor on ``allowed_token_mass``."""
+        r = readout_of(record, self.readout)
         if r["tie"]:
             return Verdict(False, "a tie: no choice to act on")
         mass = float(record["allowed_token_mass"])
@@ -117,7 +141,7 @@ class Policy:
             return Verdict(False, f"allowed_token_mass {mass:.3f} < floor {self.min_allowed_token_mass:g}")
         m = float(r["margin"])
         if self.thresholds is None:
-            ok = m >= self.margin
+            ok = not escalates(record, self.margin, self.readout)
             return Verdict(ok, f"margin {m:.4f} {'>=' if ok else '<'} {self.margin:g}")
         sig = str(record.get("signature"))
         if sig in self._frozen:
@@ -126,7 +150,7 @@ class Policy:
             t, what = self.fallback, f"fallback threshold ({sig[:12]} not in {self.source})"
         if t is None:
             return Verdict(False, f"no margin reached precision {self.precision} on the labelled runs ({what})")
-        ok = m >= t
+        ok = not escalates(record, t, self.readout)
         return Verdict(ok, f"margin {m:.4f} {'>=' if ok else '<'} {t:g} ({what})")
 
     def describe(self) -> dict[str, Any]:

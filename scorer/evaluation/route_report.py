@@ -28,7 +28,7 @@ def route_records(fast: list[dict[str, Any]], reference: list[dict[str, Any]],
     out = []
     for rid in ids:
         f = fst.get(rid)
-        if f is not None and not escalates(f, threshold):
+        if f is not None and not escalates(f, threshold, readout="raw"):
             rec = dict(f)
             rec["escalated"] = False
             rec["route"] = {"policy": "margin", "threshold": threshold, "path": "fast", "fast_margin": f["margin"]}
@@ -77,8 +77,9 @@ def route_report(fast: str, reference: str, labels: str | None, thresholds: tupl
              f"{rm.get('backend')} · {Path(reference).stem} ({len(labs)} rows)")
     return enveloped("route", {
             "title": title, "fast": fi, "reference": ri, "labels": labels_info(labels),
-            "rows": len(labs), "policy": "escalate a decision to the reference path when its fast-path margin "
-                                         "(top minus second probability) is below the threshold",
+            "rows": len(labs), "policy": "escalate a decision to the reference path when its fast-path raw margin "
+                                         "(top minus second probability) is below the threshold, or it is a tie "
+                                         "(scorer.decision.policy.escalates, readout raw)",
             "time_accounting": "fast time for every row + reference time for escalated rows (timing.total_s)",
             "bootstrap": {"reps": reps, "seed": seed, "level": metrics.CI_LEVEL, "unit": "group"},
             "table": rows})

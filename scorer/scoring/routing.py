@@ -115,10 +115,6 @@ class RoutePolicy:
         if self.accurate_calibration is not None:
             check_decisions(self.accurate_calibration, decisions, self.accurate.model_info(), 1)
 
-    def _escalates(self, rec: dict[str, Any]) -> bool:
-        r = acting(rec)
-        return bool(r["tie"]) or float(r["margin"]) < self.threshold
-
     def apply(self, backend: Backend, items: list[Item], mode: str,
               records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         window: list[dict[str, Any]] = []
@@ -133,7 +129,7 @@ class RoutePolicy:
             yield from self._route(backend, window)
 
     def _route(self, fast: Backend, window: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        up = [rec for rec in window if self._escalates(rec)]
+        up = [rec for rec in window if escalates(rec, self.threshold)]  # the acting (calibrated) margin
         acc: dict[int, dict[str, Any]] = {}
         if up:
             sel = [self._items[int(rec["run"]["index"])] for rec in up]
@@ -255,7 +251,7 @@ def route_live(decisions: list[Decision], fast: Any, reference: Any, threshold: 
     Both paths render ``layout`` (a resolved one) with ``demos``' demonstrations (:mod:`scorer.prompting.demos`)."""
     fast_items = prepare(fast, decisions, with_prefix=fast_mode != "direct", layout=layout, demos=demos)
     fast_recs = list(score_items(fast, fast_items, fast_mode, run, 0, max_batch_tokens))
-    escalated = [d for d, r in zip(decisions, fast_recs, strict=True) if escalates(r, threshold)]
+    escalated = [d for d, r in zip(decisions, fast_recs, strict=True) if escalates(r, threshold, readout="raw")]
     ref_recs = list(score_items(reference, prepare(reference, escalated, with_prefix=False, layout=layout,
                                                    demos=demos), "direct", run)) if escalated else []
     out = route_records(fast_recs, ref_recs, threshold)
