@@ -31,8 +31,8 @@ import orjson
 
 from scorer import __version__
 from scorer.backends.base import Backend
+from scorer.backends.registry import BACKENDS
 from scorer.core.checks import (
-    BACKENDS,
     OptionError,
     byte_size,
     check_run_options,

@@ -530,3 +530,12 @@ def test_close_and_the_context_manager(name: str) -> None:
                  lambda: backend.fan_out_logprobs(pre, [ids[-1:]], [ids[-1:]], 64)):
         with pytest.raises(ModelError, match="closed"):
             call()
+
+
+def test_every_registered_backend_is_held_to_the_contract():
+    """A backend added to the registry (scorer.backends.registry) without a place in this file's BACKENDS is never
+    checked: refuse that here."""
+    from scorer.backends.registry import BACKENDS as REGISTERED
+
+    covered = {(p.values[0] if hasattr(p, "values") else p).split("-")[0] for p in BACKENDS}
+    assert set(REGISTERED) <= covered, sorted(set(REGISTERED) - covered)

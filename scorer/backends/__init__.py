@@ -1,13 +1,20 @@
-"""Backends: one base class with the contract (:mod:`scorer.backends.base`), two in-process kernels (torch,
-llama.cpp) and one remote engine over the OpenAI-compatible HTTP API (vLLM, llama.cpp's server)."""
+"""Backends: one base class with the contract (:mod:`scorer.backends.base`), a registry of them by name
+(:mod:`scorer.backends.registry`), two in-process kernels (torch, llama.cpp) and one remote engine over the
+OpenAI-compatible HTTP API (vLLM, llama.cpp's server), with what each needs of its own: the remote engine's wire
+(``openai_wire``) and grammar lane (``openai_grammar``), llama.cpp's grammar sampler and vocabulary, llguidance
+(``guidance``), the engines started here (``engine_state``) and the proofs that a GGUF scores the prompt the
+reference tokenizer built (``gguf_check``).
+
+:class:`BackendConfig` says which model runs where; :func:`load_backend` builds it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
 from scorer.backends.base import Backend
+from scorer.backends.registry import BACKENDS, REGISTRY
 from scorer.core import checks as options
-from scorer.core.checks import BACKENDS, DEVICES, DTYPES
+from scorer.core.checks import DEVICES, DTYPES
 from scorer.core.errors import ModelError
 from scorer.models import store
 
@@ -23,7 +30,7 @@ class BackendConfig:
     revision: str | None = None
     """40-hex commit for hub ids."""
     backend: str = "torch"
-    """``torch`` or ``llamacpp``."""
+    """A name in :data:`~scorer.backends.registry.REGISTRY` (``torch``, ``llamacpp``, ``openai``)."""
     device: str = "cpu"
     """torch device: cpu, cuda or mps."""
     dtype: str | None = None
@@ -73,20 +80,8 @@ class BackendConfig:
 
 
 def load_backend(cfg: BackendConfig) -> Backend:
-    """Resolve the model and construct the named backend."""
-    if cfg.backend == "torch":
-        from scorer.backends.torch_backend import TorchBackend
-
-        return TorchBackend(store.resolve(cfg.model, cfg.revision), cfg.device, cfg.dtype, cfg.threads)
-    if cfg.backend == "llamacpp":
-        try:
-            from scorer.backends.llamacpp_backend import LlamaCppBackend
-        except ImportError as exc:
-            raise ModelError(f"the llama.cpp backend needs llama-cpp-python ({exc}); install it with "
-                             "`pip install llama-cpp-python==0.3.36` (builds from source)") from None
-        return LlamaCppBackend(cfg)
-    if cfg.backend == "openai":
-        from scorer.backends.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(cfg)
-    raise ModelError(f"unknown backend {cfg.backend!r} (expected one of {', '.join(BACKENDS)})")
+    """Resolve the model and construct the named backend (:data:`~scorer.backends.registry.REGISTRY`)."""
+    entry = REGISTRY.get(cfg.backend)
+    if entry is None:
+        raise ModelError(f"unknown backend {cfg.backend!r} (expected one of {', '.join(BACKENDS)})")
+    return entry.load(cfg)

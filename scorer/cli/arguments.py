@@ -13,8 +13,9 @@ from typing import Any
 
 from scorer.backends import BackendConfig
 from scorer.backends.base import Backend
+from scorer.backends.registry import BACKENDS
 from scorer.core import checks as rules
-from scorer.core.checks import BACKENDS, DEVICES, DTYPES, MODES, OptionError
+from scorer.core.checks import DEVICES, DTYPES, MODES, OptionError
 from scorer.core.errors import InputError
 from scorer.models import store
 from scorer.scoring.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scorer.backends.registry import BACKENDS
 from scorer.cli.arguments import add_layout_args, add_mode_arg, add_report_args, choice, layout_options, positive_int
-from scorer.core.checks import BACKENDS
 from scorer.core.errors import InputError
 from scorer.evaluation.route_report import DEFAULT_THRESHOLDS
 

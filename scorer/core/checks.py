@@ -21,8 +21,6 @@ from scorer.core.errors import SemifError, brief
 
 MODES = ("direct", "serial", "shared")
 """Scoring modes (``scorer.scoring.modes``)."""
-BACKENDS = ("torch", "llamacpp", "openai")
-"""Backends (``scorer.backends``)."""
 DEVICES = ("cpu", "cuda", "mps")
 """torch devices."""
 DTYPES = ("float32", "bfloat16", "float16")
