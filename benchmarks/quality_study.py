@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import sys
 import time
 from collections.abc import Callable
@@ -70,12 +69,12 @@ from scorer import __version__  # noqa: E402
 from scorer.calibration.temperature import DEFAULT_FOLDS  # noqa: E402
 from scorer.core.checks import MODES  # noqa: E402
 from scorer.core.errors import InputError, SemifError  # noqa: E402
+from scorer.core.hashing import sha256_file, sha256_hex  # noqa: E402
 from scorer.core.io import check_writable, os_error_text, write_atomic  # noqa: E402
 from scorer.core.machine import load_average, load_span  # noqa: E402
 from scorer.evaluation import metrics  # noqa: E402
 from scorer.formats.envelope import carried_inputs, make_report, write_report  # noqa: E402
 from scorer.formats.records import dumps_record, read_records  # noqa: E402
-from scorer.models.store import sha256_file  # noqa: E402
 from scorer.prompting.layouts import LAYOUTS  # noqa: E402
 
 FORMAT = "semif-quality-study-v1"
@@ -152,7 +151,7 @@ class Work:
         the meta as written."""
         data = b"".join(dumps_record(rec) for rec in records)
         write_atomic(self.records_path(r), data)
-        meta = {**meta, "records_sha256": hashlib.sha256(data).hexdigest()}
+        meta = {**meta, "records_sha256": sha256_hex(data)}
         write_atomic(self.meta_path(r), orjson.dumps(meta) + b"\n")
         return meta
 

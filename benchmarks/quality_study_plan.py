@@ -30,10 +30,10 @@ from typing import Any
 from scorer.calibration.temperature import DEFAULT_FOLDS, group_folds
 from scorer.core.checks import SLOTS
 from scorer.core.errors import InputError, brief
+from scorer.core.hashing import sha256_file
 from scorer.evaluation import metrics
 from scorer.formats.echo import state_sha256
 from scorer.formats.rows import Decision, load_decisions
-from scorer.models.store import sha256_file
 from scorer.prompting.demos import Demos, demo_of, load_demos
 from scorer.prompting.layouts import LAYOUTS
 

@@ -25,8 +25,8 @@ from benchmarks.quality_study_plan import READOUTS, StudySet
 from benchmarks.quality_study_table import fitter
 from scorer.calibration.core import write_calibration
 from scorer.core.errors import InputError
+from scorer.core.hashing import sha256_file
 from scorer.core.io import check_writable
-from scorer.models.store import sha256_file
 from scorer.scoring.presets import preset_body, write_preset
 
 

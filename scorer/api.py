@@ -18,7 +18,6 @@ whole life, so a call reuses the prefixes of earlier calls (records say so in ``
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -41,6 +40,7 @@ from scorer.core.checks import (
     check_slots_backend,
 )
 from scorer.core.errors import InputError, SemifError, brief
+from scorer.core.hashing import sha256_chunks
 from scorer.decision.policy import Policy, Verdict
 from scorer.decision.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
 from scorer.formats.rows import Decision, nonempty_str, parse_decision, unprintable
@@ -171,7 +171,7 @@ class DecisionRecord:
 def rows_sha256(lines: Sequence[bytes]) -> str:
     """The ``input_sha256`` of rows given in memory: the sha256 of the JSONL file that holds them as
     ``orjson.dumps(row)`` lines, so scoring that very file with ``semif score`` names the same run."""
-    return hashlib.sha256(b"".join(line + b"\n" for line in lines)).hexdigest()
+    return sha256_chunks(line + b"\n" for line in lines)
 
 
 def parse_rows(rows: Iterable[Any], source: str = ROWS_SOURCE) -> tuple[list[Decision], list[bytes]]:

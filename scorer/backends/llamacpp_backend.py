@@ -48,6 +48,7 @@ from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.backends.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.backends.llamacpp_vocab import LlamaVocab
 from scorer.core.errors import ModelError, ValidationError
+from scorer.core.hashing import sha256_file
 from scorer.models import store
 from scorer.models.gguf_tools import GGUFIdentity, identity
 from scorer.models.llama_log import LLAMA_LOG
@@ -140,7 +141,7 @@ class LlamaCppBackend(Backend):
             if not path.is_file():
                 raise ModelError(f"--gguf {cfg.gguf}: " + ("is not a regular file (expected a .gguf file)"
                                                            if path.exists() else "file not found"))
-            path, sha = path.resolve(), store.sha256_file(path)
+            path, sha = path.resolve(), sha256_file(path)
         elif ref.kind in ("store", "gguf"):
             path, sha = store.gguf_for(ref)
         else:

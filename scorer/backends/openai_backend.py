@@ -63,6 +63,7 @@ from scorer.backends.engine_state import state_for_url
 from scorer.backends.gguf_check import probe_texts
 from scorer.backends.openai_wire import DIALECTS, TOP_K, Dialect, EngineFacts, Transport
 from scorer.core.errors import EngineError, ModelError, ValidationError
+from scorer.core.hashing import sha256_file
 from scorer.models import gguf_header, store
 from scorer.prompting.prompt import LETTERS, Tokenizer
 from scorer.prompting.reference_tokenizer import load_reference_tokenizer
@@ -360,7 +361,7 @@ def _weights_identity(facts: EngineFacts, ref: store.ModelRef, base: str) -> dic
     if facts.kind == "llamacpp" and path is not None and path.is_file():
         # Another rung of the same model (a requantized GGUF) has the same tokenizer (checked): allowed, and
         # the sha256 of what is served is what the record carries.
-        sha = store.sha256_file(path)
+        sha = sha256_file(path)
         return {"source": "model_path reported by the engine, hashed here", "gguf_sha256": sha,
                 "weights_path": str(path)}
     return {"source": "not verifiable from here (the engine's weights are not readable on this machine)",

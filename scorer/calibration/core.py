@@ -30,7 +30,6 @@ that asked for calibration uses ``record["calibrated"]["choice"]`` (and its ``pr
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ import numpy as np
 import orjson
 
 from scorer.core.errors import InputError
+from scorer.core.hashing import sha256_hex
 from scorer.core.io import write_atomic
 from scorer.decision.readout import resolution
 from scorer.formats.signature import describe_identity, identity_sha256, model_identity, readout_of
@@ -281,7 +281,7 @@ def write_calibration(cal: Calibration, path: Path, force: bool = False) -> str:
 
     data = report_bytes(cal.to_json())
     write_atomic(path, data, force)
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def _num(v: Any, path: str, where: str, positive: bool = False) -> float:
@@ -392,4 +392,4 @@ def load_calibration(path: str | Path) -> Calibration:
         raise InputError(name, None, "entries", "empty", "at least one entry")
     meta = {k: v for k, v in doc.items() if k not in _NOT_META}
     return Calibration(doc["method"], str(doc.get("estimator", "")), models, entries, skipped,
-                       {"kind": "file", "path": name, "sha256": hashlib.sha256(data).hexdigest()}, meta)
+                       {"kind": "file", "path": name, "sha256": sha256_hex(data)}, meta)

@@ -501,10 +501,10 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
+    from scorer.core.hashing import sha256_file
     from scorer.evaluation.report_files import enveloped, run_info
     from scorer.formats.records import read_records
     from scorer.formats.rows import load_decisions
-    from scorer.models.store import sha256_file
 
     rows_list = load_decisions(labels_path)
     rows = {d.id: d for d in rows_list}

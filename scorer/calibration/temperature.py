@@ -13,13 +13,13 @@ assignment is deterministic and the folds are balanced.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from scorer.core.hashing import sha256_text
 from scorer.evaluation import metrics
 from scorer.evaluation.metrics import Table
 
@@ -125,7 +125,7 @@ def scaled_table(t: Table, temps: list[float] | float) -> Table:
 
 def group_folds(groups: list[str], k: int) -> dict[str, int]:
     """Fold of each group: groups sorted by sha256 of their name, dealt round-robin into ``k`` folds."""
-    uniq = sorted(set(groups), key=lambda g: (hashlib.sha256(g.encode("utf-8")).hexdigest(), g))
+    uniq = sorted(set(groups), key=lambda g: (sha256_text(g), g))
     return {g: i % k for i, g in enumerate(uniq)}
 
 

@@ -17,10 +17,10 @@ from typing import Any
 from scorer.calibration.core import Calibration, load_calibration, write_calibration
 from scorer.cli.arguments import Given, add_model_args, add_report_args, add_uncovered_arg, backend_config, comma_list
 from scorer.core.errors import InputError
+from scorer.core.hashing import sha256_file
 from scorer.core.io import FORCE_HINT, check_writable, write_atomic
 from scorer.evaluation import metrics
 from scorer.formats.signature import load_rows, record_signatures
-from scorer.models.store import sha256_file
 
 SUBCOMMANDS = ("temperature", "prior", "bias", "apply", "report", "thresholds")
 

@@ -29,9 +29,9 @@ def register(sub: Any) -> None:
 
 def _cmd_drift(args: argparse.Namespace) -> int:
     from scorer.core.errors import InputError
+    from scorer.core.hashing import sha256_file
     from scorer.core.progress import bar
     from scorer.formats.rows import load_decisions
-    from scorer.models.store import sha256_file
     from scorer.scoring.drift import DriftConfig, measure, parse_rows, report_paths, write_reports
     from scorer.scoring.modes import MODES
 

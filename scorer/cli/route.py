@@ -108,10 +108,10 @@ def _cmd_route(args: argparse.Namespace) -> int:
 def _cmd_route_score(args: argparse.Namespace) -> int:
     from scorer import __version__
     from scorer.backends import BackendConfig, load_backend
+    from scorer.core.hashing import sha256_file
     from scorer.core.io import check_writable, write_atomic
     from scorer.formats.records import dumps_record
     from scorer.formats.rows import load_decisions
-    from scorer.models.store import sha256_file
     from scorer.scoring.options import config_sha256, resolve_layout
     from scorer.scoring.routing import route_live
 

@@ -32,8 +32,8 @@ from scorer.cli.calibrate import report_batch
 from scorer.cli.preset import check_rows, preset_args
 from scorer.core.checks import check_slots_backend
 from scorer.core.errors import ValidationError
+from scorer.core.hashing import sha256_file
 from scorer.core.io import RecordsOutput, os_error_text, refuse_overwrite
-from scorer.models.store import sha256_file
 from scorer.scoring.options import ScoreConfig
 from scorer.scoring.radix_cache import RadixCache
 from scorer.scoring.sequence import check_sequence_options

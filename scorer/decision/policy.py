@@ -32,6 +32,7 @@ import orjson
 
 from scorer.core.checks import OptionError
 from scorer.core.errors import InputError, brief
+from scorer.core.hashing import sha256_hex
 
 THRESHOLDS_KIND = "abstain-thresholds"
 """The ``kind`` of a ``semif calibrate thresholds`` file."""
@@ -169,7 +170,6 @@ ANY_MARGIN = Policy()
 def load_policy(path: str | Path, min_allowed_token_mass: float | None = None) -> Policy:
     """The threshold policy of a ``semif calibrate thresholds`` file, checked (errors name the file and the
     field). ``min_allowed_token_mass`` overrides the file's floor."""
-    import hashlib
 
     p, name = Path(path), str(path)
     expected = "a file written by `semif calibrate thresholds`"
@@ -202,7 +202,7 @@ def load_policy(path: str | Path, min_allowed_token_mass: float | None = None) -
     floor = doc.get("min_allowed_token_mass", 0.0) if min_allowed_token_mass is None else min_allowed_token_mass
     try:
         return Policy(thresholds=thresholds, fallback=fallback, min_allowed_token_mass=floor,
-                      source=f"{name} (sha256 {hashlib.sha256(data).hexdigest()[:12]})",
+                      source=f"{name} (sha256 {sha256_hex(data)[:12]})",
                       precision=_precision(doc.get("precision")))
     except OptionError as exc:
         raise InputError(name, None, exc.option, exc.problem) from None

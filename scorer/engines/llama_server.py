@@ -9,7 +9,6 @@ wheel's build on 2 cores (several minutes), once. The server then runs the GGUF 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 from scorer.core.errors import EngineError
+from scorer.core.hashing import sha256_file, sha256_text
 from scorer.models import store
 
 LLAMA_CPP_PYTHON = "0.3.36"
@@ -41,7 +41,7 @@ def cpu_key() -> str:
             line = next((ln for ln in f if ln.startswith(("flags", "Features"))), line + "\n")
     except OSError:
         line += "\n"
-    return f"{platform.machine()}-{hashlib.sha256(line.encode()).hexdigest()[:12]}"
+    return f"{platform.machine()}-{sha256_text(line)[:12]}"
 
 
 def build_dir() -> Path:
@@ -85,7 +85,7 @@ def ensure_binary(say: bool = True) -> Path:
         run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
              "--disable-pip-version-check", "-q", "-d", str(tmp), f"llama-cpp-python=={LLAMA_CPP_PYTHON}"])
         sdist = tmp / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
-        if not sdist.is_file() or store.sha256_file(sdist) != SDIST_SHA256:
+        if not sdist.is_file() or sha256_file(sdist) != SDIST_SHA256:
             raise EngineError(f"the llama-cpp-python {LLAMA_CPP_PYTHON} sdist is missing or its sha256 is not "
                               f"{SDIST_SHA256} (refused; see {log})")
         with tarfile.open(sdist) as tf:

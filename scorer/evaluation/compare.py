@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from scorer.core.errors import InputError
+from scorer.core.hashing import sha256_file
 from scorer.formats.records import read_records
-from scorer.models.store import sha256_file
 
 REPORT_FORMAT = "semif-compare-v2"
 """v2: the report envelope, whose ``machine`` replaces v1's ``compared_on``."""

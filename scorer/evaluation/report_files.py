@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from scorer.core.errors import InputError
+from scorer.core.hashing import sha256_file
 from scorer.core.io import FORCE_HINT, check_writable
 from scorer.evaluation import metrics
 from scorer.formats.envelope import carried_inputs, make_report, write_report
 from scorer.formats.records import read_records
-from scorer.models.store import sha256_file
 
 REPORT_FORMAT = "semif-eval-v2"
 """v2: the report envelope (v1: ``schema``, ``created_unix`` and a ``machine`` block of its own)."""

@@ -15,7 +15,6 @@ take the same values as the API.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ import orjson
 
 from scorer.core.checks import OptionError
 from scorer.core.errors import InputError, brief
+from scorer.core.hashing import sha256_hex
 from scorer.formats.rows import Decision
 
 ECHO_LEVELS = ("digest", "full")
@@ -62,7 +62,7 @@ def request_echo(value: Any, source: str, field: str = "echo") -> str | bool | N
 def state_sha256(state: str | dict[str, Any] | list[Any]) -> str:
     """sha256 of a state: its UTF-8 text, or the compact JSON of a JSON state (key order kept)."""
     data = state.encode("utf-8") if isinstance(state, str) else orjson.dumps(state)
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def echo_block(d: Decision, level: str) -> dict[str, Any]:

@@ -28,7 +28,6 @@ Plain data only: nothing here imports torch or a backend.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from scorer.core.hashing import sha256_file
 from scorer.core.io import FORCE_HINT, write_atomic
 from scorer.core.machine import library_versions, machine_facts
 
@@ -74,13 +74,7 @@ KINDS: dict[str, str] = {
 
 def file_input(path: Path) -> dict[str, Any]:
     """An ``inputs`` entry: the path as given, the sha256 of its bytes and their count."""
-    h = hashlib.sha256()
-    n = 0
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-            n += len(block)
-    return {"path": str(path), "sha256": h.hexdigest(), "bytes": n}
+    return {"path": str(path), "sha256": sha256_file(path), "bytes": path.stat().st_size}
 
 
 def utc_now(t: float | None = None) -> str:

@@ -31,14 +31,12 @@ to the other).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from scorer.core.errors import InputError
+from scorer.core.hashing import canonical_sha256
 from scorer.formats.rows import Decision
 
 SIGNATURE_VERSION = "semif-signature-v1"
@@ -55,7 +53,7 @@ def model_identity(model: dict[str, Any]) -> dict[str, Any]:
 
 def identity_sha256(identity: dict[str, Any]) -> str:
     """Short stable key of a model identity (sha256 of its canonical JSON)."""
-    return hashlib.sha256(orjson.dumps(identity, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return canonical_sha256(identity)
 
 
 def describe_identity(identity: dict[str, Any]) -> str:
@@ -88,7 +86,7 @@ def decision_signature(prompt_version: str, question: str, options: Sequence[tup
     """The signature of a decision (module docstring); ``model`` is a record's model block."""
     doc = {"signature": SIGNATURE_VERSION, "prompt_version": prompt_version, "question": question,
            "options": [[str(i), str(d)] for i, d in options], "model": model_identity(model), "readout": readout}
-    return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return canonical_sha256(doc)
 
 
 def signature_of(decision: Decision, prompt_version: str, model: dict[str, Any], readout: str = "plain") -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from scorer.core.errors import ModelError
-from scorer.models import store
+from scorer.core.hashing import sha256_file
 from scorer.models.llama_log import LLAMA_LOG
 
 # llama.cpp's ``enum llama_ftype`` (llama.h); names as the quantize tool spells them.
@@ -161,7 +161,7 @@ def quantize(source: Path, target: Path, ftype: str, threads: int | None = None)
 
 def identity(path: Path, sha256: str | None, ftype: int) -> GGUFIdentity:
     """The ``gguf`` block of a file whose sha256 is known (or is computed now)."""
-    return GGUFIdentity(path.name, path.stat().st_size, sha256 or store.sha256_file(path), ftype_name(ftype))
+    return GGUFIdentity(path.name, path.stat().st_size, sha256 or sha256_file(path), ftype_name(ftype))
 
 
 def same_grid(source: Path, requantized: Path) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scorer.core.errors import ModelError
+from scorer.core.hashing import sha256_file
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,6 @@ def cache_dir() -> Path:
 
 def gguf_path(entry: ModelEntry) -> Path:
     return cache_dir() / "models" / entry.key / entry.filename
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def get_entry(key: str) -> ModelEntry:

@@ -187,7 +187,7 @@ def load_demos(path: str | Path, k: int = DEFAULT_K, seed: int = DEFAULT_SEED) -
     """Read and check a demonstrations file (rows in the input schema, each with a ``label``): every line is
     validated as an input row (:func:`scorer.formats.rows.load_decisions`), then as a demonstration
     (:func:`demo_of`). Raises :class:`InputError` naming file, line and field."""
-    from scorer.models.store import sha256_file
+    from scorer.core.hashing import sha256_file
 
     name = str(path)
     rows = load_decisions(path)

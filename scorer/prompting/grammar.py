@@ -5,9 +5,10 @@ Plain data (no backend, no numpy), so a trace's grammar can be re-derived and ch
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
+
+from scorer.core.hashing import sha256_text
 
 
 def _gbnf_literal(s: str) -> str:
@@ -41,7 +42,7 @@ class ArrayGrammar:
         return "\n".join(lines) + "\n"
 
     def sha256(self) -> str:
-        return hashlib.sha256(self.gbnf().encode("utf-8")).hexdigest()
+        return sha256_text(self.gbnf())
 
     def longest_chars(self) -> int:
         """Characters of the longest admitted output."""

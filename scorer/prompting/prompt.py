@@ -27,7 +27,6 @@ prompt hash is the hash of the rendered string; ``tokens_sha256`` hashes the ids
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Any, Protocol, TypeVar
 
 from scorer.core.checks import SLOTS
 from scorer.core.errors import InputError, ValidationError
+from scorer.core.hashing import sha256_chunks, sha256_text
 from scorer.formats.rows import Decision, Option
 
 PROMPT_VERSION = "semif-direct-v1"
@@ -82,13 +82,9 @@ class Tokenizer(Protocol):
         """``"chat"`` for the model's own template, :data:`PLAIN_TEMPLATE` for the fallback."""
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def sha256_tokens(ids: list[int]) -> str:
     """Hash of token ids: little-endian int32 bytes, so it is easy to recompute anywhere."""
-    return hashlib.sha256(b"".join(int(i).to_bytes(4, "little", signed=True) for i in ids)).hexdigest()
+    return sha256_chunks(int(i).to_bytes(4, "little", signed=True) for i in ids)
 
 
 def state_text(state: str | dict[str, Any] | list[Any]) -> str:

@@ -19,7 +19,6 @@ Escalated records carry the fresh numbers, ``escalated: true`` and their fast-pa
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sys
 import time
@@ -32,6 +31,7 @@ import orjson
 
 from scorer.backends.base import Backend
 from scorer.core.errors import InputError, ValidationError
+from scorer.core.hashing import sha256_hex
 from scorer.core.io import FORCE_HINT, check_writable
 from scorer.decision import readout
 from scorer.formats.rows import Decision
@@ -263,7 +263,7 @@ def load_report(path: Path) -> tuple[dict[str, Any], str]:
     for key in ("identity", "summary", "input"):
         if not isinstance(rep.get(key), dict):
             raise InputError(name, None, key, "missing", f"a {DRIFT_FORMAT} report written by `semif drift`")
-    return rep, hashlib.sha256(data).hexdigest()
+    return rep, sha256_hex(data)
 
 
 @dataclass(frozen=True)

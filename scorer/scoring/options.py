@@ -7,13 +7,10 @@ goes into every record and which ``--resume`` must match."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-
-import orjson
 
 from scorer.backends.base import Backend
 from scorer.core.checks import (
@@ -25,6 +22,7 @@ from scorer.core.checks import (
     positive_int,
 )
 from scorer.core.errors import ValidationError
+from scorer.core.hashing import canonical_sha256
 from scorer.formats.rows import Decision
 from scorer.formats.signature import signature_readout
 from scorer.prompting.demos import Demos, prompt_for
@@ -99,7 +97,7 @@ class ScorerOptions:
 
 def config_sha256(parts: dict[str, Any]) -> str:
     """Hash of everything that must match for ``--resume`` to continue a run."""
-    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return canonical_sha256(parts)
 
 
 def config_parts(info: Mapping[str, Any], run_parts: Mapping[str, Any], mode: str,

@@ -29,7 +29,6 @@ Plain data only: nothing here imports torch, a backend or the scoring runs.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from typing import Any
 
 from scorer.core.checks import SEQUENCE_NORMS, SLOTS
 from scorer.core.errors import InputError, brief
+from scorer.core.hashing import sha256_hex
 from scorer.core.package_data import data_path
 from scorer.formats.echo import state_sha256
 from scorer.prompting.layouts import LAYOUTS
@@ -172,7 +172,7 @@ def _file(raw: Any, path: str, name: str, base: Path) -> tuple[Path, str]:
     target = base / rel
     if not target.is_file():
         raise InputError(path, None, f"{name}.path", f"{target} not found", "a file next to the preset that exists")
-    now = hashlib.sha256(target.read_bytes()).hexdigest()
+    now = sha256_hex(target.read_bytes())
     if now != sha:
         raise InputError(path, None, f"{name}.sha256", f"{target} has sha256 {now[:12]}… now, the preset recorded "
                          f"{sha[:12]}…", "the very file the preset was written with (write a new preset instead)")
@@ -237,7 +237,7 @@ def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_D
     prov = _field(doc, "provenance", where)
     if not isinstance(prov, dict):
         raise InputError(where, None, "provenance", f"{brief(prov)}", "an object (study report, metric, value)")
-    return Preset(pname, p, hashlib.sha256(data).hexdigest(), layout, slots, k, demos_path, seed, cal["kind"],
+    return Preset(pname, p, sha256_hex(data), layout, slots, k, demos_path, seed, cal["kind"],
                   cal_path, prov, norm)
 
 
@@ -265,7 +265,7 @@ def write_preset(path: Path, body: Mapping[str, Any]) -> str:
 
     data = report_bytes(make_report(PRESET_KIND, PRESET_FORMAT, carried_inputs(body), body))
     write_atomic(path, data, False, "a preset is never overwritten: choose another name")
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def check_states_disjoint(demo_states: Iterable[tuple[str, Any]], rows: Sequence[Any], preset: Preset) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from scorer import trace as trace_mod
+from scorer.core.hashing import sha256_hex
 from scorer.site.files import load_json, unique_slug
 from scorer.site.inputs import BuildError, ReportFile, TraceFile
 from scorer.site.labels import distinct_labels, is_control, trace_label
@@ -89,7 +89,7 @@ def discover(data_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
             raise BuildError(f"{rel}: files under traces/ must be traces (\"format\": {' or '.join(TRACE_FORMATS)})")
         if is_trace:
             validate_trace(rel, obj)
-            traces.append(TraceFile(rel, unique_slug(rel, trace_slugs), raw, hashlib.sha256(raw).hexdigest(), obj,
+            traces.append(TraceFile(rel, unique_slug(rel, trace_slugs), raw, sha256_hex(raw), obj,
                                     trace_label(obj), trace_lanes(obj), is_control(obj)))
         elif in_results:
             reports.append(load_report(rel, raw, obj, report_slugs))

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from scorer.core.hashing import sha256_hex
 from scorer.site.calibration_charts import draw_calibration
 from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
 from scorer.site.engine_charts import draw_engines
@@ -110,7 +110,7 @@ def load_report(rel: str, raw: bytes, obj: Any, taken: set[str]) -> ReportFile:
         raise BuildError(f"{rel}: empty report")
     kind = _report_kind(rel, obj)
     known = _KINDS.get(kind)
-    rep = ReportFile(rel, unique_slug(rel, taken), raw, hashlib.sha256(raw).hexdigest(), obj, kind,
+    rep = ReportFile(rel, unique_slug(rel, taken), raw, sha256_hex(raw), obj, kind,
                      known.section if known else kind)
     title = obj.get("title")
     rep.title = title if isinstance(title, str) and title else _default_title(kind, rel, obj)

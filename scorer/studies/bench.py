@@ -27,9 +27,9 @@ import numpy as np
 
 from scorer.backends.base import Backend
 from scorer.core.errors import InputError
+from scorer.core.hashing import sha256_file
 from scorer.core.io import FORCE_HINT, check_writable
 from scorer.formats.rows import Decision
-from scorer.models.store import sha256_file
 from scorer.prompting.prompt import state_text
 from scorer.scoring.drift import (
     DEFAULT_PROBE_ROWS,

@@ -29,6 +29,7 @@ from scorer.backends import BackendConfig, load_backend
 from scorer.backends.base import Backend
 from scorer.calibration.batch import in_batch_calibrated
 from scorer.core.errors import InputError, ModelError
+from scorer.core.hashing import sha256_file
 from scorer.core.io import check_writable, write_atomic
 from scorer.core.machine import load_average, load_span
 from scorer.evaluation import metrics
@@ -200,7 +201,7 @@ def _summary(run: _Run, reference: _Run | None) -> dict[str, Any]:
 
 
 def _file_block(path: Path) -> dict[str, Any]:
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": store.sha256_file(path)}
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
 _FORCE_HINT = "pass --force, or choose another --output / --records-dir"
@@ -329,7 +330,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
         "reference_weights_note": REFERENCE_NOTE,
         "probability_note": PROBABILITY_NOTE,
         "f32_gguf": f32_block,
-        "decision_set": {"path": str(cfg.input), "sha256": store.sha256_file(cfg.input),
+        "decision_set": {"path": str(cfg.input), "sha256": sha256_file(cfg.input),
                          "rows": len(decisions), "generation_arrays": len(arrays)},
         "protocol": {"mode": cfg.mode, "max_batch_tokens": cfg.max_batch_tokens, "threads": cfg.threads,
                      "generation": cfg.generation, "generation_prompt": "semif-array-v1 (see semif versus)",

@@ -13,7 +13,6 @@ differs (a tampered or truncated file, an added file, a meta naming other inputs
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from scorer.core.errors import ModelError
+from scorer.core.hashing import canonical_sha256
 from scorer.models import store
 
 
@@ -43,7 +43,7 @@ class EntryKey:
                 "calibration_sha256": self.calibration_sha256}
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.inputs(), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        return canonical_sha256(self.inputs())
 
 
 @dataclass(frozen=True)

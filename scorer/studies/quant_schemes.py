@@ -26,7 +26,6 @@ prints), from the records it writes into ``records_dir``.
 from __future__ import annotations
 
 import gc
-import hashlib
 import sys
 import time
 from collections import Counter
@@ -36,6 +35,7 @@ from typing import Any
 
 from scorer.backends import BackendConfig, load_backend
 from scorer.core.errors import EngineError, InputError, ValidationError
+from scorer.core.hashing import sha256_file, sha256_hex
 from scorer.core.io import check_writable
 from scorer.core.machine import load_average, load_span
 from scorer.core.package_data import data_path
@@ -146,7 +146,7 @@ def _samples(cfg: SchemesConfig) -> tuple[list[str], str]:
         samples = samples[:cfg.calibration_samples]
     if not samples:
         raise InputError(where, None, None, "holds no calibration sample", "text blocks separated by blank lines")
-    return samples, hashlib.sha256(data).hexdigest()
+    return samples, sha256_hex(data)
 
 
 def _runs_of(scheme: str) -> list[str]:
@@ -210,7 +210,7 @@ class _Plan:
         from scorer.backends.torch_backend import dequantize_gguf
 
         self.fp32 = dequantize_gguf(self.src, self.src_sha)  # verified (weights included) before anything uses it
-        self.fp32_sha = store.sha256_file(self.fp32 / store.MANIFEST)
+        self.fp32_sha = sha256_file(self.fp32 / store.MANIFEST)
         self.f32_gguf: quant_cache.Entry | None = None
         self.reference: list[dict[str, Any]] = []
 
@@ -225,7 +225,7 @@ class _Plan:
                 facts = write_f32(self.src, target)
                 # Its sha256 keys every llama.cpp type made from it: kept in the (manifest-checked) meta, so a re-run
                 # does not hash gigabytes again.
-                return {**facts, "file": target.name, "sha256": store.sha256_file(target)}
+                return {**facts, "file": target.name, "sha256": sha256_file(target)}
 
             self.f32_gguf = quant_cache.ensure(key, make)
         return self.f32_gguf
@@ -392,7 +392,7 @@ def cached_checkpoint(model: str, scheme: str) -> quant_cache.Entry | None:
 
 
 def _file(path: Path) -> dict[str, Any]:
-    return {"path": str(path), "sha256": store.sha256_file(path)}
+    return {"path": str(path), "sha256": sha256_file(path)}
 
 
 def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
@@ -441,7 +441,7 @@ def run_schemes(cfg: SchemesConfig) -> dict[str, Any]:
                                                    "bytes": plan.src.stat().st_size}},
         "reference_note": REFERENCE_NOTE,
         "probability_note": PROBABILITY_NOTE,
-        "decision_set": {"path": str(cfg.input), "sha256": store.sha256_file(cfg.input), "rows": len(decisions)},
+        "decision_set": {"path": str(cfg.input), "sha256": sha256_file(cfg.input), "rows": len(decisions)},
         "calibration": {"path": str(cfg.calibration), "sha256": plan.calibration_sha256,
                         "samples_used": len(plan.samples), "max_seq_length": cfg.max_seq_length},
         "protocol": {"mode": cfg.mode, "max_batch_tokens": cfg.max_batch_tokens, "threads": cfg.threads,

@@ -35,12 +35,13 @@ import orjson
 from scorer import trace
 from scorer.backends.base import Backend, Grammar, pack_chunks
 from scorer.core.errors import InputError, ValidationError
+from scorer.core.hashing import sha256_text
 from scorer.core.machine import load_average
 from scorer.core.package_data import data_path
 from scorer.decision import readout
 from scorer.formats.rows import Decision, check_state, nonempty_str
 from scorer.prompting.grammar import ArrayGrammar
-from scorer.prompting.prompt import ARRAY_PROMPT_VERSION, YES_NO, sha256_text, sha256_tokens
+from scorer.prompting.prompt import ARRAY_PROMPT_VERSION, YES_NO, sha256_tokens
 from scorer.scoring.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY, default_report_path
 from scorer.scoring.exact import ExactPolicy
 from scorer.scoring.generation import (
@@ -168,7 +169,7 @@ class FileCalibration:
         return [float(p) for p in block["probabilities"]]
 
     def provenance(self) -> dict[str, Any]:
-        from scorer.models.store import sha256_file
+        from scorer.core.hashing import sha256_file
 
         return {"method": self._cal.method, "file": self.path,
                 "file_sha256": sha256_file(Path(self.path)),

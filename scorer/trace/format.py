@@ -6,13 +6,11 @@ orjson writes them (``orjson.dumps(x, option=OPT_SORT_KEYS)``).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from scorer.core.hashing import canonical_json, canonical_sha256, sha256_text
 from scorer.formats.json_schemas import load_schema
 
 TRACE_FORMAT = "semif-trace-v1"
@@ -34,7 +32,7 @@ def _safe(name: str) -> str:
     short = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(name).name).strip("-") or "model"
     if short == name:
         return name
-    return f"{short}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
+    return f"{short}-{sha256_text(name)[:8]}"
 
 
 def trace_name(input_id: str, model_key: str, backend: str, device: str) -> str:
@@ -49,13 +47,10 @@ def experiment_id(input_id: str, model_key: Any, backend: Any, device: Any, crea
 
 
 # --- canonical JSON and checksums ------------------------------------------------------------------
-def canonical(obj: Any) -> bytes:
-    """Canonical JSON bytes: keys sorted, no whitespace (what every checksum is taken over)."""
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
-
-
-def sha256_json(obj: Any) -> str:
-    return hashlib.sha256(canonical(obj)).hexdigest()
+canonical = canonical_json
+"""Canonical JSON bytes (:func:`scorer.core.hashing.canonical_json`): what every checksum is taken over."""
+sha256_json = canonical_sha256
+"""The sha256 of an object's canonical JSON (:func:`scorer.core.hashing.canonical_sha256`)."""
 
 
 def inputs_digest(inputs: dict[str, Any]) -> str:

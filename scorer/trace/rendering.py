@@ -18,9 +18,9 @@ template is not in the trace), and the token ids, counts and hashes (no tokenize
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
+from scorer.core.hashing import sha256_text
 from scorer.formats.rows import Decision
 from scorer.prompting.prompt import (
     ARRAY_PROMPT_VERSION,
@@ -39,7 +39,7 @@ TEMPLATES = ("chat", PLAIN_TEMPLATE)
 
 
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_text(text)
 
 
 def typed_user_message(inputs: dict[str, Any], k: int) -> str:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from itertools import pairwise
 from typing import Any
 
 from scorer.core.errors import ValidationError
+from scorer.core.hashing import sha256_text
 from scorer.prompting.prompt import YES_NO
 from scorer.trace.answers import locate_answers
 from scorer.trace.derive import (
@@ -298,7 +298,7 @@ def _check_v2_blocks(trace: dict[str, Any]) -> list[str]:
     out = []
     co, proto = trace["prompts"]["constrained"], trace["protocol"]
     n = len(trace["inputs"]["criteria"])
-    got = hashlib.sha256(co["grammar"].encode("utf-8")).hexdigest()
+    got = sha256_text(co["grammar"])
     if got != co["grammar_sha256"]:
         out.append(f"prompts.constrained.grammar_sha256 is {co['grammar_sha256']} but the grammar hashes to {got}")
     values = co.get("values")
