@@ -227,7 +227,7 @@ def main() -> int:
     from scorer.core.machine import load_average, load_span
     from scorer.formats.envelope import make_report, write_report
     from scorer.models import store
-    from scorer.prompting.reference_tokenizer import load_reference_tokenizer
+    from scorer.prompting.tokenizer import load_reference_tokenizer
 
     load0 = load_average()
 

@@ -16,8 +16,8 @@ cost of each configuration, the winner and the README table.
   reach (:func:`ceiling`): the label-free prior fitted on the very rows it scores (what ``--batch-calibrate`` does;
   no labels, but no held-out rows either), at the default row minimum and with every signature whatever its size;
   and the best option offsets chosen *in sample* with the evaluated rows' labels, per family
-  (:func:`scorer.calibration.report.family_offset_bound`, an optimistic bound of every family-level offset fit) and
-  at the prior's own levels (a question with enough rows on its own, the others by family: what a per-question fit
+  (:func:`scorer.calibration.methods_report.family_offset_bound`, an optimistic bound of every family-level offset
+  fit) and at the prior's own levels (a question with enough rows on its own, the others by family: what a per-question fit
   such as shape-full's 21 criteria could reach).
   None of them is an out-of-fold number; they are upper marks for what recalibrating these scores can do.
 * **The prior's fallback.** The out-of-fold prior again under each fallback (none, family, pooled;
@@ -41,8 +41,8 @@ from benchmarks.quality_study_plan import Config, Plan, StudySet
 from scorer.calibration import bias, prior
 from scorer.calibration.core import Calibration
 from scorer.calibration.evaluate import apply_held_out
-from scorer.calibration.report import OFFSET_GRID, best_offsets, family_offset_bound
-from scorer.calibration.report import table as probs_table
+from scorer.calibration.methods_report import OFFSET_GRID, best_offsets, family_offset_bound
+from scorer.calibration.methods_report import table as probs_table
 from scorer.decision.policy import calibrated_view
 from scorer.evaluation import metrics
 

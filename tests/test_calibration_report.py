@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from scorer import cli
-from scorer.calibration.report import report
+from scorer.calibration.methods_report import report
 from scorer.formats.envelope import envelope_problems
 
 ROOT = Path(__file__).resolve().parent.parent

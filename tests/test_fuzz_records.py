@@ -46,7 +46,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorer import cli
-from scorer.calibration import report
+from scorer.calibration import methods_report as report
 from scorer.formats.record_schema import record_schema
 from scorer.formats.records import RECORD_MAX_DEPTH
 from scorer.formats.rows import load_decisions

@@ -85,8 +85,7 @@ def js_cases(decisions: list[Decision]) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module", params=cached_models())
 def model(request: pytest.FixtureRequest) -> tuple[str, Any, Path]:
-    from scorer.prompting.reference_tokenizer import load_reference_tokenizer
-    from scorer.prompting.tokenizer import HFTokenizer
+    from scorer.prompting.tokenizer import HFTokenizer, load_reference_tokenizer
 
     key = request.param
     entry = store.get_entry(key)

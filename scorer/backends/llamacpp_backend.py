@@ -53,8 +53,7 @@ from scorer.models import store
 from scorer.models.gguf_tools import GGUFIdentity, identity
 from scorer.models.llama_log import LLAMA_LOG
 from scorer.prompting.prompt import Prompt
-from scorer.prompting.reference_tokenizer import load_reference_tokenizer
-from scorer.prompting.tokenizer import HFTokenizer
+from scorer.prompting.tokenizer import HFTokenizer, load_reference_tokenizer
 
 KERNEL = "llamacpp.seq-cp-batch"
 _CELL_ROUND = 256  # llama.cpp pads the KV cache to 256 cells anyway

@@ -66,8 +66,7 @@ from scorer.core.errors import EngineError, ModelError, ValidationError
 from scorer.core.hashing import sha256_file
 from scorer.models import gguf_header, store
 from scorer.prompting.prompt import LETTERS, Tokenizer
-from scorer.prompting.reference_tokenizer import load_reference_tokenizer
-from scorer.prompting.tokenizer import STOP_NAMES, HFTokenizer
+from scorer.prompting.tokenizer import STOP_NAMES, HFTokenizer, load_reference_tokenizer
 
 KERNEL = "openai.engine-batch"
 _SCORE_KIND = ("remote-engine conditional option score, uncalibrated: softmax over the declared options' answer-slot "

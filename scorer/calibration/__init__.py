@@ -17,7 +17,7 @@ Modules: :mod:`~scorer.formats.signature` (signatures), :mod:`~scorer.calibratio
 the calibrated block), :mod:`~scorer.calibration.prior` (label-free estimators),
 :mod:`~scorer.calibration.bias` (labelled NLL offsets), :mod:`~scorer.calibration.apply` (scoring-time
 application), :mod:`~scorer.calibration.batch` (``--batch-calibrate``), :mod:`~scorer.calibration.evaluate`
-(before/after, out of fold), :mod:`~scorer.calibration.report` (``semif calibrate report``),
+(before/after, out of fold), :mod:`~scorer.calibration.methods_report` (``semif calibrate report``),
 :mod:`~scorer.calibration.temperature` (temperature scaling and the group-disjoint folds, ``semif calibrate
 temperature``);
 the command line is :mod:`scorer.cli.calibrate`.

@@ -385,7 +385,7 @@ def _cmd_temperature(args: argparse.Namespace) -> int:
 
 # --- semif calibrate report ---------------------------------------------------------------------------------------
 def _cmd_report(args: argparse.Namespace) -> int:
-    from scorer.calibration.report import print_report, report
+    from scorer.calibration.methods_report import print_report, report
     from scorer.formats.envelope import write_report
 
     out = Path(args.output)

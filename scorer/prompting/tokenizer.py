@@ -1,5 +1,8 @@
-"""Adapter from a Hugging Face tokenizer to :class:`scorer.prompting.prompt.Tokenizer`, and the verified cache of
-the reference tokenizer that transformers loads from a GGUF.
+"""The reference tokenizer of a ``--model`` (the one every backend renders and encodes prompts with): the adapter from
+a Hugging Face tokenizer to :class:`scorer.prompting.prompt.Tokenizer`, the verified cache of the tokenizer that
+transformers loads from a GGUF, and :func:`load_reference_tokenizer`, which in-process llama.cpp and remote engines
+call to encode exactly the ids the torch backend scores before they prove their own tokenizer agrees
+(:mod:`scorer.backends.gguf_check`, :func:`scorer.backends.openai_backend.check_tokenizer`).
 
 This is the reference tokenizer for both backends: prompts are rendered and encoded here once, so the
 llama.cpp backend can prove (rather than assume) that it scores the very same token ids.
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from scorer.core.errors import ModelError
 from scorer.models import store
 from scorer.prompting.prompt import PLAIN_TEMPLATE, Span, SpecialSplitter, plain_render
 
@@ -111,3 +115,22 @@ def gguf_tokenizer_folder(gguf: Path, sha256: str) -> tuple[Path, dict[str, Any]
 
         store.build_verified(target, sha256, "reference-tokenizer", build)
     return target, {"from": "tokenizer loaded from the GGUF by transformers", "gguf_sha256": sha256}
+
+
+def load_reference_tokenizer(ref: store.ModelRef, gguf_path: Path | None, gguf_sha: str | None
+                              ) -> tuple[Any, dict[str, Any]]:
+    """The reference (HF) tokenizer: the very tokenizer the torch backend uses for this model."""
+    from transformers import AutoTokenizer
+
+    if ref.kind in ("local", "hub"):
+        kw = {"revision": ref.revision} if ref.kind == "hub" else {}
+        try:
+            return AutoTokenizer.from_pretrained(ref.name, **kw), {"from": ref.kind, "name": ref.name, **kw}
+        except OSError as exc:
+            raise ModelError(f"could not load the reference tokenizer of {ref.name}: {exc}") from None
+    assert gguf_path is not None and gguf_sha is not None
+    if ref.kind == "store" and not gguf_path.is_file():
+        assert ref.entry is not None
+        gguf_path = store.fetch(ref.entry)
+    folder, info = gguf_tokenizer_folder(gguf_path, gguf_sha)
+    return AutoTokenizer.from_pretrained(str(folder)), info
