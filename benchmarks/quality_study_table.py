@@ -17,8 +17,8 @@ cost of each configuration, the winner and the README table.
   no labels, but no held-out rows either), at the default row minimum and with every signature whatever its size;
   and the best option offsets chosen *in sample* with the evaluated rows' labels, per family
   (:func:`scorer.calibration.methods_report.family_offset_bound`, an optimistic bound of every family-level offset
-  fit) and at the prior's own levels (a question with enough rows on its own, the others by family: what a per-question fit
-  such as shape-full's 21 criteria could reach).
+  fit) and at the prior's own levels (a question with enough rows on its own, the others by family: what a
+  per-question fit such as shape-full's 21 criteria could reach).
   None of them is an out-of-fold number; they are upper marks for what recalibrating these scores can do.
 * **The prior's fallback.** The out-of-fold prior again under each fallback (none, family, pooled;
   :func:`prior_fallbacks`): what a pool is worth for questions the training folds never saw.
