@@ -1,1 +1,14 @@
-"""scorer.scoring."""
+"""The scoring engine: decisions in, records out, on any backend, in three modes.
+
+* :mod:`~scorer.scoring.options` — what a scorer and a run are (:class:`~scorer.scoring.options.ScorerOptions`,
+  the one options object every face builds from) and what names a run;
+* :mod:`~scorer.scoring.radix_cache` — prefilled states reused at any depth;
+* :mod:`~scorer.scoring.modes` — direct, serial and shared scoring, written once over the backend contract;
+* :mod:`~scorer.scoring.sequence` — the full-sequence readout; :mod:`~scorer.scoring.permuted` — option orderings;
+* :mod:`~scorer.scoring.drift`, :mod:`~scorer.scoring.exact` — how far the fast paths drift, and re-scoring what
+  drift could flip;
+* :mod:`~scorer.scoring.routing` — two engines, escalating by the one rule;
+* :mod:`~scorer.scoring.presets` — committed configurations;
+* :mod:`~scorer.scoring.file_run` — a run into a records file, resumable;
+* :mod:`~scorer.scoring.generation` — generated answers (the versus lanes).
+"""
