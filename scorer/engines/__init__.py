@@ -1,7 +1,7 @@
 """Inference engines SemIf can start and score through: vLLM and llama.cpp's server, each in its own pinned
 environment under the user cache, on loopback by default.
 
-* :mod:`scorer.backends.engine_state` (with the backends, so the ``openai`` backend can read it) — one JSON file per running
+* :mod:`scorer.backends.engine_state` (with the backends: the ``openai`` backend reads it) — one JSON file per running
   engine (what was started, from which weights, where its log is).
 * :mod:`scorer.engines.llama_server` — the ``llama-server`` binary, built once from the llama.cpp sources
   vendored in the pinned llama-cpp-python sdist (the same llama.cpp as the in-process backend) and cached.
