@@ -1,20 +1,22 @@
-"""Build the static SemIf site from traces and result reports.
+"""Build the static SemIf site from traces and result reports: ``semif site build`` under the name the checkout's
+workflow uses, with the checkout's ``data/`` and ``site/`` as defaults.
 
     python build.py [--data DIR] [--out DIR]
 
-The build itself lives in :mod:`scorer.site` (see its docstring for what is read and written); this file is
-the command the README names. Exit status 0 when the site was written, 2 when an input or the output
-directory is refused (the message names the file), 1 for an environment fault (a file where a folder of
-``--out`` should be, a folder it may not write, a full disk: one line with the errno text and the path).
+The build itself lives in :mod:`scorer.site` (see its docstring for what is read and written). Exit status 0 when
+the site was written, 2 when an input or the output directory is refused (the message names the file), 1 for an
+environment fault (a file where a folder of ``--out`` should be, a folder it may not write, a full disk: one line
+with the errno text and the path).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
+from scorer.cli.site import build_site
+from scorer.core.errors import SemifError
 from scorer.core.io import os_error_text
 from scorer.site import build
 from scorer.site.discover import discover
@@ -31,18 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=ROOT / "data", help="input directory (default: data/)")
     ap.add_argument("--out", type=Path, default=ROOT / "site", help="output directory (default: site/)")
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
     try:
-        traces, reports = build(args.data, args.out)
-    except BuildError as exc:
+        return build_site(args.data, args.out, "build.py")
+    except SemifError as exc:
         print(f"build.py: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # an environment fault, as the CLI reports one (README: exit codes)
         print(f"build.py: error: {os_error_text(exc)}", file=sys.stderr)
         return 1
-    print(f"built {args.out} from {len(traces)} trace(s) and {len(reports)} report(s) "
-          f"in {time.perf_counter() - t0:.2f} s")
-    return 0
 
 
 if __name__ == "__main__":

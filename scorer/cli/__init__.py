@@ -50,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "scorer.cli.serve",
     "scorer.cli.mcp",
     "scorer.cli.engine",
+    "scorer.cli.site",
 )
 """Modules that add subcommands, in the order ``semif --help`` lists them (imports must be cheap: no torch)."""
 

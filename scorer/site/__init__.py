@@ -1,4 +1,5 @@
-"""The static SemIf site, built from traces and result reports (the entry is ``python build.py``).
+"""The static SemIf site, built from traces and result reports (the entry is ``semif site build``; ``python build.py``
+in a checkout is the same).
 
 Reads every trace (``*.json`` with ``"format"`` ``semif-trace-v1`` or ``semif-trace-v2``) anywhere under the
 data directory and every result report (``*.json`` under ``results/``), validates them all before writing
@@ -44,7 +45,7 @@ from scorer.site.verdict import workload_context
 __all__ = ["BuildError", "build"]
 
 
-def build(data_dir: Path, out_dir: Path) -> tuple[list[TraceFile], list[ReportFile]]:
+def build(data_dir: Path, out_dir: Path, prog: str = "semif site build") -> tuple[list[TraceFile], list[ReportFile]]:
     """Validate everything under ``data_dir``, then render and write the site to ``out_dir``; raise
     :class:`BuildError` (naming the file) before writing anything when an input is bad."""
     traces, reports = discover(data_dir)
@@ -54,6 +55,6 @@ def build(data_dir: Path, out_dir: Path) -> tuple[list[TraceFile], list[ReportFi
     files = render_site(traces, reports, schemas)
     write_site(files, out_dir)
     if not live_page.PACKAGE.is_dir():
-        print(f"build.py: warning: {live_page.PACKAGE} is not installed (npm ci): the live page says this build has no "
+        print(f"{prog}: warning: {live_page.PACKAGE} is not installed (npm ci): the live page says this build has no "
               "in-browser engine", file=sys.stderr)
     return traces, reports
