@@ -61,7 +61,8 @@ def _empty(tmp_path: Path) -> Path:
 def test_semif_ask_with_the_accurate_preset_from_an_empty_folder(installed, tmp_path):
     here = _empty(tmp_path)
     done = subprocess.run([str(installed / "semif"), "ask", "--model", "qwen2.5-1.5b", "--backend", "llamacpp",
-                           "--preset", "accurate", "--uncovered", "raw", "--state", "I was charged twice for one order; refund me.",
+                           "--preset", "accurate", "--uncovered", "raw",
+                           "--state", "I was charged twice for one order; refund me.",
                            "--yesno", "refund=Is the customer asking for their money back?",
                            "--records", str(tmp_path / "records.jsonl")],
                           cwd=here, env=_env(), capture_output=True, text=True, timeout=900)
