@@ -28,9 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from scorer import __version__
+from scorer import (
+    __version__,
+    backends,  # load_backend looked up when called: the seam tests replace
+)
+from scorer.backends import BackendConfig
 from scorer.backends.base import Backend
 from scorer.backends.registry import BACKENDS
+from scorer.calibration.apply import apply_records, check_config, check_on_uncovered
+from scorer.calibration.core import Calibration, load_calibration
 from scorer.core.checks import (
     OptionError,
     byte_size,
@@ -43,9 +49,14 @@ from scorer.core.errors import InputError, SemifError, brief
 from scorer.core.hashing import sha256_chunks
 from scorer.decision.policy import Policy, Verdict
 from scorer.decision.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
+from scorer.formats.echo import check_echo, with_echo
 from scorer.formats.rows import Decision, nonempty_str, parse_decision, unprintable
 from scorer.models import store
-from scorer.scoring.options import ScorerOptions
+from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
+from scorer.prompting.layouts import STATE_MAJOR, check_layout
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import ScorerOptions, checked_config_parts, config_sha256, resolve_layout
+from scorer.scoring.presets import Preset, check_states_disjoint, load_preset, with_preset
 from scorer.scoring.radix_cache import RadixCache
 
 if TYPE_CHECKING:
@@ -336,11 +347,6 @@ class Scorer:
                                      layout=layout, demos=demos, demos_k=demos_k, seed=seed,
                                      prefix_cache_bytes=prefix_cache_bytes, preset=preset)
         """The options as given (before a preset filled any)."""
-        from scorer.backends import BackendConfig
-        from scorer.calibration.apply import check_on_uncovered
-        from scorer.formats.echo import check_echo
-        from scorer.prompting.demos import Demos
-        from scorer.prompting.layouts import STATE_MAJOR, check_layout
 
         # A preset fills what the call leaves unset (None); whatever is given explicitly wins.
         self.preset = _load_preset(preset, model)
@@ -376,8 +382,6 @@ class Scorer:
         self.echo = check_echo(echo)
         self.calibration = _load_calibration(calibration)
         if self.calibration is not None and self._config is not None:
-            from scorer.calibration.apply import check_config
-
             check_config(self.calibration, self._config)  # a file for another model: refused before it loads
         self.layout = check_layout(STATE_MAJOR if layout is None else layout)
         self.demos = _load_demos(demos, demos_k, seed)
@@ -412,10 +416,8 @@ class Scorer:
         if self._closed:
             raise SemifError("this Scorer is closed; make a new one")
         if self._backend is None:
-            from scorer.backends import load_backend
-
             assert self._config is not None
-            self._backend = load_backend(self._config)
+            self._backend = backends.load_backend(self._config)
         return self._backend
 
     def close(self) -> None:
@@ -485,8 +487,6 @@ class Scorer:
     def echo_level(self, echo: bool | str | None = None) -> str | None:
         """The echo level a call with ``echo`` records: the scorer's when None, else ``echo`` checked
         (:func:`scorer.formats.echo.check_echo`: False is none, True is ``digest``)."""
-        from scorer.formats.echo import check_echo
-
         return self.echo if echo is None else check_echo(echo)
 
     def run_config(self, decisions: Sequence[Decision], run_parts: Mapping[str, Any], info: dict[str, Any],
@@ -496,8 +496,6 @@ class Scorer:
         every option of this scorer), checked: the one place the API and the service's batching name runs.
         ``layout``: the resolved one (default: this scorer's, resolved for these decisions alone); ``echo``: the
         call's (None: the scorer's)."""
-        from scorer.scoring.options import checked_config_parts, resolve_layout
-
         if layout is None:
             layout = self.layout if self.layout != "auto" else resolve_layout(self.load(), decisions, "auto",
                                                                                  self.demos, self.slots)[0]
@@ -521,11 +519,6 @@ class Scorer:
         CLI's does). ``mode`` overrides the scorer's mode for this call (``ask`` scores in shared mode), ``echo``
         its echo (None: the scorer's; checked before anything is scored).
         """
-        from scorer.calibration.apply import apply_records
-        from scorer.formats.echo import with_echo
-        from scorer.scoring.modes import prepare, score_items
-        from scorer.scoring.options import config_sha256, resolve_layout
-        from scorer.scoring.presets import check_states_disjoint, with_preset
 
         mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
         if self.preset is not None and self._preset_demos:
@@ -557,15 +550,12 @@ def _load_preset(preset: str | Path | Preset | None, model: str) -> Preset | Non
     name with no file of its own is looked up for ``model`` (:func:`scorer.scoring.presets.preset_path`)."""
     if preset is None:
         return None
-    from scorer.scoring.presets import Preset, load_preset
 
     return preset if isinstance(preset, Preset) else load_preset(preset, model=model)
 
 
 def _load_demos(demos: str | Path | Demos | None, k: int | None, seed: int | None) -> Demos | None:
     """Demonstrations given by path are read and checked now (file:line:field errors), before any model loads."""
-    from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
-
     if demos is None:
         if k is not None or seed is not None:
             raise SemifError("demos_k and seed choose demonstrations: give them with demos=FILE")
@@ -584,7 +574,6 @@ def _load_calibration(calibration: str | Path | Calibration | None) -> Calibrati
     """A calibration given by path is loaded and checked now, so a bad file fails before any model loads."""
     if calibration is None:
         return None
-    from scorer.calibration.core import Calibration, load_calibration
 
     if isinstance(calibration, Calibration):
         return calibration

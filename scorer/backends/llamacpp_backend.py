@@ -46,6 +46,7 @@ from scorer import __version__
 from scorer.backends import BackendConfig
 from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.backends.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
+from scorer.backends.llamacpp_grammar import LlamaGrammar
 from scorer.backends.llamacpp_vocab import LlamaVocab
 from scorer.core.errors import ModelError, ValidationError
 from scorer.core.hashing import sha256_file
@@ -549,6 +550,4 @@ class LlamaCppBackend(Backend):
 
     def grammar(self, gbnf: str) -> Grammar:
         """llama.cpp's own grammar sampler over the GGUF vocabulary (:mod:`scorer.backends.llamacpp_grammar`)."""
-        from scorer.backends.llamacpp_grammar import LlamaGrammar
-
         return LlamaGrammar(self._lib, self._vocab._vocab, gbnf, self._vocab.n_vocab)

@@ -57,10 +57,11 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from scorer import __version__
-from scorer.backends import BackendConfig
+from scorer.backends import BackendConfig, guidance
 from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.backends.engine_state import state_for_url
 from scorer.backends.gguf_check import probe_texts
+from scorer.backends.openai_grammar import RemoteGrammar
 from scorer.backends.openai_wire import DIALECTS, TOP_K, Dialect, EngineFacts, Transport
 from scorer.core.errors import EngineError, ModelError, ValidationError
 from scorer.core.hashing import sha256_file
@@ -308,8 +309,6 @@ class OpenAIBackend(Backend):
     def grammar(self, gbnf: str) -> Grammar:
         """llguidance over the reference tokenizer, the engine choosing among the allowed ids at each step
         (:mod:`scorer.backends.openai_grammar`); needs the reference's Hugging Face tokenizer."""
-        from scorer.backends import guidance
-        from scorer.backends.openai_grammar import RemoteGrammar
 
         hf = getattr(self.tokenizer, "hf", None)
         if hf is None:

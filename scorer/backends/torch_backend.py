@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from scorer import __version__
+from scorer.backends import guidance
 from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.core.errors import ModelError
 from scorer.models import store
@@ -497,8 +498,6 @@ class TorchBackend(Backend):
     def grammar(self, gbnf: str) -> Grammar:
         """llguidance over the Hugging Face tokenizer's vocabulary (:mod:`scorer.backends.guidance`); the
         vocabulary is converted once per backend and its time is added to the first grammar's compile_s."""
-        from scorer.backends import guidance
-
         t0 = time.perf_counter()
         if getattr(self, "_lltokenizer", None) is None:
             self._lltokenizer = guidance.tokenizer_from_hf(self.tokenizer.hf, self.stop_ids())

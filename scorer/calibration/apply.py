@@ -16,6 +16,8 @@ from scorer.core.checks import OptionError
 from scorer.core.errors import InputError, brief
 from scorer.formats.rows import Decision
 from scorer.formats.signature import describe_identity, identity_sha256, model_identity, signature_of
+from scorer.models import store
+from scorer.prompting.prompt import PROMPT_VERSION
 
 if TYPE_CHECKING:
     from scorer.backends import BackendConfig
@@ -40,8 +42,6 @@ def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict
     layout and demonstrations: :func:`scorer.prompting.layouts.signature_version`; default ``semif-direct-v1``);
     ``readout``:
     theirs (:func:`scorer.formats.signature.signature_readout`; default from ``permute``)."""
-    from scorer.prompting.prompt import PROMPT_VERSION
-
     version = PROMPT_VERSION if prompt_version is None else prompt_version
     cal.check_model(model)
     if on_uncovered == "raw":
@@ -77,8 +77,6 @@ def expected_identity(cfg: BackendConfig) -> dict[str, Any] | None:
     """The parts of the model identity (:func:`model_identity`) a backend config fixes before its model loads:
     the backend, the torch dtype, and the weights of a registry model (its pinned GGUF sha256) or of a hub model
     (name and commit). None for a remote engine (what it serves is only known once it answers)."""
-    from scorer.models import store
-
     if cfg.backend not in ("torch", "llamacpp"):
         return None
     ident: dict[str, Any] = {"backend": cfg.backend}

@@ -43,6 +43,7 @@ from scorer.core.errors import InputError
 from scorer.core.hashing import sha256_hex
 from scorer.core.io import write_atomic
 from scorer.decision.readout import resolution
+from scorer.formats.envelope import carried_inputs, make_report, report_bytes
 from scorer.formats.signature import describe_identity, identity_sha256, model_identity, readout_of
 
 CALIBRATION_FORMAT = "semif-calibration-v2"
@@ -240,8 +241,6 @@ class Calibration:
     def to_json(self) -> dict[str, Any]:
         """The whole ``semif-calibration-v2`` document: the envelope made now (its inputs are the files the
         body cites: runs, labels, row files), then :meth:`body`."""
-        from scorer.formats.envelope import carried_inputs, make_report
-
         body = self.body()
         return make_report(self.method, CALIBRATION_FORMAT, carried_inputs(body), body)
 
@@ -277,8 +276,6 @@ def choice_of(record: dict[str, Any]) -> str | None:
 # --- reading and writing files ------------------------------------------------------------------------------------
 def write_calibration(cal: Calibration, path: Path, force: bool = False) -> str:
     """Write ``cal`` to ``path`` atomically (never over an existing file unless ``force``). Returns its sha256."""
-    from scorer.formats.envelope import report_bytes
-
     data = report_bytes(cal.to_json())
     write_atomic(path, data, force)
     return sha256_hex(data)

@@ -45,8 +45,11 @@ from scorer.calibration.core import Calibration
 from scorer.calibration.prior import BATCH_ESTIMATORS, DEFAULT_MIN_ROWS, fit_prior, log_softmax
 from scorer.calibration.temperature import group_folds
 from scorer.core.errors import InputError
+from scorer.core.hashing import sha256_file
 from scorer.evaluation import metrics
-from scorer.formats.rows import Decision
+from scorer.evaluation.report_files import enveloped, run_info
+from scorer.formats.records import read_records
+from scorer.formats.rows import Decision, load_decisions
 from scorer.formats.signature import decision_signature
 
 SKEW_RATIOS = (0.5, 0.75, 0.9)
@@ -100,8 +103,6 @@ def _pseudo(rec: dict[str, Any], d: Decision, ids: list[str], logits: np.ndarray
 def load_views(labels: list[metrics.Label], rows: dict[str, Decision], run: str, permuted: str | None,
                permuted_reversed: str | None) -> dict[str, View]:
     """The plain view of ``run`` and, when given, the passes and readouts of the --permute runs."""
-    from scorer.formats.records import read_records
-
     fam = {lb.id: lb.family for lb in labels}
     views: dict[str, View] = {}
 
@@ -501,10 +502,6 @@ def report(run: str, labels_path: str, permuted: str | None = None, permuted_rev
            shares: Sequence[float] = (0.1, 0.25, 0.5, 0.75), reps: int = metrics.BOOTSTRAP_REPS,
            seed: int = metrics.BOOTSTRAP_SEED, skew_draws: int = SKEW_DRAWS) -> dict[str, Any]:
     """The whole report (plain data); see the module docstring."""
-    from scorer.core.hashing import sha256_file
-    from scorer.evaluation.report_files import enveloped, run_info
-    from scorer.formats.records import read_records
-    from scorer.formats.rows import load_decisions
 
     rows_list = load_decisions(labels_path)
     rows = {d.id: d for d in rows_list}

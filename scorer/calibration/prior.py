@@ -49,7 +49,9 @@ import numpy as np
 
 from scorer.calibration.core import Calibration, Entry, Skipped
 from scorer.core.errors import InputError
-from scorer.formats.signature import identity_sha256, model_identity, readout_of
+from scorer.formats.rows import Decision
+from scorer.formats.signature import identity_sha256, model_identity, readout_of, signature_of
+from scorer.prompting.prompt import PROMPT_VERSION
 
 ESTIMATORS = ("mean", "geometric", "balanced", "content-free")
 BATCH_ESTIMATORS = ("mean", "geometric", "balanced")
@@ -259,9 +261,6 @@ def content_free_prior(info: dict[str, Any], decisions: Sequence[Any], records: 
     model must be the records' model: each rebuilt decision's signature is recomputed with ``info``
     and must equal the records' one, else :class:`InputError` (before anything is scored).
     """
-    from scorer.formats.rows import Decision
-    from scorer.formats.signature import signature_of
-    from scorer.prompting.prompt import PROMPT_VERSION
 
     by_id = {d.id: d for d in decisions}
     msha = identity_sha256(model_identity(info))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scorer.backends import engine_state
+from scorer.backends.torch_backend import dequantize_gguf
 from scorer.core.errors import EngineError, ValidationError
 from scorer.engines import ENGINES, llama_server, venv, vllm
 from scorer.models import store
@@ -95,8 +96,6 @@ def _vllm_plan(spec: EngineSpec, port: int) -> tuple[list[str], dict[str, str], 
         raise EngineError(f"vLLM's virtualenv ({' '.join(env_recipe.specs)}) could not be made: {status.error}")
     device = "cuda" if env_recipe is venv.VLLM_CUDA else "cpu"
     if ref.kind in ("store", "gguf"):
-        from scorer.backends.torch_backend import dequantize_gguf
-
         gguf, sha = store.gguf_for(ref)
         folder = dequantize_gguf(gguf, sha)  # built once; its manifest (weights included) is checked here
         ident: dict[str, Any] = {"model_key": ref.entry.key if ref.entry else None, "gguf_sha256": sha,

@@ -15,6 +15,7 @@ from typing import Any
 
 from scorer.core.errors import InputError
 from scorer.core.hashing import sha256_file
+from scorer.formats.envelope import carried_inputs, make_report
 from scorer.formats.records import read_records
 
 REPORT_FORMAT = "semif-compare-v2"
@@ -121,7 +122,6 @@ def compare_files(path_a: str, path_b: str, tolerance: float = DEFAULT_TOLERANCE
     a, b = read_records(path_a), read_records(path_b)
     if not a or not b:
         raise InputError(path_a if not a else path_b, None, None, "no records", "a non-empty run")
-    from scorer.formats.envelope import carried_inputs, make_report
 
     cmp = compare_records(a, b, path_a, path_b, tolerance)
     body = {"a": run_summary(a, path_a), "b": run_summary(b, path_b), "note": _NOTE, **cmp}

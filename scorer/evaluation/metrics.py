@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from scorer.core.errors import InputError
+from scorer.formats.rows import load_decisions
 
 FLOOR_P = 1e-6
 ECE_BINS = 10
@@ -129,8 +130,6 @@ class Table:
 # --- labels and alignment -----------------------------------------------------------------------------------------
 def labels_from_decisions(path: str) -> list[Label]:
     """Labels of a decision input file (``label``, ``family``, ``group`` fields); unlabelled rows skipped."""
-    from scorer.formats.rows import load_decisions
-
     out: list[Label] = []
     for d in load_decisions(path):
         if "label" not in d.extra:

@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from scorer.core.errors import InputError
 from scorer.core.hashing import sha256_file
 from scorer.core.io import FORCE_HINT, write_atomic
 from scorer.core.machine import library_versions, machine_facts
@@ -154,8 +155,6 @@ def write_report(path: Path, report: Mapping[str, Any], overwrite: bool = False,
 def read_json_file(path: Path, expected: str) -> tuple[bytes, dict[str, Any]]:
     """The bytes and the JSON object of a report-like input file; a missing file, broken JSON or another JSON value
     is an :class:`~scorer.core.errors.InputError` naming the file and saying what was ``expected``."""
-    from scorer.core.errors import InputError
-
     where = str(path)
     if not path.is_file():
         raise InputError(where, None, None, "file not found", expected)

@@ -37,7 +37,7 @@ from typing import Any
 
 from scorer.core.errors import InputError
 from scorer.core.hashing import canonical_sha256
-from scorer.formats.rows import Decision
+from scorer.formats.rows import Decision, load_decisions
 
 SIGNATURE_VERSION = "semif-signature-v1"
 _IDENTITY_KEYS = ("backend", "dtype", "gguf_sha256", "revision", "local_sha256")
@@ -128,6 +128,5 @@ def load_rows(path: str | None) -> list[Decision] | None:
     """The decision rows of ``path`` (``None`` passes through)."""
     if path is None:
         return None
-    from scorer.formats.rows import load_decisions
 
     return load_decisions(Path(path))

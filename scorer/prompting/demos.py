@@ -25,6 +25,7 @@ from typing import Any
 
 from scorer.core.checks import OptionError, positive_int
 from scorer.core.errors import InputError, ValidationError, brief
+from scorer.core.hashing import sha256_file
 from scorer.formats.rows import Decision, load_decisions
 from scorer.formats.signature import signature_of
 from scorer.prompting.layouts import Shown, render
@@ -187,8 +188,6 @@ def load_demos(path: str | Path, k: int = DEFAULT_K, seed: int = DEFAULT_SEED) -
     """Read and check a demonstrations file (rows in the input schema, each with a ``label``): every line is
     validated as an input row (:func:`scorer.formats.rows.load_decisions`), then as a demonstration
     (:func:`demo_of`). Raises :class:`InputError` naming file, line and field."""
-    from scorer.core.hashing import sha256_file
-
     name = str(path)
     rows = load_decisions(path)
     # load_decisions refuses blank lines, so row i is line i + 1

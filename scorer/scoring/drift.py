@@ -33,7 +33,9 @@ from scorer.backends.base import Backend
 from scorer.core.errors import InputError, ValidationError
 from scorer.core.hashing import sha256_hex
 from scorer.core.io import FORCE_HINT, check_writable
+from scorer.core.machine import cpu_flags, cpu_model, load_average, load_span
 from scorer.decision import readout
+from scorer.formats.envelope import carried_inputs, make_report, write_report
 from scorer.formats.rows import Decision
 from scorer.prompting.prompt import PROMPT_VERSION
 from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS, kernel_name, prepare, score_items
@@ -132,8 +134,6 @@ def exact_bound(max_abs_dp: float, dtype: str, safety: float) -> float:
 # --- identity: which drift measurement may stand in for which run ---------------------------------------------
 def simd_flags() -> list[str]:
     """SIMD features of the CPU (they choose the math kernels, hence the numerics)."""
-    from scorer.core.machine import cpu_flags
-
     have = cpu_flags() or set()
     return [s for s in _SIMD if s in have]
 
@@ -141,8 +141,6 @@ def simd_flags() -> list[str]:
 def numerics_identity(backend: Backend, mode: str, max_batch_tokens: int) -> dict[str, Any]:
     """Everything that decides the fast path's numbers: weights, dtype, device, threads, libraries,
     CPU, mode, kernel and (shared mode) the packing budget."""
-    from scorer.core.machine import cpu_model
-
     info = backend.model_info()
     versions = info.get("versions") or {}
     return {
@@ -221,8 +219,6 @@ def run_mode(backend: Backend, decisions: list[Decision], mode: str, max_batch_t
 def measure(backend: Backend, decisions: list[Decision], modes: list[str], max_batch_tokens: int,
             safety: float, source: dict[str, Any], on_record: Any = None) -> dict[str, dict[str, Any]]:
     """Score ``decisions`` fresh once and in each of ``modes``; one drift report per mode."""
-    from scorer.core.machine import load_average, load_span
-    from scorer.formats.envelope import carried_inputs, make_report
 
     load0 = load_average()
     fresh = run_mode(backend, decisions, "direct", max_batch_tokens, on_record)
@@ -297,8 +293,6 @@ def report_paths(backend: Backend, cfg: DriftConfig) -> dict[str, Path]:
 
 def write_reports(reps: dict[str, dict[str, Any]], outs: dict[str, Path], force: bool) -> None:
     """Write each mode's report to its path and print its one-line summary."""
-    from scorer.formats.envelope import write_report
-
     for m, rep in reps.items():
         write_report(outs[m], rep, force)
         s = rep["summary"]

@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from scorer.backends.base import Backend
+from scorer.calibration import batch
+from scorer.calibration.apply import apply_records
+from scorer.calibration.temperature import apply_temperature
 from scorer.core.errors import InputError, brief
 from scorer.core.io import RecordsOutput, ResumePoint, read_resume
+from scorer.formats.echo import with_echo
 from scorer.formats.record_schema import RECORD_SCHEMA
 from scorer.formats.records import check_record, dumps_record
 from scorer.formats.rows import Decision
@@ -21,6 +25,7 @@ from scorer.prompting.layouts import LayoutChoice
 from scorer.scoring.modes import prepare, score_items
 from scorer.scoring.options import ScoreConfig, checked_config_parts, config_sha256, resolve_layout
 from scorer.scoring.permuted import score_permuted
+from scorer.scoring.presets import with_preset
 
 if TYPE_CHECKING:
     from scorer.calibration.batch import BatchResult
@@ -134,21 +139,13 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         if cfg.route is not None:
             records = cfg.route.apply(backend, items, mode, records)
     if cfg.temperature is not None:
-        from scorer.calibration.temperature import apply_temperature
-
         temperature = cfg.temperature
         records = (apply_temperature(r, temperature) for r in records)
     if cfg.calibration is not None:
-        from scorer.calibration.apply import apply_records
-
         records = apply_records(cfg.calibration, records, cfg.on_uncovered)
     if cfg.echo is not None:
-        from scorer.formats.echo import with_echo
-
         records = with_echo(records, decisions, cfg.echo)
     if cfg.preset is not None:
-        from scorer.scoring.presets import with_preset
-
         records = with_preset(records, cfg.preset)
     written = 0
     for rec in records:
@@ -170,7 +167,6 @@ def run_batch_calibrated(decisions: list[Decision], backend: Backend, output: Pa
     by the caller (the CLI takes the lock before the model loads); without it the raw file is opened here."""
     from dataclasses import replace
 
-    from scorer.calibration import batch
 
     raw = batch.check_outputs(output, cfg.resume, raw_sink is not None)
     raw_cfg = replace(cfg, run_parts=batch.run_parts(cfg.run_parts, estimator, min_rows, fallback))

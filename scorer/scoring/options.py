@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scorer.backends.base import Backend
+from scorer.calibration.apply import check_decisions, check_on_uncovered
 from scorer.core.checks import (
     DEFAULT_MAX_BATCH_TOKENS,
     check_run_options,
@@ -23,6 +24,7 @@ from scorer.core.checks import (
 )
 from scorer.core.errors import ValidationError
 from scorer.core.hashing import canonical_sha256
+from scorer.formats.echo import check_echo
 from scorer.formats.rows import Decision
 from scorer.formats.signature import signature_readout
 from scorer.prompting.demos import Demos, prompt_for
@@ -182,8 +184,6 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         """The options checked by the rules the command line and the API use (:mod:`scorer.core.checks`)."""
-        from scorer.calibration.apply import check_on_uncovered
-        from scorer.formats.echo import check_echo
 
         check_on_uncovered(self.on_uncovered)
         object.__setattr__(self, "echo", check_echo(self.echo))
@@ -238,8 +238,6 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if temperature is not None:
         parts["temperature"] = temperature
     if calibration is not None:
-        from scorer.calibration.apply import check_decisions
-
         check_decisions(calibration, decisions, info, permute, on_uncovered,
                         prompt_version=signature_version(layout, demos.k if demos is not None else 0, slots),
                         readout=signature_readout(permute, slots, sequence_norm))

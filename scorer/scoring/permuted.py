@@ -8,6 +8,9 @@ from typing import Any
 
 from scorer.backends.base import Backend
 from scorer.core.checks import DEFAULT_MAX_BATCH_TOKENS
+from scorer.core.progress import bar
+from scorer.decision.permute import merge_permuted, permute_shifts
+from scorer.evaluation.perturb import rotate
 from scorer.formats.rows import Decision
 from scorer.formats.signature import signature_of
 from scorer.prompting.layouts import STATE_MAJOR
@@ -25,8 +28,6 @@ def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: st
     Every pass's prompts are rendered and validated here, before any is scored (like a plain run);
     the records come from the returned iterator, in input order, once all passes have run.
     """
-    from scorer.decision.permute import permute_shifts
-    from scorer.evaluation.perturb import rotate
 
     rows = decisions[skip:]
     shifts = [permute_shifts(len(d.options), k) for d in rows]
@@ -40,8 +41,6 @@ def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: st
 def _permuted_records(backend: Backend, rows: list[Decision], shifts: list[list[int]], passes: list[list[Item]],
                       k: int, mode: str, run: dict[str, Any], skip: int, max_batch_tokens: int,
                       cache: RadixCache | None) -> Iterator[dict[str, Any]]:
-    from scorer.core.progress import bar
-    from scorer.decision.permute import merge_permuted
 
     by_pass = []
     # One cache across the passes: the orderings of a row share its prompt up to the options.

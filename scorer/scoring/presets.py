@@ -38,8 +38,10 @@ from typing import Any
 from scorer.core.checks import SEQUENCE_NORMS, SLOTS
 from scorer.core.errors import InputError, brief
 from scorer.core.hashing import sha256_hex
+from scorer.core.io import write_atomic
 from scorer.core.package_data import data_path
 from scorer.formats.echo import state_sha256
+from scorer.formats.envelope import carried_inputs, envelope_problems, make_report, read_json_file, report_bytes
 from scorer.prompting.layouts import LAYOUTS
 
 PRESET_KIND = "preset"
@@ -182,8 +184,6 @@ def _file(raw: Any, path: str, name: str, base: Path) -> tuple[Path, str]:
 def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_DIR, model: Any = None) -> Preset:
     """Read and check a preset (:func:`preset_path` finds it, for ``model`` when the name has no file of its own).
     Every problem is an :class:`InputError` naming the file and the field (exit 2 on the command line)."""
-    from scorer.formats.envelope import envelope_problems, read_json_file
-
     p = preset_path(name, option, presets_dir, model)
     where = str(p)
     data, doc = read_json_file(p, "a preset file (scorer/data/presets/NAME.json)")
@@ -260,8 +260,6 @@ def preset_body(name: str, layout: str, slots: str, demos_k: int, demos: Mapping
 def write_preset(path: Path, body: Mapping[str, Any]) -> str:
     """Write a preset file create-only (never over an existing one), atomically; returns its sha256. The envelope's
     ``inputs`` are the files the body cites (the study report, the demonstrations, the calibration file)."""
-    from scorer.core.io import write_atomic
-    from scorer.formats.envelope import carried_inputs, make_report, report_bytes
 
     data = report_bytes(make_report(PRESET_KIND, PRESET_FORMAT, carried_inputs(body), body))
     write_atomic(path, data, False, "a preset is never overwritten: choose another name")

@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from scorer.backends.base import Backend
+from scorer.calibration.apply import check_decisions
 from scorer.calibration.core import Calibration
-from scorer.core.errors import ValidationError
+from scorer.calibration.temperature import group_folds
+from scorer.core.errors import InputError, ValidationError
 from scorer.decision.policy import acting, escalates
+from scorer.evaluation import metrics
 from scorer.evaluation.route_report import route_records
 from scorer.formats.rows import Decision
 from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS, Item, prepare, score_items
@@ -38,7 +41,6 @@ def read_threshold(path: Path) -> float:
     """The threshold of a ``semif route --threshold-output`` file (a ``route-threshold`` report), checked."""
     import orjson
 
-    from scorer.core.errors import InputError
 
     try:
         rep = orjson.loads(path.read_bytes())
@@ -108,7 +110,6 @@ class RoutePolicy:
         the calibrations cover the rows on their own engine."""
         decisions = [it.decision for it in items]
         self._items = prepare(self.accurate, decisions, with_prefix=self.accurate_mode != "direct")
-        from scorer.calibration.apply import check_decisions
 
         if self.fast_calibration is not None:
             check_decisions(self.fast_calibration, decisions, backend.model_info(), 1)
@@ -193,8 +194,6 @@ def choose_threshold(fast: list[dict[str, Any]], ref: list[dict[str, Any]], labe
     Balanced accuracy is taken within each family and averaged over families (what ``semif eval`` reports): an
     option letter means different things in different families, so pooling them would let a letter that is
     gold once in one family weigh as much as one gold in half the set."""
-    from scorer.calibration.temperature import group_folds
-    from scorer.evaluation import metrics
 
     fmap, rmap = {r["id"]: r for r in fast}, {r["id"]: r for r in ref}
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from scorer import __version__
 from scorer.api import DECIDE_SOURCE, DecisionRecord, Scorer, ask_call
 from scorer.core.errors import InputError, SemifError
 from scorer.decision.questions import normalize_options
@@ -274,7 +275,6 @@ def build_server(scorer: Scorer, tools: tuple[McpTool, ...] = TOOLS) -> Any:
     from mcp import types
     from mcp.server.lowlevel import Server
 
-    from scorer import __version__
 
     listed = [types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema,
                          output_schema=t.output_schema) for t in tools]

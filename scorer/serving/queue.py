@@ -38,6 +38,7 @@ from scorer.core.checks import OptionError, non_negative_float
 from scorer.core.errors import SemifError
 from scorer.formats.echo import echo_block
 from scorer.formats.rows import Decision
+from scorer.scoring.options import config_sha256
 
 DEFAULT_BATCH_WINDOW_MS = 0.0
 """``semif serve``'s window when none is given: off. Measured on a 2-core CPU
@@ -207,8 +208,6 @@ def score_together(scorer: Scorer, jobs: Sequence[RowJob], window_ms: float) -> 
     (a prompt over the context, say), every job is scored alone instead, so each gets its own record or error,
     exactly as without batching. Returns one record or exception per job, in order.
     """
-    from scorer.scoring.options import config_sha256
-
     info = scorer.model_info()
     out: list[DecisionRecord | Exception | None] = [None] * len(jobs)
     run_hash: dict[int, str] = {}

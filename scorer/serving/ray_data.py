@@ -28,12 +28,15 @@ from typing import Any
 import numpy as np
 import orjson
 
+from scorer.api import Scorer
 from scorer.backends import BackendConfig
 from scorer.core.errors import SemifError, ValidationError
 from scorer.core.io import RecordsOutput
 from scorer.formats.records import dumps_record
 from scorer.formats.rows import Decision
 from scorer.prompting.prompt import state_text
+from scorer.scoring.file_run import resume_point
+from scorer.scoring.options import ScorerOptions
 
 DIRECT_UNIT_ROWS = 16
 """Rows per work unit in direct mode (no prefix to keep together; small units balance the actors)."""
@@ -70,8 +73,6 @@ class _UnitScorer:
 
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, run_parts: dict[str, Any],
                  resumed_from: int) -> None:
-        from scorer.api import Scorer
-        from scorer.scoring.options import ScorerOptions
 
         self.scorer = Scorer.from_options(BackendConfig(**cfg), ScorerOptions(mode=mode,
                                                                               max_batch_tokens=max_batch_tokens))
@@ -94,8 +95,6 @@ def run_score_ray(decisions: list[Decision], cfg: BackendConfig, sink: RecordsOu
     """Score ``decisions`` into ``sink`` (already created, or opened for resume) on Ray; returns the records
     written. The records equal :func:`scorer.scoring.file_run.run_score`'s for the same rows and configuration,
     apart from timings and ``run.started_unix``."""
-    from scorer.scoring.file_run import resume_point
-
     try:
         import ray
     except ImportError as exc:
@@ -147,8 +146,6 @@ def _init_keeping_sigterm(ray: Any, address: str | None) -> None:
 
 def _write_in_order(rows: Any, decisions: list[Decision], sink: RecordsOutput, point: Any, skip: int,
                     on_record: Callable[[dict[str, Any]], None] | None) -> int:
-    from scorer.scoring.file_run import resume_point
-
     pending: dict[int, dict[str, Any]] = {}
     prefix_unit: dict[str, int] = {}
     next_out, written, accepted = skip, 0, False

@@ -29,6 +29,9 @@ from scorer.backends.base import Backend
 from scorer.core.errors import InputError
 from scorer.core.hashing import sha256_file
 from scorer.core.io import FORCE_HINT, check_writable
+from scorer.core.machine import load_average, load_span
+from scorer.core.progress import bar
+from scorer.formats.envelope import carried_inputs, make_report, write_report
 from scorer.formats.rows import Decision
 from scorer.prompting.prompt import state_text
 from scorer.scoring.drift import (
@@ -42,6 +45,7 @@ from scorer.scoring.drift import (
     identity_mismatch,
     load_report,
     numerics_identity,
+    safe_name,
 )
 from scorer.scoring.exact import ExactPolicy
 from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS, prepare, score_items
@@ -411,10 +415,6 @@ class BenchConfig:
 def bench(backend: Backend, decisions: list[Decision], cfg: BenchConfig) -> dict[str, Any]:
     """Run every pass of ``cfg`` over ``decisions`` (the rows of ``cfg.input_path``), write the report (never
     over an existing one unless ``cfg.force``), print its table, and return it."""
-    from scorer.core.machine import load_average, load_span
-    from scorer.core.progress import bar
-    from scorer.formats.envelope import carried_inputs, make_report, write_report
-    from scorer.scoring.drift import safe_name
 
     inp = cfg.input_path
     modes, exact_modes = list(cfg.modes), list(cfg.exact_modes)

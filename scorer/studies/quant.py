@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scorer.backends import BackendConfig, load_backend
+from scorer import backends  # load_backend looked up when called: the seam tests replace
+from scorer.backends import BackendConfig
 from scorer.backends.base import Backend
 from scorer.calibration.batch import in_batch_calibrated
 from scorer.core.errors import InputError, ModelError
@@ -38,9 +39,9 @@ from scorer.formats.envelope import carried_inputs, make_report, write_report
 from scorer.formats.records import dumps_record
 from scorer.formats.rows import Decision, load_decisions
 from scorer.models import store
-from scorer.models.gguf_tools import FTYPES, write_f32
+from scorer.models.gguf_tools import FTYPES, quantize, write_f32
 from scorer.prompting.prompt import state_text
-from scorer.scoring.generation import Criterion, VersusInput
+from scorer.scoring.generation import Criterion, VersusInput, default_max_new_tokens, run_generated
 from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS, MODES, prepare, score_items
 
 REPORT_FORMAT = "semif-quant-v2"
@@ -123,8 +124,6 @@ def array_inputs(decisions: list[Decision]) -> list[VersusInput]:
 
 
 def _generate(backend: Backend, inputs: list[Any], max_new: int | None) -> dict[str, Any]:
-    from scorer.scoring.generation import default_max_new_tokens, run_generated
-
     arrays = []
     t0 = time.perf_counter()
     for inp in inputs:
@@ -265,7 +264,7 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
 
     _log("scoring the torch fp32 reference …")
     t0 = time.perf_counter()
-    torch_backend = load_backend(BackendConfig(model=cfg.model, backend="torch", dtype="float32",
+    torch_backend = backends.load_backend(BackendConfig(model=cfg.model, backend="torch", dtype="float32",
                                                threads=cfg.threads))
     reference = _score(torch_backend, decisions, cfg, time.perf_counter() - t0, arrays)
     ref_info = torch_backend.model_info()
@@ -285,8 +284,6 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
         elif kind == "source":
             path = src
         else:
-            from scorer.models.gguf_tools import quantize
-
             path = workdir / f"{key}.{name}.gguf"
             _log(f"quantizing F32 → {name} …")
             q = quantize(f32, path, name, cfg.threads)
@@ -294,7 +291,8 @@ def run_quant(cfg: QuantConfig) -> dict[str, Any]:
                      "bits_per_weight": q.bits_per_weight}
         _log(f"scoring {name} ({path.name}) on llama.cpp …")
         t0 = time.perf_counter()
-        backend = load_backend(BackendConfig(model=cfg.model, backend="llamacpp", gguf=str(path), threads=cfg.threads))
+        backend = backends.load_backend(BackendConfig(model=cfg.model, backend="llamacpp", gguf=str(path),
+                                                      threads=cfg.threads))
         run = _score(backend, decisions, cfg, time.perf_counter() - t0, arrays)
         info = backend.model_info()
         backend.close()

@@ -33,19 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scorer.backends import BackendConfig, load_backend
+from scorer import backends  # load_backend looked up when called: the seam tests replace
+from scorer.backends import BackendConfig
+from scorer.backends.torch_backend import dequantize_gguf
 from scorer.core.errors import EngineError, InputError, ValidationError
 from scorer.core.hashing import sha256_file, sha256_hex
 from scorer.core.io import check_writable
 from scorer.core.machine import load_average, load_span
 from scorer.core.package_data import data_path
-from scorer.engines import llmcompressor
+from scorer.engines import launcher, llmcompressor
+from scorer.engines.vllm import compute_dtype, wna16_skip_reason
 from scorer.evaluation.compare import compare_records
 from scorer.formats.envelope import carried_inputs, make_report, write_report
 from scorer.formats.records import read_records
 from scorer.formats.rows import Decision, load_decisions
 from scorer.models import store
-from scorer.models.gguf_tools import FTYPES, same_grid, write_f32
+from scorer.models.gguf_tools import FTYPES, quantize, same_grid, write_f32
 from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS, MODES
 from scorer.studies import quant_cache
 from scorer.studies.quant import PROBABILITY_NOTE, labels_summary, score_decisions, write_records
@@ -207,7 +210,6 @@ class _Plan:
                                   f"{cfg.model} is a {ref.kind} model (expected a registry key or a .gguf file)")
         self.key = ref.key if ref.kind == "store" else Path(ref.name).stem
         self.src, self.src_sha = store.gguf_for(ref)
-        from scorer.backends.torch_backend import dequantize_gguf
 
         self.fp32 = dequantize_gguf(self.src, self.src_sha)  # verified (weights included) before anything uses it
         self.fp32_sha = sha256_file(self.fp32 / store.MANIFEST)
@@ -257,8 +259,6 @@ class _Plan:
                                    {"tool": "llama.cpp llama_model_quantize", "ftype": ftype, "imatrix": None}, None)
 
         def make(tmp: Path) -> dict[str, Any]:
-            from scorer.models.gguf_tools import quantize
-
             _log(f"quantizing F32 → {ftype} with llama.cpp …")
             made = tmp / f"{self.key}.{ftype}.gguf"
             q = quantize(f32_file, made, ftype, self.cfg.threads)
@@ -279,7 +279,7 @@ class _Plan:
     def score_reference(self) -> dict[str, Any]:
         _log("scoring the torch fp32 reference …")
         t0 = time.perf_counter()
-        backend = load_backend(BackendConfig(model=self.cfg.model, backend="torch", dtype="float32",
+        backend = backends.load_backend(BackendConfig(model=self.cfg.model, backend="torch", dtype="float32",
                                              threads=self.cfg.threads))
         load_s = time.perf_counter() - t0
         before = load_average()
@@ -338,8 +338,6 @@ class _Plan:
 
     def _vllm_skip(self, scheme: str) -> str | None:
         if scheme != "w8a8":
-            from scorer.engines.vllm import wna16_skip_reason
-
             reason = wna16_skip_reason()
             if reason is not None:
                 return reason
@@ -354,8 +352,6 @@ class _Plan:
             out = self._score_on(BackendConfig(model=self.cfg.model, backend="llamacpp", gguf=str(gguf),
                                                threads=self.cfg.threads), t0)
         else:
-            from scorer.engines import launcher
-            from scorer.engines.vllm import compute_dtype
 
             state = launcher.start(launcher.EngineSpec("vllm", model=str(folder), threads=self.cfg.threads,
                                                        dtype=compute_dtype(scheme)))
@@ -369,7 +365,7 @@ class _Plan:
 
     def _score_on(self, config: BackendConfig, t0: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Records of every decision on the backend of ``config``, and the timings (load counted from ``t0``)."""
-        backend = load_backend(config)
+        backend = backends.load_backend(config)
         try:
             load_s = time.perf_counter() - t0
             records, prepare_s, score_s = score_decisions(backend, self.decisions, self.cfg.mode,

@@ -34,9 +34,11 @@ import orjson
 
 from scorer import trace
 from scorer.backends.base import Backend, Grammar, pack_chunks
+from scorer.calibration import load_calibration
+from scorer.calibration.apply import check_decisions
 from scorer.core.errors import InputError, ValidationError
-from scorer.core.hashing import sha256_text
-from scorer.core.machine import load_average
+from scorer.core.hashing import sha256_file, sha256_text
+from scorer.core.machine import library_versions, load_average, machine_facts
 from scorer.core.package_data import data_path
 from scorer.decision import readout
 from scorer.formats.rows import Decision, check_state, nonempty_str
@@ -147,16 +149,12 @@ class FileCalibration:
     rows (``applied: false``) stays uncalibrated here: its decision gets no calibrated block."""
 
     def __init__(self, path: str):
-        from scorer.calibration import load_calibration
-
         self.path = path
         self._cal = load_calibration(path)  # a bad file is an InputError naming it
         self._rows: dict[str, int] = {}
         self._levels: set[str] = set()
 
     def check(self, decisions: list[Decision], model: dict[str, Any]) -> None:
-        from scorer.calibration.apply import check_decisions
-
         check_decisions(self._cal, decisions, model)
 
     def apply(self, record: dict[str, Any]) -> list[float] | None:
@@ -169,8 +167,6 @@ class FileCalibration:
         return [float(p) for p in block["probabilities"]]
 
     def provenance(self) -> dict[str, Any]:
-        from scorer.core.hashing import sha256_file
-
         return {"method": self._cal.method, "file": self.path,
                 "file_sha256": sha256_file(Path(self.path)),
                 "rows_used": sum(self._rows.values()),
@@ -480,7 +476,6 @@ def run_versus(backend: Backend, inp: VersusInput, cfg: VersusConfig, source: st
     wall = time.perf_counter() - clock0
     first_measured = next(r for r in runs if r["path"] == "typed" and not r["warmup"])
     check = _check_direct(backend, decisions, first_measured) if cfg.check_direct else None
-    from scorer.core.machine import library_versions, machine_facts
 
     mach = {**machine_facts(), "load_average_before": load_before, "load_average_after": load_average()}
     if info.get("device") == "cpu":

@@ -8,6 +8,7 @@ from typing import Any
 
 from scorer.core.errors import ValidationError
 from scorer.core.hashing import sha256_text
+from scorer.prompting.grammar import ArrayGrammar
 from scorer.prompting.prompt import YES_NO
 from scorer.trace.answers import locate_answers
 from scorer.trace.derive import (
@@ -293,8 +294,6 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
 
 
 def _check_v2_blocks(trace: dict[str, Any]) -> list[str]:
-    from scorer.prompting.grammar import ArrayGrammar
-
     out = []
     co, proto = trace["prompts"]["constrained"], trace["protocol"]
     n = len(trace["inputs"]["criteria"])
