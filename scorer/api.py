@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -50,6 +50,7 @@ from scorer.core.hashing import sha256_chunks
 from scorer.decision.policy import Policy, Verdict
 from scorer.decision.questions import Answer, Answers, Question, answer_of, normalize_options, question_fields
 from scorer.formats.echo import check_echo, with_echo
+from scorer.formats.record_types import Record
 from scorer.formats.rows import Decision, nonempty_str, parse_decision, unprintable
 from scorer.models import store
 from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
@@ -134,9 +135,9 @@ class DecisionRecord:
     timing: Mapping[str, float]
     """Seconds spent: ``encode_s``, ``forward_s``, ``total_s`` and, with prefix reuse, the prefill/copy/
     suffix split (shared mode: this row's equal share of its group's passes)."""
-    record: dict[str, Any]
-    """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v2``; write it
-    with :func:`scorer.formats.records.dumps_record`)."""
+    record: Record
+    """The exact record ``semif score`` writes for this row (a dict, schema ``semif-record-v2``: its fields are typed
+    by :class:`~scorer.formats.record_types.Record`; write it with :func:`scorer.formats.records.dumps_record`)."""
     calibrated: CalibratedReadout | None = None
     """The calibrated readout when the scorer has a ``calibration``; None otherwise. The raw fields above
     are never changed by a calibration."""
@@ -174,7 +175,7 @@ class DecisionRecord:
                    choice=rec["choice"], margin=rec["margin"], tie=rec["tie"],
                    tied_option_ids=tuple(rec["tied_option_ids"]), allowed_token_mass=rec["allowed_token_mass"],
                    prompt_sha256=rec["prompt_sha256"], tokens_sha256=rec["tokens_sha256"],
-                   timing=MappingProxyType(dict(rec["timing"])), record=rec,
+                   timing=MappingProxyType(dict(rec["timing"])), record=cast(Record, rec),
                    calibrated=CalibratedReadout.from_block(rec["option_ids"], rec["calibrated"])
                    if isinstance(rec.get("calibrated"), dict) else None)
 
