@@ -8,7 +8,7 @@
 # ~/.cache/semif/hf-v2/<qwen2.5-0.5b sha>/ without model.safetensors. Python packages the machine lacks
 # (transformers 5.24, orjson, jsonschema, gguf…) are installed beforehand from carried wheels.
 #
-# 1. tests/test_cuda.py: every mode and kernel on CUDA, fp32 vs CPU and bf16 vs bf16 direct;
+# 1. tests/backends/test_cuda.py: every mode and kernel on CUDA, fp32 vs CPU and bf16 vs bf16 direct;
 # 2. a randomly initialised model of the qwen2.5-0.5b architecture (same tokenizer, config, shapes):
 #    `semif bench shape --size full` and `semif versus` on CUDA (bf16), whose timings are valid for the
 #    architecture while its decisions are meaningless (random weights; the reports say so by their path).
@@ -23,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" \
   | tee -a "$OUT/gpu.txt"
 
-SEMIF_LIKE_DIR=$LIKE timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py 2>&1 \
+SEMIF_LIKE_DIR=$LIKE timeout 240 python3 -m pytest -q -p no:cacheprovider tests/backends/test_cuda.py 2>&1 \
   | tee "$OUT/pytest-cuda.log" | tail -25
 
 MODEL=/tmp/qwen2.5-0.5b-architecture-RANDOM-WEIGHTS

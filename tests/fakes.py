@@ -3,7 +3,7 @@
 ``FakeTokenizer`` is character-level (so answer letters are single tokens and boundaries are stable)
 with a few special tokens and a ChatML-like template; ``merges`` adds multi-character tokens to
 imitate BPE merges across boundaries, and ``broken`` breaks one slot rule on purpose.
-``FakeBackend`` derives from :class:`scorer.backends.base.Backend` (``tests/test_backend_contract.py``
+``FakeBackend`` derives from :class:`scorer.backends.base.Backend` (``tests/backends/test_backend_contract.py``
 holds it to the contract) with logits that are a pure function of the token ids (so prefix reuse is
 exact unless ``drift`` is set; every position of a pass too, for ``--slots sequence``), and generation that
 follows a script (to emit, e.g., a broken JSON array).

@@ -31,7 +31,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv (outside the checkout) with the wheel of the checkout installed; its ``bin`` folder."""
     tmp = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT),
+    # Built from a copy of what the package is made of: setuptools' build/ folder in the checkout keeps modules that
+    # were since deleted, and a wheel built there would ship them.
+    src = tmp / "src"
+    shutil.copytree(ROOT / "scorer", src / "scorer", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).is_file():
+            shutil.copy(ROOT / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(src),
                     "-w", str(tmp / "dist")], check=True, cwd=tmp, timeout=300)
     wheel = next((tmp / "dist").glob("semif-*.whl"))
     venv = tmp / "venv"

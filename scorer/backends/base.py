@@ -2,7 +2,7 @@
 
 Modes (direct, serial, shared) and generation live in :mod:`scorer.scoring`; a backend implements only
 kernel calls. :class:`Backend` is the one base class of the torch and llama.cpp kernels and of the
-tests' fake; ``tests/test_backend_contract.py`` holds all three to the contracts below.
+tests' fake; ``tests/backends/test_backend_contract.py`` holds all three to the contracts below.
 
 * Logits come back as a 1-D ``numpy.float32`` array of :attr:`Backend.n_vocab` values, for the LAST
   position of what was fed. No token is sampled. A remote engine (:attr:`Backend.sparse_logits`) returns

@@ -1,6 +1,7 @@
 """The backends SemIf can score with, by name: one :class:`BackendEntry` each (what it is, which of
 :class:`~scorer.backends.BackendConfig`'s fields it reads, how it is built). A new backend is one more entry here and
-one module that implements :class:`~scorer.backends.base.Backend` (checked by ``tests/test_backend_contract.py``);
+one module that implements :class:`~scorer.backends.base.Backend` (checked by
+``tests/backends/test_backend_contract.py``);
 the command line's ``--backend`` choices, the API's ``backend=`` check and :func:`scorer.backends.load_backend` all
 read this table. Loaders import their module only when called: torch and llama.cpp are heavy, and ``import
 scorer.backends`` must stay cheap."""

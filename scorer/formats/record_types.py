@@ -1,7 +1,8 @@
 """A decision record's fields, typed, for code that reads them: :class:`Record` is ``semif-record-v2``
 (``schemas/record-v2.json``) as a ``TypedDict``, one docstring per field. Records travel as plain dicts (they are
 JSON at every edge); this type says what such a dict holds, at the API boundary
-(:attr:`scorer.api.DecisionRecord.record`). ``tests/test_record_types.py`` holds it to the schema: the same fields,
+(:attr:`scorer.api.DecisionRecord.record`). ``tests/formats/test_record_types.py`` holds it to the schema: the same
+fields,
 the same required ones."""
 
 from __future__ import annotations

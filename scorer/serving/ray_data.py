@@ -124,7 +124,7 @@ def run_score_ray(decisions: list[Decision], cfg: BackendConfig, sink: RecordsOu
                                    "resumed_from": skip},
             compute=ray.data.ActorPoolStrategy(size=opts.actors), num_cpus=opts.cpus_per_actor,
             num_gpus=opts.gpus_per_actor or None)  # Ray Data's actor pools default to max_restarts=-1,
-        # max_task_retries=-1: a dead actor is restarted and its unit retried (tests/test_ray.py kills one)
+        # max_task_retries=-1: a dead actor is restarted and its unit retried (tests/serving/test_ray.py kills one)
         return _write_in_order(ds.iter_rows(), decisions, sink, point, skip, on_record)
     finally:
         if started_here:

@@ -33,7 +33,8 @@ loads at first: the engine's plumbing (``window.SemifLiveEngine``), then the pag
 LIVE_MODULES = ("live/sha256.js", "live/gguf.js", "live/bpe.js", "live/jinja-parse.js", "live/jinja.js",
                 "live/prompt.js", "live/pyjson.js", "live/lanes.js", "replay/format.js", "live/trace-summary.js",
                 "live/trace.js")
-"""The pure modules under scorer/site/assets/ (tested in Node: tests/test_live_prompt.py, tests/test_live_trace.py; the
+"""The pure modules under scorer/site/assets/ (tested in Node: tests/site/test_live_prompt.py,
+tests/site/test_live_trace.py; the
 trace's summary rounds with the replay's format.js), concatenated in this order into ``assets/live-modules.js``,
 which the page loads when a model is opened (with the engine), so that what it loads before its first paint
 stays small."""

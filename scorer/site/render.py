@@ -40,7 +40,7 @@ DOM parts (replay-dom, replay-view, replay-chart: tested in the browser), then t
 ON_DEMAND_SCRIPTS = {"assets/verdict.js": "replay/verdict.js"}
 """Pure modules under replay/ that the replay loads only when it needs them (with the checker, once a trace is
 opened from disk), as their own files: they are not part of the script before the first paint, whose bytes have a
-budget (tests/test_site_lighthouse.py). verdict.js computes a trace's headline, verdict and numbers in the page."""
+budget (tests/site/test_site_lighthouse.py). verdict.js computes a trace's headline, verdict and numbers in the page."""
 
 
 def script_json(obj: Any) -> Markup:

@@ -10,7 +10,7 @@ from scorer.trace.format import GENERATED_PATHS, experiment_id
 
 _EPS = 1e-9  # slack for comparing rounded timestamps
 # The machine epsilon of each logits dtype a bound may be taken over: scorer.decision.readout.resolution(1.0, dtype),
-# written out so that verify needs no numpy (tests/test_trace_consistency.py holds the two equal).
+# written out so that verify needs no numpy (tests/trace/test_trace_consistency.py holds the two equal).
 LOGITS_EPSILON = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 DTYPE_EPSILONS = tuple(LOGITS_EPSILON.values())
 EXACT_SOURCES = ("probe", "drift-report")

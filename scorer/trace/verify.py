@@ -86,7 +86,7 @@ def verify(trace: Any) -> list[str]:
                 if v2:
                     problems += [f"{where}: {p}" for p in _check_generated_v2(trace, run)]
     # a net under the checks, never a traceback: a field of the wrong type fails the schema, and the checks that run
-    # beside it may meet it (AttributeError: model.versions edited to true, found by tests/test_fuzz_trace.py)
+    # beside it may meet it (AttributeError: model.versions edited to true, found by tests/trace/test_fuzz_trace.py)
     except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
         problems.append(f"inconsistent structure ({type(exc).__name__}: {exc})")
     if not problems:
@@ -261,7 +261,7 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
         out.append(f"valid/complete/parsed/error {recorded!r} disagree with the text, which parses as "
                    f"{(valid, complete, parsed, error)!r}")
     # Where each answer value starts is a fact of the token texts: derive it again, so an index moved to another
-    # token, or given to a run whose text is no array, does not verify (found by tests/test_fuzz_trace_edits.py)
+    # token, or given to a run whose text is no array, does not verify (found by tests/trace/test_fuzz_trace_edits.py)
     spans = locate_answers([t["text"] for t in toks], run["stop_reason"] == "end_of_turn")
     moved = [(i, t["answer_index"]) for i, t in enumerate(toks) if t["answer_index"] != spans.answer_at.get(i)]
     if moved:
@@ -274,7 +274,7 @@ def _check_generated(trace: dict[str, Any], run: dict[str, Any],
     k = trace["protocol"]["top_k"]
     for t in toks:
         # 1e-12, not 1e-6: the two are one normalisation (sum off by 2e-16 in every trace); a looser bound let a
-        # forger move a small yes by 1e-8 unseen (found by tests/test_fuzz_trace_edits.py)
+        # forger move a small yes by 1e-8 unseen (found by tests/trace/test_fuzz_trace_edits.py)
         if t["yes_no"] is not None and abs(t["yes_no"]["yes"] + t["yes_no"]["no"] - 1.0) > 1e-12:
             out.append(f"token {t['i']}: yes_no probabilities do not sum to 1")
         # The model's top-1 (before any mask) is the chosen token unless the grammar overruled it.

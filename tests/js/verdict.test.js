@@ -1,6 +1,6 @@
 // Unit tests of scorer/site/assets/replay/verdict.js (a trace's headline, verdict and numbers computed in the page), on
 // the committed fake traces (tests/fixtures). That it writes exactly what build.py writes, on every committed
-// trace, is tests/test_site_js.py's test. Run: node --test tests/js/
+// trace, is tests/site/test_site_js.py's test. Run: node --test tests/js/
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");

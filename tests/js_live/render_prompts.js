@@ -1,5 +1,5 @@
 // Renders SemIf's typed prompts with the page's own modules (scorer/site/assets/live/*.js) for a GGUF file, as the live
-// page does, and prints what it got as JSON, for tests/test_live_prompt.py to compare with the Python renderer.
+// page does, and prints what it got as JSON, for tests/site/test_live_prompt.py to compare with the Python renderer.
 //   node tests/js_live/render_prompts.js CASES.json   (CASES: {gguf, words, cases: [{state, question, options}]})
 "use strict";
 const fs = require("node:fs");

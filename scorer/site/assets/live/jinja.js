@@ -5,7 +5,7 @@
    method outside it is refused by name (render throws a JinjaError saying what and where), never guessed.
    Values follow Python's rules where a template can tell (truthiness, str() of None/True/False, lists and
    dicts, negative indexes, slices, string methods). Pure: tests/js_live/ checks it against the Python
-   renderer's strings (tests/test_live_prompt.py). The parser is jinja-parse.js. In the page: window.SemifLiveJinja. */
+   renderer's strings (tests/site/test_live_prompt.py). The parser is jinja-parse.js. In the page: window.SemifLiveJinja. */
 (function (root, factory) {
   "use strict";
   var node = typeof module === "object" && module.exports;

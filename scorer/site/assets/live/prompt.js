@@ -3,7 +3,7 @@
    chat template (SemifLiveJinja), the same encoding rule and the same answer-slot checks (each letter one
    token, distinct, decoding back to itself, and stable at the prompt's end). The prompt's words are not
    written here: build.py passes scorer.prompting.prompt's constants to the page (window.SemifLivePromptText), and
-   tests/test_live_prompt.py compares every rendered string and id with the Python side's.
+   tests/site/test_live_prompt.py compares every rendered string and id with the Python side's.
    Pure. In the page: window.SemifLivePrompt. */
 (function (root, factory) {
   "use strict";

@@ -4,7 +4,7 @@
    the same documents accepted (NaN, Infinity, -Infinity too), the same error messages at the same character
    positions (code points, as Python counts them), ints kept apart from floats; and json.dumps(v,
    ensure_ascii=False) of what it parsed (", " and ": " separators, Python's float repr).
-   Pure: tests/test_live_prompt.py compares both with Python on a corpus. In the page: window.SemifLivePyJson. */
+   Pure: tests/site/test_live_prompt.py compares both with Python on a corpus. In the page: window.SemifLivePyJson. */
 (function (root, factory) {
   "use strict";
   var api = factory();

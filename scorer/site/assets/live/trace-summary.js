@@ -5,7 +5,7 @@
 
    Python floats that happen to be whole (a median of 12 tokens is 12.0) are written 12.0 in Python's canonical
    JSON; JS has one number type, so such values are returned as PyFloat (SemifLiveTrace writes them with a
-   decimal point). Pure: tests/test_live_trace.py compares it with Python on traces it builds.
+   decimal point). Pure: tests/site/test_live_trace.py compares it with Python on traces it builds.
    In the page: window.SemifLiveTraceSummary. */
 (function (root, factory) {
   "use strict";

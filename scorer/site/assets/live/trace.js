@@ -8,7 +8,7 @@
    Checksums are sha256 over canonical JSON as Python writes it (orjson, keys sorted): the same key order and
    string escapes as JSON.stringify, and numbers as orjson writes them (1e-6, 1e+16, a whole float as 12.0).
    The document is written in that form too, so Python reads back exactly the values hashed here.
-   Pure: tests/test_live_trace.py builds traces from recorded runs in Node and verifies them in Python.
+   Pure: tests/site/test_live_trace.py builds traces from recorded runs in Node and verifies them in Python.
    In the page: window.SemifLiveTrace. */
 (function (root, factory) {
   "use strict";

@@ -5,9 +5,9 @@
    Why a second implementation beside build.py's (scorer/site/lanes.py, verdict.py, trace_view.py) rather than
    one run by both: the build stays pure Python (``python build.py`` needs no Node wherever the site is built, CI
    and Pages included), and the page cannot run Python. So the wording exists twice, and tests hold the two to
-   the same output: tests/test_site_js.py runs this file in Node on every committed trace and on each fixture
+   the same output: tests/site/test_site_js.py runs this file in Node on every committed trace and on each fixture
    variant (capped, cut, invalid, calibrated, control, hostile) against build.py's view, and
-   tests/test_site_verdict_browser.py runs the copy the built page loads on every committed trace. Numbers are
+   tests/site/test_site_verdict_browser.py runs the copy the built page loads on every committed trace. Numbers are
    written with SemifReplayFormat (fmtS, fixed), which rounds as Python does.
 
    Not part of the replay's script before the first paint: the page loads it (assets/verdict.js) with the
