@@ -71,12 +71,20 @@ def comma_list(text: str) -> list[str]:
 
 
 # --- the model ------------------------------------------------------------------------------------------------------
-def add_model_args(p: argparse.ArgumentParser) -> None:
-    """The ``model`` group: registry key or path, backend, device, dtype, threads, llama.cpp options."""
+def add_model_args(p: argparse.ArgumentParser, many: bool = False) -> None:
+    """The ``model`` group: registry key or path, backend, device, dtype, threads, llama.cpp options. ``many``:
+    ``--model`` may be given several times (``semif serve``: every one is served; :func:`backend_configs`)."""
     g = p.add_argument_group("model")
-    g.add_argument("--model", default=store.DEFAULT_MODEL,
-                   help=f"registry key ({', '.join(store.REGISTRY)}), .gguf path, local HF folder, or ORG/NAME "
-                        f"(with --revision); default {store.DEFAULT_MODEL}")
+    if many:
+        g.add_argument("--model", action="append", metavar="MODEL|SPEC",
+                       help=f"a model to serve, by its name: registry key ({', '.join(store.REGISTRY)}), .gguf path, "
+                            "local HF folder or ORG/NAME, with the backend options below; or a SPEC "
+                            "backend=...,model=...[,threads=...] with its own; repeat to serve several (the first is "
+                            f"the default; default {store.DEFAULT_MODEL})")
+    else:
+        g.add_argument("--model", default=store.DEFAULT_MODEL,
+                       help=f"registry key ({', '.join(store.REGISTRY)}), .gguf path, local HF folder, or ORG/NAME "
+                            f"(with --revision); default {store.DEFAULT_MODEL}")
     g.add_argument("--revision", help="hub commit (40 hex) for ORG/NAME models")
     g.add_argument("--backend", type=choice(BACKENDS), choices=BACKENDS, default="torch")
     g.add_argument("--device", type=choice(DEVICES), choices=DEVICES, default="cpu", help="torch device")
@@ -145,6 +153,25 @@ def backend_config(args: argparse.Namespace) -> BackendConfig:
                          llama_gpu_layers=args.llama_gpu_layers, base_url=args.base_url,
                          api_key_env=args.api_key_env, served_model=args.served_model,
                          concurrency=args.concurrency, retries=args.retries)
+
+
+def backend_configs(args: argparse.Namespace) -> list[BackendConfig]:
+    """Every ``--model`` of a command that takes several (:func:`add_model_args` with ``many``): a name with the
+    backend options given, or a SPEC with its own (:func:`parse_spec`; a SPEC's ``mode`` and ``calibration`` are
+    the server's to set, so refused there). Two with one name are refused."""
+    out: list[BackendConfig] = []
+    for text in args.model or [store.DEFAULT_MODEL]:
+        if "=" in text:
+            cfg, mode, cal = parse_spec(text, "--model")
+            if mode is not None or cal is not None:
+                raise InputError("--model", None, None, f"{text!r} sets mode or calibration",
+                                 "backend and model keys only (the server's --mode and --calibration apply to all)")
+        else:
+            cfg = backend_config(argparse.Namespace(**{**vars(args), "model": text}))
+        if any(c.model == cfg.model for c in out):
+            raise InputError("--model", None, None, f"{cfg.model!r} given twice", "each served model once")
+        out.append(cfg)
+    return out
 
 
 def load_model(args: argparse.Namespace) -> Backend:

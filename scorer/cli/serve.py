@@ -9,7 +9,7 @@ from typing import Any
 from scorer.cli.arguments import (
     add_model_args,
     add_scorer_args,
-    backend_config,
+    backend_configs,
     non_negative_float,
     positive_float,
     positive_int,
@@ -18,12 +18,14 @@ from scorer.cli.arguments import (
 from scorer.core.errors import InputError
 from scorer.serving.http_server import Limits
 from scorer.serving.queue import DEFAULT_BATCH_WINDOW_MS
+from scorer.serving.served import DEFAULT_ALIASES
 from scorer.serving.service import TOKEN_ENV
 
 
 def register(sub: Any) -> None:
     """Add ``semif serve``."""
-    p = sub.add_parser("serve", help="HTTP decision service (POST /v1/decide, /v1/decide/batch)")
+    p = sub.add_parser("serve", help="HTTP decision service: the System One (/v1/systemone) and OpenAI Decisions "
+                                     "(/v1/decisions) wire formats, and SemIf's own (/v1/decide, /v1/ask)")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
     add_scorer_args(p)  # how every request is scored: the options every face shares
@@ -49,7 +51,14 @@ def register(sub: Any) -> None:
     g.add_argument("--replicas", type=positive_int, default=1, help="--ray: replicas, one model each")
     g.add_argument("--address", help="--ray: cluster address (default: start a local cluster)")
     g.add_argument("--cpus-per-replica", type=float, default=1.0, help="--ray: CPUs per replica")
-    add_model_args(p)
+    w = p.add_argument_group("served names (/v1/systemone, /v1/decisions)")
+    w.add_argument("--alias", action="append", default=[], metavar="NAME=SERVED",
+                   help=f"answer requests for NAME with the served model or route SERVED (default: "
+                        f"{', '.join(DEFAULT_ALIASES)} for the first --model, the names the official SDKs send)")
+    w.add_argument("--route", action="append", default=[], metavar="NAME=FAST>ACCURATE@M",
+                   help="serve NAME as a route: ask the served model FAST, re-ask on ACCURATE the questions whose "
+                        "(calibrated) margin is under M or that tie; answers say which model decided")
+    add_model_args(p, many=True)
     p.set_defaults(func=_cmd_serve, stop_note="the server stopped (it keeps no state to resume)")
 
 
@@ -63,15 +72,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.ray and options.slots == "sequence":
         raise InputError("--ray", None, None, "given with --slots sequence", "--slots letters or ids on Ray Serve "
                          "(for now)")
-    cfg = ServeConfig(host=args.host, port=args.port, options=options,
+    models = backend_configs(args)
+    if args.ray and (len(models) > 1 or args.route):
+        raise InputError("--ray", None, None, "given with several --model or a --route", "one model on Ray Serve")
+    cfg = ServeConfig(host=args.host, port=args.port, options=options, aliases=tuple(args.alias),
+                      routes=tuple(args.route),
                       token=args.token or os.environ.get(TOKEN_ENV) or None,
                       limits=Limits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                                     queue_size=args.queue_size, header_timeout_s=args.header_timeout,
                                     body_timeout_s=args.body_timeout, max_connections=args.max_connections),
                       batch_window_ms=args.batch_window_ms)
     if args.ray:
-        serve_on_ray(backend_config(args), cfg, RayServeOptions(replicas=args.replicas, address=args.address,
-                                                                cpus_per_replica=args.cpus_per_replica))
+        serve_on_ray(models[0], cfg, RayServeOptions(replicas=args.replicas, address=args.address,
+                                                     cpus_per_replica=args.cpus_per_replica))
     else:
-        serve(backend_config(args), cfg)
+        serve(models, cfg)
     return 0

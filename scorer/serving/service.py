@@ -50,12 +50,14 @@ within
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
 import sys
+import time
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -66,15 +68,18 @@ from scorer.api import Scorer, _parse_row, ask_call
 from scorer.backends import BackendConfig
 from scorer.core.checks import OptionError
 from scorer.core.errors import InputError, SemifError
-from scorer.core.jsonl import loads_input
 from scorer.formats.echo import QUERY_VALUES, request_echo
 from scorer.formats.json_schemas import load_schema
 from scorer.formats.record_schema import record_schema
 from scorer.formats.records import dumps_record
 from scorer.formats.rows import MAX_OPTIONS
 from scorer.scoring.options import ScorerOptions
+from scorer.serving.bodies import Refused, json_response, read_json
 from scorer.serving.http_server import Limits, load_uvicorn, uvicorn_config
 from scorer.serving.queue import QueueFull, RowJob, ScoringQueue, check_batch_window, score_together
+from scorer.serving.served import ServedModels, parse_route, served_aliases
+from scorer.serving.wire_http import WireContext, models_body
+from scorer.serving.wire_http import routes as wire_routes
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -162,64 +167,9 @@ def openapi(limits: Limits) -> dict[str, Any]:
     }
 
 
-def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    from starlette.responses import Response
-
-    return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY), status, headers,
-                    media_type="application/json")
-
-
 def _error(status: int, message: str, field: str | None = None, row: int | None = None,
            headers: dict[str, str] | None = None) -> Response:
-    return _json({"error": message, "field": field, "row": row}, status, headers)
-
-
-class _Refused(Exception):
-    """A request refused before scoring, with its status and message."""
-
-    def __init__(self, status: int, exc: InputError) -> None:
-        super().__init__(str(exc))
-        self.status, self.exc = status, exc
-
-
-async def _read_json(request: Request, limits: Limits) -> Any:
-    """The request body as JSON (:func:`scorer.core.jsonl.loads_input`: a key given twice in one object is refused),
-    read no further than ``max_body_bytes``. A larger body answers 413 once it has been received and thrown away
-    (:func:`_drain`), so that the client, which sends its whole body before it reads, gets the 413 instead of a
-    reset connection."""
-    declared = request.headers.get("content-length")
-    expected = f"at most {limits.max_body_bytes} bytes per request"
-    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-        await _drain(request.stream(), limits)
-        raise _Refused(413, InputError("body", None, None, f"{int(declared)} bytes", expected))
-    chunks: list[bytes] = []
-    size = 0
-    body = request.stream()
-    async for chunk in body:
-        size += len(chunk)
-        if size > limits.max_body_bytes:
-            await _drain(body, limits)
-            raise _Refused(413, InputError("body", None, None, f"more than {limits.max_body_bytes} bytes", expected))
-        chunks.append(chunk)
-    try:
-        return loads_input(b"".join(chunks), "body", None, "one JSON value")
-    except InputError as exc:
-        raise _Refused(400 if exc.field is None else 422, exc) from None
-
-
-DRAIN_FACTOR = 16
-"""An oversized body is read and thrown away up to this many times ``max_body_bytes`` before the 413 (beyond that,
-the connection closes under the client: reading more would let one request tie up the server)."""
-
-
-async def _drain(body: AsyncIterator[bytes], limits: Limits) -> None:
-    """Read the rest of a request's ``body`` stream without keeping it (at most ``DRAIN_FACTOR × max_body_bytes``;
-    the body deadline of :func:`scorer.serving.http_server.bounded_protocol` bounds a slow sender)."""
-    budget = DRAIN_FACTOR * limits.max_body_bytes
-    async for chunk in body:
-        budget -= len(chunk)
-        if budget < 0:
-            return
+    return json_response({"error": message, "field": field, "row": row}, status, headers)
 
 
 def _query_echo(request: Request) -> str | bool | None:
@@ -228,21 +178,26 @@ def _query_echo(request: Request) -> str | bool | None:
     if not given:
         return None
     if len(given) > 1:
-        raise _Refused(422, InputError("query", None, "echo", f"given {len(given)} times", "at most one ?echo="))
+        raise Refused(422, InputError("query", None, "echo", f"given {len(given)} times", "at most one ?echo="))
     return request_echo(QUERY_VALUES.get(given[0], given[0]), "query")
 
 
-def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = None,
+def build_app(served: Scorer | ServedModels, limits: Limits | None = None, token: str | None = None,
               batch_window_ms: float = 0.0) -> Starlette:
-    """The ASGI app serving ``scorer`` (loaded here if it is not yet). The app owns a worker thread for its
-    lifespan; it does not close ``scorer``. ``batch_window_ms`` > 0 (shared mode only) batches one-row
-    requests across clients (:mod:`scorer.serving.queue`); 0 scores each request alone."""
+    """The ASGI app serving ``served`` (one scorer, or several models by name: :mod:`scorer.serving.served`; each
+    loaded here if it is not yet). The semif dialect (``/v1/decide``, ``/v1/ask``…) uses the default (first) model;
+    ``/v1/systemone`` and ``/v1/decisions`` (:mod:`scorer.serving.wire_http`) the model each request names. The app
+    owns a worker thread for its lifespan; it does not close the scorers. ``batch_window_ms`` > 0 (shared mode only)
+    batches one-row requests across clients (:mod:`scorer.serving.queue`); 0 scores each request alone."""
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect
     from starlette.routing import Route
 
+    models = served if isinstance(served, ServedModels) else ServedModels({served.model: served})
+    scorer = models.scorers[models.default]
     lim = limits or Limits()
-    info = scorer.model_info()  # now: asking later would wait on the scorer's lock inside the event loop
+    infos = {name: s.model_info() for name, s in models}  # now: later it would wait on a scorer's lock in the loop
+    created = int(time.time())
     expected = f"Bearer {token}".encode() if token else None
     window_ms = check_batch_window(batch_window_ms, scorer.mode, scorer.layout)
     state: dict[str, ScoringQueue] = {}
@@ -260,9 +215,9 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
                           headers={"WWW-Authenticate": "Bearer"})
         try:
             echo = _query_echo(request)
-            job = parse(await _read_json(request, lim), echo)
+            job = parse(await read_json(request, lim), echo)
             result = await state["worker"].submit(job)
-        except _Refused as r:
+        except Refused as r:
             return _error(r.status, str(r.exc), r.exc.field, r.exc.line)
         except ClientDisconnect:  # the client went away, or its body was too slow (closed with a 408)
             return _error(400, "the client disconnected before its body was read")
@@ -278,7 +233,7 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         except Exception:
             traceback.print_exc(file=sys.stderr)
             return _error(500, "internal error (the server's log has the details)")
-        return _json(render(result))
+        return json_response(render(result))
 
     def parse_one(doc: Any, echo: str | bool | None) -> Callable[[], Any] | RowJob:
         if window_ms > 0:  # validated here, scored with whatever other requests the window brings
@@ -287,18 +242,18 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
 
     def parse_batch(doc: Any, echo: str | bool | None) -> Callable[[], Any]:
         if not isinstance(doc, dict) or "rows" not in doc:
-            raise _Refused(422, InputError("body", None, "rows", "missing", 'an object {"rows": [row, ...]}'))
+            raise Refused(422, InputError("body", None, "rows", "missing", 'an object {"rows": [row, ...]}'))
         rows = doc["rows"]
         if not isinstance(rows, list):
-            raise _Refused(422, InputError("body", None, "rows", f"a {type(rows).__name__}", "a list of rows"))
+            raise Refused(422, InputError("body", None, "rows", f"a {type(rows).__name__}", "a list of rows"))
         if len(rows) > lim.max_rows:
-            raise _Refused(413, InputError("body", None, "rows", f"{len(rows)} rows",
+            raise Refused(413, InputError("body", None, "rows", f"{len(rows)} rows",
                                            f"at most {lim.max_rows} rows per request"))
         return lambda: scorer.decide_many(rows, echo=echo)
 
     def parse_ask(doc: Any, echo: str | bool | None) -> Callable[[], Any]:
         if isinstance(doc, dict) and isinstance(doc.get("questions"), dict) and len(doc["questions"]) > lim.max_rows:
-            raise _Refused(413, InputError("body", None, "questions", f"{len(doc['questions'])} questions",
+            raise Refused(413, InputError("body", None, "questions", f"{len(doc['questions'])} questions",
                                            f"at most {lim.max_rows} questions per request"))
         state, questions, rid, extra = ask_call(doc)  # a bad question: 422 here, nothing queued
         return lambda: scorer.ask(state, questions, rid, echo=echo, **extra)
@@ -314,27 +269,29 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         return await score(request, parse_batch,
                            lambda ds: {"records": [orjson.Fragment(dumps_record(d.record)) for d in ds]})
 
-    async def models(request: Request) -> Response:
+    async def list_models(request: Request) -> Response:
         if not authorised(request):
             return _error(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
         cal = scorer.calibration
         pc = scorer.prefix_cache  # plain counters, read without the scorer's lock (a request may be moving them)
-        return _json({"models": [info], "mode": scorer.mode, "slots": scorer.slots,
-                      **({"sequence_norm": scorer.sequence_norm} if scorer.sequence_norm else {}),
-                      "batch_window_ms": window_ms, "echo": scorer.echo,
-                      "calibration": None if cal is None else {"method": cal.method, **cal.source},
-                      "prefix_cache": {"kind": "radix", "budget_bytes": pc.budget_bytes, "held_bytes": pc.held_bytes,
-                                       "states": pc.states, **pc.stats.as_dict()},
-                      "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
-                                 "max_options": MAX_OPTIONS, "queue_size": lim.queue_size,
-                                 "header_timeout_s": lim.header_timeout_s, "body_timeout_s": lim.body_timeout_s,
-                                 "max_connections": lim.max_connections}})
+        return json_response({**models_body(models, infos, created), "mode": scorer.mode, "slots": scorer.slots,
+                              **({"sequence_norm": scorer.sequence_norm} if scorer.sequence_norm else {}),
+                              "batch_window_ms": window_ms, "echo": scorer.echo,
+                              "calibration": None if cal is None else {"method": cal.method, **cal.source},
+                              "prefix_cache": {"kind": "radix", "budget_bytes": pc.budget_bytes,
+                                               "held_bytes": pc.held_bytes, "states": pc.states,
+                                               **pc.stats.as_dict()},
+                              "limits": {"max_body_bytes": lim.max_body_bytes, "max_rows": lim.max_rows,
+                                         "max_options": MAX_OPTIONS, "queue_size": lim.queue_size,
+                                         "header_timeout_s": lim.header_timeout_s,
+                                         "body_timeout_s": lim.body_timeout_s,
+                                         "max_connections": lim.max_connections}})
 
     async def schema(request: Request) -> Response:
-        return _json({"row": row_schema(), "record": record_schema(), "openapi": openapi(lim)})
+        return json_response({"row": row_schema(), "record": record_schema(), "openapi": openapi(lim)})
 
     async def healthz(request: Request) -> Response:
-        return _json({"status": "ok", "queued": state["worker"].queued})
+        return json_response({"status": "ok", "queued": state["worker"].queued})
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -345,9 +302,14 @@ def build_app(scorer: Scorer, limits: Limits | None = None, token: str | None = 
         finally:
             state.pop("worker").stop()
 
-    routes = [Route("/v1/decide", decide, methods=["POST"]), Route("/v1/decide/batch", decide_batch, methods=["POST"]),
+    async def submit(job: Callable[[], Any]) -> Any:
+        return await state["worker"].submit(job)
+
+    wire = wire_routes(WireContext(models, lim, authorised, submit))
+    routes = [*wire, Route("/v1/decide", decide, methods=["POST"]),
+              Route("/v1/decide/batch", decide_batch, methods=["POST"]),
               Route("/v1/ask", ask, methods=["POST"]),
-              Route("/v1/models", models, methods=["GET"]), Route("/v1/schema", schema, methods=["GET"]),
+              Route("/v1/models", list_models, methods=["GET"]), Route("/v1/schema", schema, methods=["GET"]),
               Route("/openapi.json", schema, methods=["GET"]), Route("/healthz", healthz, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)
 
@@ -387,6 +349,10 @@ class ServeConfig:
     batch_window_ms: float | None = None
     """Batch one-row requests that arrive within this many ms (:mod:`scorer.serving.queue`); None: the default
     (:data:`~scorer.serving.queue.DEFAULT_BATCH_WINDOW_MS` in shared mode, 0 in the others); 0: each alone."""
+    aliases: tuple[str, ...] = ()
+    """``NAME=SERVED`` aliases besides the default ones (:func:`scorer.serving.served.served_aliases`)."""
+    routes: tuple[str, ...] = ()
+    """``NAME=FAST>ACCURATE@THRESHOLD`` routes (:func:`scorer.serving.served.parse_route`)."""
 
 
 @dataclass(frozen=True)
@@ -401,22 +367,29 @@ class RayServeOptions:
     """CPUs Ray reserves per replica (also its threads when the model config sets none)."""
 
 
-def _checked(model: BackendConfig, cfg: ServeConfig) -> tuple[Scorer, float]:
-    """The scorer (its options checked, a preset filled in, the calibration file read: nothing loaded yet) and the
-    batch window, or the error that refuses ``cfg`` before any model loads."""
+def _checked(models: Sequence[BackendConfig], cfg: ServeConfig) -> tuple[ServedModels, float]:
+    """The served models (every scorer's options checked, a preset filled in, the calibration file read: nothing
+    loaded yet) and the batch window, or the error that refuses ``cfg`` before any model loads."""
     check_bind(cfg.host, cfg.token)
-    scorer = Scorer.from_options(model, cfg.options)
-    return scorer, check_batch_window(cfg.batch_window_ms, scorer.mode, scorer.layout)  # None: the mode's default
+    scorers = {m.model: Scorer.from_options(m, cfg.options) for m in models}
+    default = next(iter(scorers))
+    served = ServedModels(scorers, served_aliases(list(cfg.aliases), default, scorers),
+                          {r.name: r for r in map(parse_route, cfg.routes)})
+    first = scorers[default]
+    return served, check_batch_window(cfg.batch_window_ms, first.mode, first.layout)  # None: the mode's default
 
 
-def serve(model: BackendConfig, cfg: ServeConfig) -> None:
-    """Serve ``model`` over HTTP with uvicorn until interrupted (the serve extra). Refuses a non-loopback
-    address without a token, and bad options, before the model loads."""
+def serve(models: BackendConfig | Sequence[BackendConfig], cfg: ServeConfig) -> None:
+    """Serve ``models`` (the first is the default) over HTTP with uvicorn until interrupted (the serve extra).
+    Refuses a non-loopback address without a token, and bad options, before any model loads."""
     uvicorn = load_uvicorn()
-    scorer, window_ms = _checked(model, cfg)
-    with scorer:
-        app = build_app(scorer, cfg.limits, cfg.token, window_ms)
-        print(f"[semif] serving {model.model} ({scorer.mode}, batch window {window_ms:g} ms) on "
+    served, window_ms = _checked([models] if isinstance(models, BackendConfig) else list(models), cfg)
+    with contextlib.ExitStack() as stack:
+        for _name, scorer in served:
+            stack.enter_context(scorer)
+        app = build_app(served, cfg.limits, cfg.token, window_ms)
+        first = served.scorers[served.default]
+        print(f"[semif] serving {', '.join(served.names())} ({first.mode}, batch window {window_ms:g} ms) on "
               f"http://{cfg.host}:{cfg.port}", file=sys.stderr)
         uvicorn.Server(uvicorn_config(app, cfg.limits, host=cfg.host, port=cfg.port)).run()
 
@@ -427,7 +400,8 @@ def serve_on_ray(model: BackendConfig, cfg: ServeConfig, ray_opts: RayServeOptio
     from dataclasses import asdict
 
     load_uvicorn()  # the app is the same Starlette app: the serve extra first, as plain `semif serve` asks
-    scorer, window_ms = _checked(model, cfg)
+    served, window_ms = _checked([model], cfg)
+    scorer = served.scorers[served.default]
     options = replace(cfg.options, calibration=scorer.calibration)  # the replicas get the file as read here
     try:
         import ray
