@@ -313,3 +313,31 @@ def test_on_smollm2_the_answers_equal_scorer_ask(smol_torch):
             abs=1e-6)
     assert list(got.answers["urgency"].probabilities.values()) == pytest.approx(
         list(want["urgency"].probabilities.values()), abs=1e-6)
+
+
+def test_semif_serve_serves_several_models_aliases_and_routes_named_on_the_command_line(monkeypatch, capsys):
+    """``--model`` repeated (a name, or a SPEC with its own backend), ``--alias`` and ``--route`` reach the server's
+    models; bad ones are one-line errors before any model loads."""
+    import scorer.backends as backends
+    import scorer.serving.service as service
+    from scorer import cli
+
+    monkeypatch.setattr(backends, "load_backend", lambda cfg: pytest.fail("a model loaded"))
+    seen: dict[str, Any] = {}
+
+    def fake_serve(models, cfg):
+        served, window = service._checked(models, cfg)
+        seen.update(names=served.names(), routes=served.routes, backends=[m.backend for m in models])
+
+    monkeypatch.setattr(service, "serve", fake_serve)
+    assert cli.main(["serve", "--model", "smollm2-135m", "--model", "backend=llamacpp,model=qwen2.5-0.5b",
+                     "--alias", "jev-1=smollm2-135m", "--route", "auto=smollm2-135m>qwen2.5-0.5b@0.2"]) == 0
+    assert seen["names"] == ["smollm2-135m", "qwen2.5-0.5b", "auto", "jev-latest", "gpt-6-luna", "jev-1"]
+    assert seen["routes"]["auto"].threshold == 0.2 and seen["backends"] == ["torch", "llamacpp"]
+    for argv, fragment in ((["--route", "auto=smollm2-135m>gemma@0.2"], "'gemma' is not a served --model"),
+                           (["--route", "auto=a>b"], "NAME=FAST>ACCURATE@THRESHOLD"),
+                           (["--route", "auto=smollm2-135m>smollm2-135m@1.5"], "a margin from 0 to 1"),
+                           (["--alias", "x"], "NAME=SERVED_NAME"),
+                           (["--model", "smollm2-135m"], "'smollm2-135m' given twice")):
+        assert cli.main(["serve", "--model", "smollm2-135m", *argv]) == 2, argv
+        assert fragment in capsys.readouterr().err, argv
