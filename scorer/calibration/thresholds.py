@@ -22,7 +22,7 @@ from typing import Any
 
 from scorer.calibration.temperature import DEFAULT_FOLDS, group_folds
 from scorer.core.errors import InputError
-from scorer.decision.policy import acting
+from scorer.decision.policy import acting, below_mass_floor
 from scorer.evaluation import metrics
 
 DEFAULT_MIN_ACCEPTED = 5
@@ -89,7 +89,7 @@ def labelled_rows(records: Sequence[dict[str, Any]], signatures: Sequence[str], 
         if lb is None:
             continue
         a = acting(rec)
-        eligible = not a["tie"] and float(rec["allowed_token_mass"]) >= min_mass
+        eligible = not a["tie"] and not below_mass_floor(rec["allowed_token_mass"], min_mass)
         out.append(Row(sig, float(a["margin"]), eligible, a["choice"] == lb.label, lb.group))
     if not out:
         raise InputError("--labels", None, "id", "no record of the runs has a labelled row",

@@ -21,6 +21,7 @@ from scorer.models import store
 from scorer.scoring.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY
 from scorer.scoring.exact import ExactPolicy
 from scorer.scoring.options import ScorerOptions
+from scorer.scoring.systemone_wire import BACKEND as DECISION_BACKEND
 
 
 def _rule(check: Callable[[Any], Any], word: Callable[[str], Any] = lambda t: t) -> Callable[[str], Any]:
@@ -71,9 +72,12 @@ def comma_list(text: str) -> list[str]:
 
 
 # --- the model ------------------------------------------------------------------------------------------------------
-def add_model_args(p: argparse.ArgumentParser, many: bool = False) -> None:
+def add_model_args(p: argparse.ArgumentParser, many: bool = False, decision_api: bool = False) -> None:
     """The ``model`` group: registry key or path, backend, device, dtype, threads, llama.cpp options. ``many``:
-    ``--model`` may be given several times (``semif serve``: every one is served; :func:`backend_configs`)."""
+    ``--model`` may be given several times (``semif serve``: every one is served; :func:`backend_configs`).
+    ``decision_api``: ``--backend`` also offers ``systemone``, a remote decision API (``semif score`` only: it writes
+    records without a token-level backend, :mod:`scorer.scoring.systemone_run`)."""
+    backends = (*BACKENDS, DECISION_BACKEND) if decision_api else BACKENDS
     g = p.add_argument_group("model")
     if many:
         g.add_argument("--model", action="append", metavar="MODEL|SPEC",
@@ -86,7 +90,10 @@ def add_model_args(p: argparse.ArgumentParser, many: bool = False) -> None:
                        help=f"registry key ({', '.join(store.REGISTRY)}), .gguf path, local HF folder, or ORG/NAME "
                             f"(with --revision); default {store.DEFAULT_MODEL}")
     g.add_argument("--revision", help="hub commit (40 hex) for ORG/NAME models")
-    g.add_argument("--backend", type=choice(BACKENDS), choices=BACKENDS, default="torch")
+    g.add_argument("--backend", type=choice(backends), choices=backends, default="torch",
+                   help="the token-level backend" + ("; systemone: a remote TypeSafe System One decision API (records "
+                                                     "of its probabilities, no token-level audit)" if decision_api
+                                                     else ""))
     g.add_argument("--device", type=choice(DEVICES), choices=DEVICES, default="cpu", help="torch device")
     g.add_argument("--dtype", type=choice(DTYPES), choices=DTYPES,
                    help="torch dtype (default fp32 on cpu, bf16 on cuda)")
@@ -95,12 +102,18 @@ def add_model_args(p: argparse.ArgumentParser, many: bool = False) -> None:
     g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
     g.add_argument("--llama-gpu-layers", type=_rule(rules.gpu_layers), default="0",
                    help="llama.cpp: layers to offload, N >= 0 or auto (default 0)")
-    g.add_argument("--base-url", help="openai: the engine's URL (vLLM, llama.cpp server), e.g. http://127.0.0.1:8080")
-    g.add_argument("--api-key-env", metavar="NAME", help="openai: environment variable holding the engine's API key")
-    g.add_argument("--served-model", help="openai: the model name the engine serves (default: the only one it lists)")
-    g.add_argument("--concurrency", type=positive_int, default=4, help="openai: requests in flight (default 4)")
+    remote = "openai, systemone" if decision_api else "openai"
+    g.add_argument("--base-url", help=f"{remote}: the engine's URL (vLLM, llama.cpp server"
+                                      + (", a System One server's root" if decision_api else "")
+                                      + "), e.g. http://127.0.0.1:8080")
+    g.add_argument("--api-key-env", metavar="NAME",
+                   help=f"{remote}: environment variable holding the API key (sent as a bearer token)")
+    g.add_argument("--served-model", help=f"{remote}: the model name the engine serves (default: the only one it "
+                                          "lists)")
+    g.add_argument("--concurrency", type=positive_int, default=4, help=f"{remote}: requests in flight (default 4)")
     g.add_argument("--retries", type=_rule(rules.non_negative_int, rules.cli_int), default=5,
-                   help="openai: retries on 429/503/connection errors (default 5)")
+                   help=f"{remote}: retries on 429/503/connection errors (default 5"
+                        + ("; systemone also on 408, any 5xx and timeouts" if decision_api else "") + ")")
 
 
 def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = None) -> None:

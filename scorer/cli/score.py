@@ -30,12 +30,12 @@ from scorer.cli.calibrate import add_score_args as add_calibration_args
 from scorer.cli.calibrate import check_score_args as check_calibration_args
 from scorer.cli.calibrate import report_batch
 from scorer.cli.preset import check_rows, preset_args
-from scorer.core.checks import check_slots_backend
+from scorer.core.checks import DEFAULT_MAX_BATCH_TOKENS, check_slots_backend
 from scorer.core.errors import ValidationError
 from scorer.core.hashing import sha256_file
 from scorer.core.io import RecordsOutput, os_error_text, refuse_overwrite
 from scorer.scoring.options import ScoreConfig
-from scorer.scoring.radix_cache import RadixCache
+from scorer.scoring.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
 from scorer.scoring.sequence import check_sequence_options
 from scorer.serving.ray_data import RayOptions
 
@@ -58,13 +58,14 @@ def register(sub: Any) -> None:
     p.add_argument("--temperature", type=positive_float, metavar="T",
                    help="probabilities = softmax(option_logits / T), recorded in each record (semif calibrate)")
     add_echo_arg(p)
-    add_model_args(p)
+    add_model_args(p, decision_api=True)
     add_layout_args(p)
     add_exact_args(p)
     add_calibration_args(p)
     add_preset_arg(p)
     _add_engine_args(p)
     _add_route_args(p)
+    _add_systemone_args(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="print a readable table of a records file: the choice to act on (calibrated "
@@ -182,6 +183,127 @@ def _threshold(text: str) -> tuple[float, str]:
     return v, "given"
 
 
+def _add_systemone_args(p: argparse.ArgumentParser) -> None:
+    """The options of ``--backend systemone`` (a remote System One decision API) besides the model group's."""
+    from scorer.scoring.systemone_wire import QUESTION_TYPES
+
+    g = p.add_argument_group("remote decision API (--backend systemone --base-url URL [--served-model NAME] "
+                             "[--api-key-env NAME])")
+    g.add_argument("--question-types", choices=QUESTION_TYPES,
+                   help="native (default): yesno rows asked as noul questions, score rows as score questions, the "
+                        "rest as choice questions; choice: every row a choice question over its option ids")
+    g.add_argument("--request-timeout", type=positive_float, metavar="S",
+                   help="seconds one request may take before it is retried (default 60)")
+
+
+_TOKEN_LEVEL_HINT = "a remote decision API answers option probabilities, not logits; score locally for it"
+
+
+def _systemone_config(args: argparse.Namespace) -> Any:
+    """The :class:`~scorer.scoring.systemone_run.SystemOneConfig` of ``--backend systemone``; every option that needs
+    token-level work, a local model or another engine is refused naming its flag (exit 2), before any output opens."""
+    from scorer.core.errors import InputError
+    from scorer.models import store
+    from scorer.scoring.systemone_run import SystemOneConfig
+
+    refused = (
+        ("--exact", bool(args.exact)), ("--drift-report", args.drift_report is not None),
+        ("--permute", args.permute > 1), (f"--slots {args.slots}", args.slots != "letters"),
+        ("--sequence-norm", args.sequence_norm is not None), ("--demos", args.demos is not None),
+        ("--demos-k", args.demos_k is not None), ("--seed", args.seed is not None),
+        (f"--layout {args.layout}", args.layout != "state-major"), (f"--mode {args.mode}", args.mode != "direct"),
+        ("--max-batch-tokens", args.max_batch_tokens != DEFAULT_MAX_BATCH_TOKENS),
+        ("--prefix-cache-bytes", args.prefix_cache_bytes != DEFAULT_BUDGET_BYTES),
+        ("--revision", args.revision is not None), ("--gguf", args.gguf is not None),
+        ("--dtype", args.dtype is not None), ("--threads", args.threads is not None),
+        (f"--device {args.device}", args.device != "cpu"),
+        ("--llama-gpu-layers", args.llama_gpu_layers != "0"),
+    )
+    for flag, on in refused:
+        if on:
+            raise InputError(flag, None, None, "given with --backend systemone", _TOKEN_LEVEL_HINT)
+    elsewhere = (
+        ("--engine ray", args.engine == "ray", "the remote engine sends its own requests (--concurrency N)"),
+        ("--fast", args.fast is not None, "score each engine into its own records, then `semif route`"),
+        ("--accurate", args.accurate is not None, "score each engine into its own records, then `semif route`"),
+        ("--escalate-below", args.escalate_below is not None,
+         "score each engine into its own records, then `semif route`"),
+        ("--preset", args.preset is not None, "a preset configures a local model's prompt and readout"),
+        ("--calibration", args.calibration is not None, "score, then `semif calibrate apply` the records"),
+        ("--batch-calibrate", bool(args.batch_calibrate), "score, then `semif calibrate prior` and `apply`"),
+    )
+    for flag, on, hint in elsewhere:
+        if on:
+            raise InputError(flag, None, None, "given with --backend systemone", hint)
+    if not args.base_url:
+        raise InputError("--base-url", None, None, "missing for --backend systemone",
+                         "--base-url http://HOST:PORT, the System One server's root")
+    model = args.model if args.model != store.DEFAULT_MODEL else None  # --model NAME names the served model too
+    if model is not None and args.served_model is not None and model != args.served_model:
+        raise InputError("--model", None, None, f"{model!r} differs from --served-model {args.served_model!r}",
+                         "one model name (--served-model NAME) for --backend systemone")
+    cfg = SystemOneConfig(base_url=args.base_url, model=args.served_model or model, api_key_env=args.api_key_env,
+                          concurrency=args.concurrency, retries=args.retries,
+                          timeout_s=args.request_timeout if args.request_timeout is not None else 60.0,
+                          question_types=args.question_types or "native")
+    cfg.api_key()  # an unset variable is refused here, before the output is created
+    return cfg
+
+
+def _check_systemone_flags(args: argparse.Namespace) -> None:
+    """``--question-types`` and ``--request-timeout`` are the remote decision API's: refused with another backend."""
+    from scorer.core.errors import InputError
+
+    for flag, value in (("--question-types", args.question_types), ("--request-timeout", args.request_timeout)):
+        if value is not None:
+            raise InputError(flag, None, None, f"given with --backend {args.backend}", "--backend systemone")
+
+
+def _cmd_score_systemone(args: argparse.Namespace, decisions: list[Any]) -> int:
+    """``semif score --backend systemone``: the rows asked of a remote System One server, records written as for a
+    local run (create-only, locked, resumable)."""
+    from scorer.cli import err, stop_code, stop_word
+    from scorer.scoring.file_run import resume_point
+    from scorer.scoring.systemone_run import run_systemone
+
+    cfg = _systemone_config(args)
+    inp, out = Path(args.input), Path(args.output)
+    parts = {"input_sha256": sha256_file(inp), "semif": __version__}
+    bar: Any = None
+
+    def start(n: int, skip: int) -> None:
+        nonlocal bar
+        if skip:
+            print(f"[semif] resuming: {skip} of {n} records already in {out}", file=sys.stderr)
+        bar = _progress(n, "score systemone", skip)
+
+    sink = RecordsOutput.resume(out) if args.resume else RecordsOutput.create(out)
+    try:
+        with sink:
+            try:
+                if args.resume:  # a file that is not this input's records is refused before any request
+                    sink.count_kept(resume_point(sink.read(), out, None, decisions))
+                run_systemone(decisions, cfg, sink, parts, temperature=args.temperature, echo=args.echo,
+                              on_record=lambda _r: bar.update(1), on_start=start)
+            finally:
+                if bar is not None:
+                    bar.close()
+    except KeyboardInterrupt as exc:
+        code = stop_code(exc)
+        err(f"{stop_word(code)}; {sink.kept_note(len(decisions))}")
+        return code
+    except OSError as exc:
+        err(f"{os_error_text(exc)}; {sink.kept_note(len(decisions))}")
+        return 1
+    print(f"[semif] wrote {out} (asked {cfg.base_url}/v1/systemone)", file=sys.stderr)
+    if args.summary:
+        from scorer.evaluation.tables import print_table
+        from scorer.formats.records import read_records
+
+        print_table(read_records(out))
+    return 0
+
+
 def _ray_options(args: argparse.Namespace) -> RayOptions:
     """The :class:`RayOptions` of ``semif score``'s arguments; refuses what the Ray engine does not do."""
     for flag, on in (("--permute", args.permute > 1), ("--temperature", args.temperature is not None),
@@ -209,6 +331,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     inp, out = Path(args.input), Path(args.output)
     decisions = load_decisions(inp)  # every line validated before the model loads
+    if args.backend == "systemone":
+        return _cmd_score_systemone(args, decisions)
+    _check_systemone_flags(args)
     preset = preset_args(args)  # a preset fills the options not given, its files checked by sha256
     if preset is not None and (args.engine == "ray" or args.fast is not None):
         from scorer.core.errors import InputError

@@ -11,7 +11,8 @@ A :class:`Policy` applies that rule to one record and says :class:`Verdict` conf
 
 * never on a tie;
 * never when ``allowed_token_mass`` is below ``min_allowed_token_mass`` (the model wanted to say something
-  else than an option letter);
+  else than an option letter); a remote decision record has none (null: :func:`below_mass_floor`), so it clears
+  only a floor of 0;
 * a **margin** policy: confident when the acting margin is at least ``margin``;
 * a **threshold** policy (``semif calibrate thresholds`` → ``T.json``, :func:`load_policy`): confident when
   the acting margin is at least the threshold chosen for the record's decision signature, out of fold, for a
@@ -137,9 +138,12 @@ class Policy:
         r = readout_of(record, self.readout)
         if r["tie"]:
             return Verdict(False, "a tie: no choice to act on")
-        mass = float(record["allowed_token_mass"])
-        if mass < self.min_allowed_token_mass:
-            return Verdict(False, f"allowed_token_mass {mass:.3f} < floor {self.min_allowed_token_mass:g}")
+        mass = record["allowed_token_mass"]
+        if below_mass_floor(mass, self.min_allowed_token_mass):
+            if mass is None:
+                return Verdict(False, f"no allowed_token_mass (a remote decision API's record) to hold to the floor "
+                                      f"{self.min_allowed_token_mass:g}")
+            return Verdict(False, f"allowed_token_mass {float(mass):.3f} < floor {self.min_allowed_token_mass:g}")
         m = float(r["margin"])
         if self.thresholds is None:
             ok = not escalates(record, self.margin, self.readout)
@@ -161,6 +165,12 @@ class Policy:
         return {"policy": "thresholds", "source": self.source, "precision": self.precision,
                 "signatures": len(self._frozen), "fallback": self.fallback,
                 "min_allowed_token_mass": self.min_allowed_token_mass}
+
+
+def below_mass_floor(mass: Any, floor: float) -> bool:
+    """``allowed_token_mass`` ``mass`` is under ``floor``. A record without one (None: a remote decision API's record,
+    which sees no token distribution) is under every floor above 0: a floor it cannot be held to is not cleared."""
+    return (floor > 0) if mass is None else float(mass) < floor
 
 
 ANY_MARGIN = Policy()

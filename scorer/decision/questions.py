@@ -193,8 +193,9 @@ class Answer:
     uncovered: bool
     """True when a calibration was asked for but covered nothing for this question (``on_uncovered="raw"``):
     the numbers are then the raw ones."""
-    allowed_token_mass: float
-    """Mass of the option letters in the full-vocabulary softmax (low: the model wanted to say something else)."""
+    allowed_token_mass: float | None
+    """Mass of the option letters in the full-vocabulary softmax (low: the model wanted to say something else); None
+    for a remote decision API's record, which sees no token distribution."""
     record: Mapping[str, Any]
     """The exact record (schema ``semif-record-v2``), read-only."""
 
@@ -272,7 +273,8 @@ def answer_of(record: Mapping[str, Any], name: str | None = None) -> Answer:
         "margin": float(r["margin"]), "tie": bool(r["tie"]), "raw_choice": record["choice"],
         "calibrated": isinstance(block, dict) and bool(block.get("applied")),
         "uncovered": isinstance(block, dict) and bool(block.get("uncovered")),
-        "allowed_token_mass": float(record["allowed_token_mass"]), "record": MappingProxyType(dict(record))}
+        "allowed_token_mass": None if record["allowed_token_mass"] is None else float(record["allowed_token_mass"]),
+        "record": MappingProxyType(dict(record))}
     if qtype == "yesno":
         return YesNoAnswer(**common, p_yes=p[ids.index(YES)])
     if qtype == "score":

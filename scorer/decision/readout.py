@@ -1,5 +1,6 @@
 """From one position's full-vocabulary logits to a typed decision (or, ``--slots sequence``, from each option's
-continuation log-probabilities: :func:`read_sequences`).
+continuation log-probabilities: :func:`read_sequences`; or from option probabilities a remote decision API served:
+:func:`read_probabilities`).
 
 Probabilities are a softmax over the declared options' slot logits only (their sequence scores). A tie (top two
 slot logits
@@ -10,6 +11,8 @@ option A: ``choice`` is then ``None`` and ``tied_option_ids`` lists the tied opt
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +110,24 @@ def read_sequences(token_logprobs: list[np.ndarray], head_logits: np.ndarray, no
     scores = np.array([sequence_score(lp, normalisation) for lp in token_logprobs], dtype=np.float64)
     mass = float(np.exp(logsumexp(np.array([float(np.sum(lp)) for lp in token_logprobs]))))
     return _decide(scores, logits_dtype, mass, int(np.argmax(head_logits)))
+
+
+LOG_FLOOR = math.log(sys.float_info.min)
+"""The log recorded for a probability of 0 (ln of the smallest normal double, about -708.4): finite, so a record stays
+JSON, and its softmax share is below any tolerance a record is checked to."""
+
+
+def read_probabilities(probabilities: Sequence[float]) -> Readout:
+    """A decision over option probabilities computed elsewhere (a remote decision API's answer), by the same rules as a
+    logits readout: :attr:`Readout.option_logits` are their natural logs (0 as :data:`LOG_FLOOR`), the probabilities
+    their softmax (the given ones renormalised), choice, margin and ties from those logs, ties within float64's
+    resolution (equal probabilities as served). The two token-level fields mean nothing here:
+    :attr:`Readout.allowed_token_mass` is the given sum (capped at 1) and :attr:`Readout.argmax_token_id` -1."""
+    p = np.asarray(probabilities, dtype=np.float64)
+    if p.ndim != 1 or p.size < 2 or not np.all(np.isfinite(p)) or np.any(p < 0) or not p.sum() > 0:
+        raise ValueError(f"expected two or more finite probabilities >= 0 with a positive sum, got {list(p)}")
+    logs = np.array([math.log(v) if v >= sys.float_info.min else LOG_FLOOR for v in p], dtype=np.float64)
+    return _decide(logs, "float64", float(p.sum()), -1)
 
 
 def _decide(opt: np.ndarray, logits_dtype: str, mass: float, argmax: int) -> Readout:

@@ -46,6 +46,17 @@ def _quantile(values: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
+def _same(a: str | None, b: str | None) -> bool | None:
+    """Two hashes equal; None when either record has none (a remote decision API's record: nothing to compare)."""
+    return None if a is None or b is None else a == b
+
+
+def _median_mass(records: list[dict[str, Any]]) -> float | None:
+    """The median ``allowed_token_mass`` of the records that have one (None when none has: a remote run)."""
+    mass = [r["allowed_token_mass"] for r in records if r["allowed_token_mass"] is not None]
+    return _quantile(mass, 0.5) if mass else None
+
+
 def run_summary(records: list[dict[str, Any]], path: str | None = None) -> dict[str, Any]:
     """Who produced a run: model, backend, weights, mode, kernel."""
     m = records[0].get("model", {}) if records else {}
@@ -91,13 +102,13 @@ def compare_records(a: list[dict[str, Any]], b: list[dict[str, Any]], name_a: st
             "flip": ra["choice"] != rb["choice"], "tie_a": ra["tie"], "tie_b": rb["tie"],
             "margin_a": ra["margin"], "margin_b": rb["margin"],
             "p_a": ra["probabilities"], "p_b": rb["probabilities"],
-            "prompt_same": ra["prompt_sha256"] == rb["prompt_sha256"],
-            "tokens_same": ra["tokens_sha256"] == rb["tokens_sha256"],
+            "prompt_same": _same(ra["prompt_sha256"], rb["prompt_sha256"]),
+            "tokens_same": _same(ra["tokens_sha256"], rb["tokens_sha256"]),
             **({"label": label} if isinstance(label, str) else {}),
         })
     flipped = [r for r in rows if r["flip"]]
     differ = [r for r in rows if r["flip"] or r["tie_a"] != r["tie_b"] or r["max_abs_dp"] > tolerance
-              or not r["prompt_same"] or not r["tokens_same"]]
+              or r["prompt_same"] is False or r["tokens_same"] is False]
     differ.sort(key=lambda r: (not r["flip"], -r["max_abs_dp"]))
     summary = {
         "decisions": len(rows), "flips": len(flipped), "ties_a": sum(r["tie_a"] for r in rows),
@@ -105,13 +116,14 @@ def compare_records(a: list[dict[str, Any]], b: list[dict[str, Any]], name_a: st
         "max_abs_dp": max(dps), "median_abs_dp": _quantile(dps, 0.5), "p95_abs_dp": _quantile(dps, 0.95),
         "mean_abs_dp": statistics.fmean(dps), "tolerance": tolerance,
         "rows_over_tolerance": sum(1 for d in dps if d > tolerance),
-        "prompt_sha256_equal": sum(r["prompt_same"] for r in rows),
-        "tokens_sha256_equal": sum(r["tokens_same"] for r in rows),
+        "prompt_sha256_equal": sum(r["prompt_same"] is True for r in rows),
+        "tokens_sha256_equal": sum(r["tokens_same"] is True for r in rows),
+        "prompt_sha256_unknown": sum(r["prompt_same"] is None for r in rows),
         "flipped_margin_a_max": max((r["margin_a"] for r in flipped), default=None),
         "flipped_margin_b_max": max((r["margin_b"] for r in flipped), default=None),
         "flipped_margin_a_median": _quantile([r["margin_a"] for r in flipped], 0.5) if flipped else None,
-        "median_allowed_mass_a": _quantile([r["allowed_token_mass"] for r in a], 0.5),
-        "median_allowed_mass_b": _quantile([r["allowed_token_mass"] for r in b], 0.5),
+        "median_allowed_mass_a": _median_mass(a),
+        "median_allowed_mass_b": _median_mass(b),
         "labels_a": _label_accuracy(a), "labels_b": _label_accuracy(b),
     }
     return {"summary": summary, "rows": differ}
@@ -144,8 +156,10 @@ def print_report(rep: dict[str, Any], show: int = SHOW) -> None:
           f"tie changes {s['tie_changes']}")
     print(f"|dp| max {s['max_abs_dp']:.4f}  median {s['median_abs_dp']:.4f}  p95 {s['p95_abs_dp']:.4f}  "
           f"mean {s['mean_abs_dp']:.4f}  over {s['tolerance']}: {s['rows_over_tolerance']}")
+    unknown = s.get("prompt_sha256_unknown", 0)
     print(f"prompt_sha256 equal {s['prompt_sha256_equal']}/{s['decisions']}  "
-          f"tokens_sha256 equal {s['tokens_sha256_equal']}/{s['decisions']}")
+          f"tokens_sha256 equal {s['tokens_sha256_equal']}/{s['decisions']}"
+          + (f"  ({unknown} rows answered by a remote decision API: no prompt to compare)" if unknown else ""))
     if s["flips"]:
         print(f"flipped rows' margin in A: max {_fmt(s['flipped_margin_a_max'])}, "
               f"median {_fmt(s['flipped_margin_a_median'])}")
@@ -161,7 +175,8 @@ def print_report(rep: dict[str, Any], show: int = SHOW) -> None:
     print(f"\n{'id':<{w}}  {'|dp|':>6}  {'choice A':<12} {'choice B':<12} {'margin A':>8} {'margin B':>8}  flags")
     for r in rows:
         flags = " ".join(f for f, on in (("FLIP", r["flip"]), ("tieA", r["tie_a"]), ("tieB", r["tie_b"]),
-                                          ("prompt≠", not r["prompt_same"]), ("tokens≠", not r["tokens_same"]))
+                                          ("prompt≠", r["prompt_same"] is False),
+                                          ("tokens≠", r["tokens_same"] is False))
                          if on)
         print(f"{r['id']:<{w}}  {r['max_abs_dp']:>6.4f}  {r['choice_a']!s:<12} {r['choice_b']!s:<12} "
               f"{r['margin_a']:>8.4f} {r['margin_b']:>8.4f}  {flags}")

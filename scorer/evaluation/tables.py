@@ -17,6 +17,11 @@ def _fmt_p(p: float) -> str:
     return f"{p:.3f}"
 
 
+def _fmt_mass(mass: float | None) -> str:
+    """The mass column: ``-`` for a remote decision record (no token distribution seen)."""
+    return f"{'-':>5}" if mass is None else f"{mass:>5.3f}"
+
+
 def _typed(r: dict[str, Any]) -> str:
     """The typed answer of a record of a ``yesno`` or ``score`` row (its acting readout), else empty."""
     p = acting(r)["probabilities"]
@@ -44,6 +49,9 @@ def print_table(records: list[dict[str, Any]], policy: Policy | None = None) -> 
     if calibrated:
         print("choice, p and margin are the calibrated readout (the choice to act on); raw is the model's "
               "uncalibrated choice")
+    elif any("remote" in r for r in records):
+        print("probabilities are a remote decision API's, as its server answered them (renormalised over the "
+              "declared options; no token-level audit: no mass)")
     else:
         print("probabilities are uncalibrated conditional option scores (softmax over the declared options)")
     w = max(len(r["id"]) for r in records)
@@ -76,7 +84,7 @@ def print_table(records: list[dict[str, Any]], policy: Policy | None = None) -> 
             act = f"  {'act' if ok else 'abstain':<7}"
         raw = f"  {_shown(r['choice'], r['tied_option_ids']):<{rw}}" if calibrated else ""
         print(f"{r['id']:<{w}}  {_shown(a['choice'], a['tied_option_ids']):<{cw}}{raw}  "
-              f"{_fmt_p(max(a['probabilities'])):>5}  {a['margin']:>6.3f}  {r['allowed_token_mass']:>5.3f}  "
+              f"{_fmt_p(max(a['probabilities'])):>5}  {a['margin']:>6.3f}  {_fmt_mass(r['allowed_token_mass'])}  "
               f"{1000 * r['timing']['total_s']:>7.1f}{act}  {_typed(r):<11}  {mark}")
     total_s = sum(r["timing"]["total_s"] for r in records)
     tail = ""

@@ -33,24 +33,24 @@ class _RecordRequired(TypedDict):
     """The top logits are equal in the backend's logits dtype."""
     tied_option_ids: list[str]
     """The ids sharing the top logit (empty unless ``tie``)."""
-    allowed_token_mass: float
-    """Share of the full-vocabulary softmax on the answer slots."""
-    full_vocab_argmax: dict[str, Any]
-    """The full vocabulary's top token at the answer position."""
+    allowed_token_mass: float | None
+    """Share of the full-vocabulary softmax on the answer slots (None in a remote decision record)."""
+    full_vocab_argmax: dict[str, Any] | None
+    """The full vocabulary's top token at the answer position (None in a remote decision record)."""
     score_kind: str
     """What kind of number ``probabilities`` is, in words."""
-    input_tokens: int
-    """Tokens of the whole prompt."""
+    input_tokens: int | None
+    """Tokens of the whole prompt (None in a remote decision record)."""
     prompt_version: str
-    """The prompt's version (its layout and readout)."""
-    prompt_template: str
-    """``chat`` (the model's own template) or the plain fallback."""
-    prompt_sha256: str
-    """sha256 of the prompt text."""
-    tokens_sha256: str
-    """sha256 of the prompt's token ids (little-endian int32)."""
+    """The prompt's version (its layout and readout); a remote decision record: the request shape sent."""
+    prompt_template: str | None
+    """``chat`` (the model's own template) or the plain fallback (None in a remote decision record)."""
+    prompt_sha256: str | None
+    """sha256 of the prompt text (None in a remote decision record)."""
+    tokens_sha256: str | None
+    """sha256 of the prompt's token ids (little-endian int32; None in a remote decision record)."""
     mode: str
-    """``direct``, ``serial`` or ``shared``."""
+    """``direct``, ``serial`` or ``shared``; ``remote`` for a remote decision API's record."""
     kernel: str
     """Which backend kernel computed the readout."""
     prefix_tokens: int | None
@@ -102,6 +102,9 @@ class Record(_RecordRequired, total=False):
     """The decision after a calibration; the fields above stay raw."""
     gguf: dict[str, Any]
     """llama.cpp: the GGUF file's name, bytes, sha256 and quantization type."""
+    remote: dict[str, Any]
+    """A remote decision API answered (``semif score --backend systemone``): the endpoint, the request's sha256,
+    the served model, usage and answer; the token-level fields are then None."""
 
 
 def required_fields() -> frozenset[str]:

@@ -305,6 +305,75 @@ def _check_permute(rec: dict[str, Any], ids: list[str], name: str, line: int | N
                                  "permute.probabilities", f"the mean over the orderings within {READOUT_TOL:g}")
 
 
+REMOTE_NULLS = ("allowed_token_mass", "full_vocab_argmax", "input_tokens", "prompt_template", "prompt_sha256",
+                "tokens_sha256", "prefix_tokens", "suffix_tokens", "cache_hit", "prefix_sha256")
+"""The token-level fields a remote decision record holds null (no prompt, tokens or logits are seen here), and only
+it: every other record fills the first six (the last four are null in direct mode too)."""
+_TOKEN_LEVEL = REMOTE_NULLS[:6]
+
+
+def served_probabilities(remote: dict[str, Any], ids: list[str]) -> list[float] | None:
+    """The probabilities a remote decision record's ``remote.answer`` served for ``ids``, in their order (choice:
+    by id; noul: P(yes), P(no) = noul, 1 - noul; score: by level index), or None where the answer does not hold one
+    number per option."""
+    ans, kind = remote.get("answer"), remote.get("question_type")
+    if not isinstance(ans, dict):
+        return None
+    try:
+        if kind == "noul":
+            if type(ans.get("noul")) not in (int, float):
+                return None
+            p_yes = float(ans["noul"])
+            return [p_yes if i == "yes" else 1.0 - p_yes for i in ids] if sorted(ids) == ["no", "yes"] else None
+        probs = ans["probabilities"]
+        keys = ids if kind == "choice" else [str(i) for i in range(len(ids))]
+        if not isinstance(probs, dict) or sorted(probs) != sorted(keys):
+            return None
+        out = [probs[k] for k in keys]
+        return [float(v) for v in out] if all(type(v) in (int, float) for v in out) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _check_remote(rec: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:
+    """A remote decision record (a ``remote`` block) has mode ``remote``, null token-level fields, no slots, cache
+    or permute block, and probabilities that are the served ones renormalised (unless a temperature rescaled them);
+    any other record has none of that: its token-level fields are filled and its mode is not ``remote``."""
+    remote = rec.get("remote")
+    if remote is None:
+        if rec["mode"] == "remote":
+            raise InputError(name, line, "mode", "'remote' without a remote block",
+                             "direct, serial or shared (remote only in a remote decision record)")
+        for key in _TOKEN_LEVEL:
+            if rec[key] is None:
+                raise InputError(name, line, key, "null in a record without a remote block",
+                                 "the value the kernel read (null only in a remote decision record)")
+        return
+    if rec["mode"] != "remote":
+        raise InputError(name, line, "mode", f"{brief(rec['mode'])} with a remote block", '"remote"')
+    for key in REMOTE_NULLS:
+        if rec[key] is not None:
+            raise InputError(name, line, key, f"{brief(rec[key])} in a remote decision record",
+                             "null: a remote decision API shows no prompt, tokens or logits")
+    for key in ("slots", "cache", "permute"):
+        if rec.get(key) is not None:
+            raise InputError(name, line, key, "present in a remote decision record",
+                             "absent: the block describes a token-level readout")
+    served = served_probabilities(remote, ids)
+    if served is None:
+        raise InputError(name, line, "remote.answer", f"{brief(remote.get('answer'))} for options {brief(ids)}",
+                         f"the served answer of a {remote.get('question_type')} question: one probability per option")
+    total = sum(served)
+    if total <= 0 or abs(total - remote["probability_sum"]) > READOUT_TOL * max(1.0, total):
+        raise InputError(name, line, "remote.probability_sum", f"{brief(remote['probability_sum'])} for served "
+                         f"probabilities summing to {total:.9g}", "the sum of the served probabilities")
+    if rec.get("temperature") in (None, 1.0):
+        for i, (p, s) in enumerate(zip(rec["probabilities"], served, strict=True)):
+            if abs(p - s / total) > READOUT_TOL:
+                raise InputError(name, line, f"probabilities[{i}]", f"{p!r} is not the served {s!r} / {total:.9g}",
+                                 f"the server's probabilities renormalised, within {READOUT_TOL:g}")
+
+
 def _check_cache(rec: dict[str, Any], name: str, line: int | None) -> None:
     """A ``cache`` block: its token counts add up to the record's prefix, and ``cache_hit`` agrees with its lookup."""
     blk, pre = rec["cache"], rec["prefix_tokens"]
@@ -338,7 +407,9 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
     texts are the letters or the option ids as its readout says, one distinct token per option (v2 only: a v1
     record carries neither a signature nor a calibrated block); and a ``permute`` block whose
     per-ordering probabilities average to the record's; and a ``cache`` block whose reused and prefilled tokens
-    add up to ``prefix_tokens``, as its lookup and ``cache_hit`` say. Returns ``rec``.
+    add up to ``prefix_tokens``, as its lookup and ``cache_hit`` say; a ``remote`` block (a remote decision API's
+    record) exactly with mode ``remote`` and null token-level fields (:data:`REMOTE_NULLS`), whose probabilities are
+    the served ones renormalised. Returns ``rec``.
     """
     if not isinstance(rec, dict):
         raise InputError(name, line, None, f"a line holds {a_json_type(rec)}",
@@ -370,6 +441,8 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
     if "echo" in rec and [o["id"] for o in rec["echo"]["options"]] != ids:
         raise InputError(name, line, "echo.options", f"ids {brief([o['id'] for o in rec['echo']['options']])}",
                          f"the option_ids {brief(ids)}, in order")
+    if version != "semif-record-v1":  # before the blocks whose checks read the token-level fields
+        _check_remote(rec, ids, name, line)
     if "calibrated" in rec:
         if rec["calibrated"].get("uncovered") and rec["calibrated"]["applied"]:
             raise InputError(name, line, "calibrated.applied", "true with uncovered true",

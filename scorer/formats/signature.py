@@ -22,6 +22,10 @@ same GGUF reached by key or by path is the same model, and CPU/GPU or thread dif
 drift measured elsewhere (``semif drift``), not a different decision procedure. The state is left out:
 it is what varies between the rows of a batch.
 
+A **remote decision API's** record (``model.source`` ``remote``: ``semif score --backend systemone``) has no weights
+to name: its identity adds ``remote``, the server's URL and the model it says answered (the same name at another
+URL may be another model), and only its identity has that key, so every other signature is what it always was.
+
 ``readout`` is ``permute-K`` for records of ``semif score --permute K`` (their probabilities are
 averages over K orderings, a different function of the prompt than one plain pass), and ``sequence-sum`` or
 ``sequence-mean`` for ``semif score --slots sequence`` (its prompt is the ``ids`` readout's, e.g.
@@ -48,6 +52,8 @@ def model_identity(model: dict[str, Any]) -> dict[str, Any]:
     ident = {k: model.get(k) for k in _IDENTITY_KEYS}
     # A hub commit is only unique together with its repository name.
     ident["hub"] = model.get("key") if model.get("source") == "hub" else None
+    if model.get("source") == "remote":  # a decision API: the server and the model it says answered
+        ident["remote"] = {"base_url": model.get("base_url"), "model": model.get("key")}
     return ident
 
 
@@ -58,6 +64,9 @@ def identity_sha256(identity: dict[str, Any]) -> str:
 
 def describe_identity(identity: dict[str, Any]) -> str:
     """A one-line human description of a model identity, for error messages."""
+    remote = identity.get("remote")
+    if isinstance(remote, dict):
+        return f"{identity.get('backend')} model {remote.get('model')!r} at {remote.get('base_url')}"
     weights = identity.get("gguf_sha256") or identity.get("local_sha256") or identity.get("revision") or "?"
     hub = f"{identity['hub']}@" if identity.get("hub") else ""
     return f"{identity.get('backend')} {identity.get('dtype')} weights {hub}{str(weights)[:12]}"

@@ -10,5 +10,7 @@
 * :mod:`~scorer.scoring.routing` — two engines, escalating by the one rule;
 * :mod:`~scorer.scoring.presets` — committed configurations;
 * :mod:`~scorer.scoring.file_run` — a run into a records file, resumable;
+* :mod:`~scorer.scoring.systemone_wire`, :mod:`~scorer.scoring.systemone_run` — the same records file from a remote
+  TypeSafe System One decision API (its probabilities, no logits: no backend, an engine of its own);
 * :mod:`~scorer.scoring.generation` — generated answers (the versus lanes).
 """

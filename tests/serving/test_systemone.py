@@ -326,7 +326,7 @@ def test_semif_serve_serves_several_models_aliases_and_routes_named_on_the_comma
     seen: dict[str, Any] = {}
 
     def fake_serve(models, cfg):
-        served, window = service._checked(models, cfg)
+        served, _ = service._checked(models, cfg)
         seen.update(names=served.names(), routes=served.routes, backends=[m.backend for m in models])
 
     monkeypatch.setattr(service, "serve", fake_serve)
