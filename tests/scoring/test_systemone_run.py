@@ -427,3 +427,32 @@ def test_show_eval_compare_calibrate_and_route_read_remote_records(server, tmp_p
     assert f"act on 0/{len(rows)}" in capsys.readouterr().out  # cannot be held to is not cleared
     assert cli.main(["show", str(remote), "--policy", "0"]) == 0
     assert f"act on {len(rows)}/{len(rows)}" in capsys.readouterr().out
+
+
+def test_semif_score_against_semif_serve_records_what_scorer_ask_answers(tmp_path):
+    """SemIf as the client of SemIf: ``semif score --backend systemone`` pointed at ``semif serve``'s /v1/systemone
+    records, under the rows' own ids, the probabilities :meth:`Scorer.ask` gives the same questions."""
+    from fakes import FakeBackend
+    from serve_helpers import live
+
+    from scorer import Scorer
+    from scorer.formats.records import read_records
+    from scorer.serving.service import build_app
+
+    rows = [{"id": "t1", "state": "I was charged twice.", "question": "Which team?", "options": {
+                "billing": "payments", "tech": "bugs", "sales": "orders"}},
+            {"id": "t2", "state": "I was charged twice.", "question": "Refund?", "type": "yesno"},
+            {"id": "t3", "state": "The app crashes on start.", "question": "How urgent?", "type": "score",
+             "options": ["low", "high"]}]
+    inp, out = _rows(tmp_path, rows), tmp_path / "out.jsonl"
+    with Scorer(backend=FakeBackend(), mode="shared") as s, live(build_app(s)) as url:
+        assert cli.main(["score", "--input", str(inp), "--output", str(out), "--backend", "systemone",
+                         "--base-url", url, "--served-model", "jev-latest"]) == 0
+    recs = {r["id"]: r for r in read_records(out)}
+    with Scorer(backend=FakeBackend(), mode="shared") as s:
+        team = s.ask(rows[0]["state"], {"t1": {"type": "choice", "question": "Which team?", "options": [
+            {"id": k, "description": f"{k}: {v}"} for k, v in rows[0]["options"].items()]}})["t1"]
+        refund = s.ask(rows[1]["state"], {"t2": {"type": "yesno", "question": "Refund?"}})["t2"]
+    assert recs["t1"]["probabilities"] == pytest.approx(list(team.probabilities.values()), abs=1e-9)
+    assert recs["t2"]["probabilities"][0] == pytest.approx(refund.probabilities["yes"], abs=1e-9)
+    assert {r["mode"] for r in recs.values()} == {"remote"} and recs["t3"]["option_ids"] == ["low", "high"]
