@@ -11,6 +11,7 @@ from typing import Any
 from scorer.core.hashing import sha256_hex
 from scorer.site.calibration_charts import draw_calibration
 from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
+from scorer.site.confidence_charts import draw_confidence
 from scorer.site.engine_charts import draw_engines
 from scorer.site.files import object_at, unique_slug
 from scorer.site.formatting import fmt_value
@@ -57,6 +58,7 @@ _KINDS: dict[str, _Kind] = {
     "engines": _Kind("engines", "Engines side by side", draw_engines),
     "route-threshold": _Kind("route", "Routing threshold chosen out of fold"),
     "quality-study": _Kind("quality-study", "Decision quality study", draw_quality_study),
+    "confidence": _Kind("confidence", "How far confidence can be trusted", draw_confidence),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -72,6 +74,7 @@ _SECTIONS = (
     ("serving", "Serving and scaling out (HTTP service, Ray Data)"),
     ("engines", "Engines side by side: throughput against decision quality (vLLM, llama.cpp, torch)"),
     ("quality-study", "Which way of asking gets decisions right (layout, examples, readout, calibration; out of fold)"),
+    ("confidence", "What confidence means: how often answers at each confidence are right"),
 )
 
 
