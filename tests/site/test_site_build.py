@@ -296,6 +296,9 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
     (b'{"kind": "bench", "passes": {"direct": {"decisions_per_s": "fast"}}}',
      r"results/r\.json: passes\.direct\.decisions_per_s: 'fast' \(expected a finite number\)"),
     (b'{"kind": "calibration", "methods": []}', r"results/r\.json: a calibration report needs 'raw'"),
+    (b'{"kind": "confidence", "rows": []}', r"results/r\.json: a confidence report needs 'rows'"),
+    (b'{"kind": "confidence", "rows": [{"reliability": []}]}',
+     r"results/r\.json: rows\[0\] needs 'reliability', 'automation'"),
     (b'{"kind": "calibration", "raw": {}, "methods": [{"method": "raw \xc2\xb7 plain"}], '
      b'"best_label_free": {"method": "gone"}}',
      r"results/r\.json: best_label_free\.method: 'gone' \(expected the name of one of methods\[\]\.method\)"),
