@@ -4,7 +4,6 @@ table against a brute-force count."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
