@@ -382,8 +382,8 @@ GROUPS.append(("hr", (
 GROUPS.append(("hr", (
     "Policy on working abroad: employees may work from another country for up to 20 working days per calendar "
     "year with their manager's approval. Longer stays need approval from both HR and the tax team.\n\nRequest sent "
-    "on 26 August: \"I'd like to work from my family's home in Portugal from 2 to 27 September, which is 20 "
-    "working days. My manager has approved it. Earlier this year I worked 5 days from Spain.\""), [
+    "on 26 August: \"I'd like to work from my family's home in Portugal for 20 working days, starting on 2 "
+    "September. My manager has approved it. Earlier this year I worked 5 days from Spain.\""), [
     ("manageronly", "yesno", "Can this request go ahead with the manager's approval alone?", YN, "no",
      "With the 5 days in Spain the year's total would be 25 working days, over the 20-day limit, so HR and the tax "
      "team must also approve.", HARD),
@@ -788,7 +788,8 @@ GROUPS.append(("travel", (
     ("colleague", "yesno", "Can the colleague travel on this ticket?", YN, "no",
      "Saver tickets are personal and cannot be transferred to another person."),
     ("monday", "yesno", "Can the holder move the trip to Monday free of charge?", YN, "yes",
-     "It is the ticket's first change and it is requested on Wednesday, before the day before Friday's trip."),
+     "It is the ticket's first change, asked for on Wednesday, before the Thursday cut-off (the day before "
+     "Friday's trip)."),
     ("grant", "choice", "Which part of the request can be granted?",
      opts(("both", "Both the transfer and the date change"), ("transfer", "Only the transfer to the colleague"),
           ("neither", "Neither"), ("date", "Only the date change")), "date",
@@ -948,12 +949,15 @@ GROUPS.append(("health-admin", (
 
 # --- moderation -------------------------------------------------------------
 FORUM_RULES = (
-    "Community rules (Spokes cycling forum):\n1. No insults or name-calling aimed at other members.\n2. No "
-    "advertising or shop links outside the Marketplace board.\n3. Stay on topic: posts must be about cycling.\n"
-    "4. No threats of violence.\n5. Do not post other people's personal contact details.\nEnforcement: if a post "
-    "breaks no rule, no action is taken. If it breaks a rule, remove it and warn the author; if the author already "
-    "had 2 or more warnings in the last 90 days, also suspend them for 7 days. A threat of violence leads to a "
-    "permanent ban at once, whatever the author's history.\n\n")
+    "Community rules (Spokes cycling forum):\n"
+    "1. No insults or name-calling aimed at other members.\n"
+    "2. No advertising or shop links outside the Marketplace board.\n"
+    "3. Stay on topic: posts must be about cycling, except on the Forum help board.\n"
+    "4. No threats of violence.\n"
+    "5. Do not post other people's personal contact details.\n"
+    "Enforcement: if a post breaks no rule, no action is taken. If it breaks a rule, remove it and warn the author; "
+    "if the author already had 2 or more warnings in the last 90 days, also suspend them for 7 days. A threat of "
+    "violence leads to a permanent ban at once, whatever the author's history.\n\n")
 RULE_OPTS = opts(
     ("r1", "Rule 1: insults or name-calling"), ("r2", "Rule 2: advertising outside the Marketplace"),
     ("r3", "Rule 3: off-topic"), ("r4", "Rule 4: threats of violence"),
@@ -963,13 +967,15 @@ ACTION_Q = "What action should the moderator take?"
 BREAKS_Q = "Does this post break any of the community rules?"
 
 GROUPS.append(("moderation", FORUM_RULES + (
-    "Board: Routes. Today: 15 June. Author's warnings: none.\nPost: \"Mods, someone in the sales thread posted "
+    "Board: Forum help. Today: 15 June. Author's warnings: none.\nPost: \"Mods, someone in the sales thread posted "
     "another member's home phone number. I'm not repeating it here. Could you take a look and remove it?\""), [
     ("breaks", "yesno", BREAKS_Q, YN, "no",
-     "The post reports someone else's rule break without repeating the number, and it breaks no rule itself.",
+     "The post asks the moderators for help on the Forum help board and does not repeat the number, so it breaks "
+     "no rule itself.",
      HARD),
     ("rule", "choice", RULE_Q, RULE_OPTS, "none",
-     "Reporting a shared phone number without repeating it breaks none of the five rules.", HARD),
+     "Reporting a shared phone number on the Forum help board without repeating it breaks none of the five "
+     "rules.", HARD),
     ("action", "score", ACTION_Q, ACTION4, "none", "A post that breaks no rule needs no action."),
 ]))
 
@@ -1029,7 +1035,7 @@ GROUPS.append(("moderation", FORUM_RULES + (
 
 GROUPS.append(("moderation", FORUM_RULES + (
     "Board: Club rides. Today: 15 June. Author's warnings: 20 April (off-topic) and 25 May (off-topic).\nPost: "
-    "\"Route change for Sunday! Just call our ride leader directly: her mobile is 0555 014 2291, and she lives at "
+    "\"Route change for Sunday! Just call our ride leader directly: her mobile is 555-0142, and she lives at "
     "12 Mill Lane if you want to drop off the forms.\""), [
     ("breaks", "yesno", BREAKS_Q, YN, "yes", "The post shares the ride leader's mobile number and home address."),
     ("rule", "choice", RULE_Q, RULE_OPTS, "r5", "It posts another person's mobile number and home address."),
