@@ -97,6 +97,10 @@ def parse_kinds(spec: str) -> list[str]:
 def perturb(d: Decision, kinds: list[str]) -> Decision:
     """Apply the perturbations in order; the row records which ones in ``extra['perturbation']``."""
     for k in kinds:
+        if d.type == "score" and (k == "reverse" or k.startswith("rotate")):
+            raise InputError(d.source or d.id, None, "options", f"a score question perturbed by {k}: its levels are "
+                             "ordered lowest first, so moving them changes what it asks",
+                             "wrap or distract for score questions (their levels keep their order)")
         if k == "reverse":
             d = reverse(d)
         elif k == "wrap":
@@ -113,7 +117,7 @@ def perturb(d: Decision, kinds: list[str]) -> Decision:
 def row_json(d: Decision) -> str:
     """One row as compact JSON in the field order of the data builders (id, state, question, options, extras)."""
     obj: dict[str, Any] = {"id": d.id, "state": d.state, "question": d.question,
-                           "options": [_opt(o) for o in d.options], **d.extra}
+                           "options": [_opt(o) for o in d.options], **({"type": d.type} if d.type else {}), **d.extra}
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -97,3 +97,20 @@ def test_notes_mention_nothing_the_rows_ask_about(data_dir):
                    for n in ("authored", "boundary"))
     for word in ("lighthouse", "quiz", "sunflower", "choir", "canteen", "lentil"):
         assert word not in text
+
+
+def test_typed_rows_keep_their_type_and_score_levels_are_never_reordered(tmp_path):
+    """A perturbed file keeps each row's question type; reversing or rotating a score question's ordered levels
+    would change what it asks, so it is refused naming the row."""
+    from scorer.core.errors import InputError
+    from scorer.evaluation.perturb import perturb_file
+    from scorer.formats.rows import load_decisions
+
+    inp = tmp_path / "typed.jsonl"
+    inp.write_text('{"id": "a", "state": "s", "question": "q?", "type": "yesno"}\n'
+                   '{"id": "b", "state": "s", "question": "How bad?", "type": "score", '
+                   '"options": ["low", "mid", "high"]}\n')
+    assert perturb_file(inp, ["wrap"], tmp_path / "w.jsonl") == 2
+    assert [d.type for d in load_decisions(tmp_path / "w.jsonl")] == ["yesno", "score"]
+    with pytest.raises(InputError, match=r"typed.jsonl:2: field 'options': a score question perturbed by reverse"):
+        perturb_file(inp, ["reverse"], tmp_path / "r.jsonl")
