@@ -25,6 +25,7 @@ from scorer.evaluation.confidence import ERROR_BUDGETS, HIGH, summary, wire_tabl
 from scorer.formats.envelope import make_report, write_report  # noqa: E402
 from scorer.formats.records import read_records  # noqa: E402
 
+FORMAT = "semif-confidence-v1"
 RUNS = {
     ("qwen2.5-0.5b", "authored"): "quality-study-qwen2.5-0.5b-grid.runs/authored.state-major.k0.letters.all.jsonl",
     ("qwen2.5-0.5b", "boundary"): "quality-study-qwen2.5-0.5b-grid.runs/boundary.state-major.k0.letters.all.jsonl",
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=ROOT / "data" / "results" / "confidence-reliability.json")
     args = ap.parse_args(argv)
     body = run(args.results)
-    report = make_report("confidence", "semif-confidence-v1", body.pop("inputs"), {
+    report = make_report("confidence", FORMAT, body.pop("inputs"), {
         "title": "How far the wire confidence can be trusted (raw default readout, labelled sets)",
         "confidence": "choice: (p_max - 1/K) / (1 - 1/K); score: 1 - E|i - mode| / MAD_uniform "
                       "(scorer.decision.confidence); from the acting probabilities",

@@ -25,11 +25,9 @@ prompts and tokens per decision).
 from __future__ import annotations
 
 import argparse
-import random
-import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,33 +38,26 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scorer import Scorer  # noqa: E402
+from scorer.calibration.label_free import CONTENT_FREE_STATES, DOMAIN_SAMPLES, calibrate, shuffled_state  # noqa: E402
 from scorer.core.io import check_writable  # noqa: E402
 from scorer.decision.confidence import choice_confidence  # noqa: E402
 from scorer.evaluation import metrics  # noqa: E402
 from scorer.evaluation.confidence import summary as confidence_summary  # noqa: E402
 from scorer.formats.envelope import make_report, write_report  # noqa: E402
-from scorer.formats.records import dumps_record  # noqa: E402
+from scorer.formats.records import dumps_record, read_records  # noqa: E402
 from scorer.formats.rows import Decision, load_decisions  # noqa: E402
 
 SETS = {"authored": ROOT / "data" / "eval" / "authored.jsonl", "boundary": ROOT / "data" / "eval" / "boundary.jsonl",
         "shape-small": ROOT / "data" / "workloads" / "shape-small.jsonl",
         "single": ROOT / "data" / "eval" / "single.jsonl"}
-CONTENT_FREE = ("N/A", "[MASK]", "None")
-DOMAIN_SAMPLES = 2
+FORMAT = "semif-single-request-study-v1"
+CONTENT_FREE = CONTENT_FREE_STATES
 FLOOR = 1e-12
 
 
 def rotated(d: Decision, shift: int) -> Decision:
     k = shift % len(d.options)
     return replace(d, options=d.options[k:] + d.options[:k])
-
-
-def shuffled_state(state: Any, seed: str) -> str:
-    """The state's words in a seeded random order (its domain, none of its meaning)."""
-    text = state if isinstance(state, str) else str(state)
-    words = re.findall(r"\S+", text)
-    random.Random(seed).shuffle(words)
-    return " ".join(words) or "N/A"
 
 
 def derived(rows: Sequence[Decision]) -> list[Decision]:
@@ -94,78 +85,34 @@ def _probs(rec: dict[str, Any], ids: Sequence[str]) -> np.ndarray:
     return np.array([rec["probabilities"][pos[o]] for o in ids], dtype=np.float64)
 
 
-def _normalise(p: np.ndarray) -> np.ndarray:
-    p = np.maximum(p, FLOOR)
-    return p / p.sum()
-
-
-def _divide(p: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    return _normalise(p / np.maximum(prior, FLOOR))
-
-
 class RowRecords:
-    """The records of one labelled row and its derived rows."""
+    """The records of one labelled row and its derived rows, as :func:`scorer.calibration.label_free.calibrate`
+    takes them (by position as served; the row's own readout first)."""
 
     def __init__(self, d: Decision, recs: dict[str, dict[str, Any]], cf_owner: str) -> None:
         self.d, self.ids = d, [o.id for o in d.options]
         n = len(d.options)
-        self.rot = [_probs(recs[f"{d.id}#rot{s}"], self.ids) for s in range(n)]
-        self.cf_rot = [[_probs(recs[f"{cf_owner}#cf{j}.rot{s}"], self.ids) for j in range(len(CONTENT_FREE))]
-                       for s in range(n)]
-        self.dom = [_probs(recs[f"{d.id}#dom{j}"], self.ids) for j in range(DOMAIN_SAMPLES)]
-        # by position: the probability each rotation served at position k
         self.by_pos = [np.array(recs[f"{d.id}#rot{s}"]["probabilities"], dtype=np.float64) for s in range(n)]
+        self.cf_rot = [[np.array(recs[f"{cf_owner}#cf{j}.rot{s}"]["probabilities"], dtype=np.float64)
+                        for j in range(len(CONTENT_FREE))] for s in range(n)]
+        self.dom = [_probs(recs[f"{d.id}#dom{j}"], self.ids) for j in range(DOMAIN_SAMPLES)]
+
+    def method(self, name: str) -> np.ndarray:
+        """The library's correction ``name`` of this row (the scorer's own code, on the study's prompts)."""
+        return calibrate(name, self.by_pos, self.cf_rot, self.dom)
 
 
-def m_raw(r: RowRecords) -> np.ndarray:
-    return r.rot[0]
-
-
-def m_rotations(r: RowRecords) -> np.ndarray:
-    return _normalise(np.mean(r.rot, axis=0))
-
-
-def m_position_prior(r: RowRecords) -> np.ndarray:
-    """Rotations with the question's own position prior (mean probability served at each position) divided out."""
-    prior = _normalise(np.mean(r.by_pos, axis=0))
-    n = len(r.ids)
-    out = np.zeros(n)
-    for s, served in enumerate(r.by_pos):
-        fixed = _divide(served, prior)  # by position
-        for k in range(n):  # position k of rotation s shows option (s + k) % n
-            out[(s + k) % n] += fixed[k]
-    return _normalise(out / n)
-
-
-def m_content_free(r: RowRecords) -> np.ndarray:
-    return _divide(r.rot[0], np.mean(r.cf_rot[0], axis=0))
-
-
-def m_rotations_content_free(r: RowRecords) -> np.ndarray:
-    return _normalise(np.mean([_divide(p, np.mean(cf, axis=0)) for p, cf in zip(r.rot, r.cf_rot, strict=True)],
-                              axis=0))
-
-
-def m_domain(r: RowRecords) -> np.ndarray:
-    return _divide(r.rot[0], np.mean(r.dom, axis=0))
-
-
-def m_rotations_domain(r: RowRecords) -> np.ndarray:
-    return _divide(m_rotations(r), np.mean(r.dom, axis=0))
-
-
-METHODS: dict[str, tuple[Callable[[RowRecords], np.ndarray], str]] = {
-    "raw": (m_raw, "the readout as it is: one prompt"),
-    "rotations": (m_rotations, "mean over every cyclic rotation of the options (K prompts)"),
-    "position-prior": (m_position_prior, "rotations, each divided by the question's mean probability per position"),
-    "content-free": (m_content_free, "raw / the question's prior on N/A, [MASK], None (3 prompts per question, "
-                                     "cached)"),
-    "rotations+content-free": (m_rotations_content_free, "each rotation divided by its own content-free prior, "
-                                                         "averaged (K prompts + 3K per question, cached)"),
-    "domain": (m_domain, "raw / the prior on the row's own words shuffled (2 more prompts of the state's length)"),
-    "rotations+domain": (m_rotations_domain, "rotations mean / the shuffled-state prior"),
+METHODS: dict[str, str] = {
+    "none": "the readout as it is: one prompt",
+    "rotations": "mean over every cyclic rotation of the options (K prompts)",
+    "position-prior": "rotations, each divided by the question's mean probability per position",
+    "content-free": "raw / the question's prior on N/A, [MASK], None (3 prompts per question, cached)",
+    "rotations+content-free": "each rotation divided by its own content-free prior, averaged (K prompts + 3K per "
+                              "question, cached)",
+    "domain": "raw / the prior on the row's own words shuffled (2 more prompts of the state's length)",
+    "rotations+domain": "rotations mean / the shuffled-state prior",
 }
-"""Every method, and what it costs."""
+"""Every method (scorer.calibration.label_free.METHODS), and what it costs."""
 
 
 def _record(d: Decision, p: np.ndarray) -> dict[str, Any]:
@@ -188,8 +135,8 @@ def evaluate(rows: Sequence[Decision], recs: dict[str, dict[str, Any]]) -> dict[
     labels = [metrics.Label(d.id, str(d.extra["label"]), str(d.extra.get("family") or "all"),
                             str(d.extra.get("group") or d.id), tuple(o.id for o in d.options)) for d in rows]
     out: dict[str, Any] = {}
-    for name, (fn, _) in METHODS.items():
-        made = [_record(r.d, fn(r)) for r in per]
+    for name in METHODS:
+        made = [_record(r.d, r.method(name)) for r in per]
         table, _ = metrics.align(labels, made, name)
         table.conf = np.array([choice_confidence(list(rec["probabilities"])) for rec in made])
         by_type: dict[str, Any] = {}
@@ -212,39 +159,50 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default="authored,boundary,shape-small")
     ap.add_argument("--output", type=Path, required=True)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--from-records", type=Path, metavar="DIR",
+                    help="judge the records an earlier run kept (DIR/SET.jsonl) again, without a model")
     args = ap.parse_args(argv)
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
     records_dir = args.output.with_suffix(".records")
     check_writable(args.output)
-    records_dir.mkdir(parents=True, exist_ok=False)
+    if args.from_records is None:
+        records_dir.mkdir(parents=True, exist_ok=False)
     sets: dict[str, Any] = {}
     inputs: dict[str, Path] = {}
     opts = {"threads": args.threads} if args.threads else {}
-    with Scorer(args.model, args.backend, mode="shared", **opts) as scorer:
-        for name in names:
-            path = SETS.get(name, Path(name))
-            rows = load_decisions(path)
-            todo = [replace(rotated(d, 0), id=d.id) for d in rows]
-            extra = derived(todo)
-            t0 = time.perf_counter()
+    scorer = None if args.from_records else Scorer(args.model, args.backend, mode="shared", label_free="none",
+                                                   **opts)
+    info: dict[str, Any] = {}
+    for name in names:
+        path = SETS.get(name, Path(name))
+        rows = load_decisions(path)
+        extra = derived(rows)
+        t0 = time.perf_counter()
+        if scorer is None:
+            out = args.from_records / f"{name}.jsonl"
+            got = read_records(out)
+            info = got[0]["model"]
+        else:
             got = scorer.score_decisions(extra, {"input_sha256": name, "semif": "single-request-study"})
-            seconds = time.perf_counter() - t0
             out = records_dir / f"{name}.jsonl"
             out.write_bytes(b"".join(dumps_record(r) for r in got))
-            recs = {r["id"]: r for r in got}
-            tokens = sum(int(r["input_tokens"]) for r in got)
-            sets[name] = {"rows": len(rows), "derived_rows": len(extra), "seconds": seconds,
-                          "prompt_tokens": tokens, "records": {"path": str(out.relative_to(ROOT))
-                                                               if out.is_relative_to(ROOT) else str(out)},
-                          "methods": evaluate(rows, recs)}
-            inputs[name] = path
-            best = max(sets[name]["methods"].items(), key=lambda kv: kv[1]["balanced_accuracy"])
-            print(f"{name}: " + ", ".join(f"{m} {v['balanced_accuracy']:.3f}" for m, v in sets[name]["methods"].items())
-                  + f" · best {best[0]}", file=sys.stderr)
-        info = scorer.model_info()
-    report = make_report("single-request-study", "semif-single-request-study-v1", inputs, {
+            info = scorer.model_info()
+        seconds = time.perf_counter() - t0
+        recs = {r["id"]: r for r in got}
+        tokens = sum(int(r["input_tokens"]) for r in got)
+        sets[name] = {"rows": len(rows), "derived_rows": len(extra), "seconds": seconds if scorer else None,
+                      "prompt_tokens": tokens, "records": {"path": str(out.relative_to(ROOT))
+                                                           if out.is_relative_to(ROOT) else str(out)},
+                      "methods": evaluate(rows, recs)}
+        inputs[name] = path
+        best = max(sets[name]["methods"].items(), key=lambda kv: kv[1]["balanced_accuracy"])
+        print(f"{name}: " + ", ".join(f"{m} {v['balanced_accuracy']:.3f}" for m, v in sets[name]["methods"].items())
+              + f" · best {best[0]}", file=sys.stderr)
+    if scorer is not None:
+        scorer.close()
+    report = make_report("single-request-study", FORMAT, inputs, {
         "title": f"Label-free corrections of one request, {args.model} {args.backend}",
-        "model": info, "methods": {k: v[1] for k, v in METHODS.items()},
+        "model": info, "methods": METHODS,
         "content_free_states": list(CONTENT_FREE), "domain_samples": DOMAIN_SAMPLES,
         "metric": "balanced accuracy within each family, averaged over families; every row answered alone",
         "sets": sets})

@@ -37,6 +37,7 @@ from scorer.backends.base import Backend
 from scorer.backends.registry import BACKENDS
 from scorer.calibration.apply import apply_records, check_config, check_on_uncovered
 from scorer.calibration.core import Calibration, load_calibration
+from scorer.calibration.label_free import METHODS as LABEL_FREE_METHODS
 from scorer.core.checks import (
     OptionError,
     byte_size,
@@ -44,6 +45,7 @@ from scorer.core.checks import (
     check_sequence_norm,
     check_slots,
     check_slots_backend,
+    one_of,
 )
 from scorer.core.errors import InputError, SemifError, brief
 from scorer.core.hashing import sha256_chunks
@@ -55,6 +57,7 @@ from scorer.formats.rows import Decision, nonempty_str, parse_decision, unprinta
 from scorer.models import store
 from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
 from scorer.prompting.layouts import STATE_MAJOR, check_layout
+from scorer.scoring.label_free import ContentFreeCache, calibrate_records, derived_decisions
 from scorer.scoring.modes import prepare, score_items
 from scorer.scoring.options import ScorerOptions, checked_config_parts, config_sha256, resolve_layout
 from scorer.scoring.presets import Preset, check_states_disjoint, load_preset, with_preset
@@ -337,6 +340,7 @@ class Scorer:
     def __init__(self, model: str = store.DEFAULT_MODEL, backend: str | Backend = "torch",
                  mode: str = _OPTIONS.mode, calibration: str | Path | Calibration | None = _OPTIONS.calibration, *,
                  max_batch_tokens: int = _OPTIONS.max_batch_tokens, on_uncovered: str = _OPTIONS.on_uncovered,
+                 label_free: str = _OPTIONS.label_free,
                  echo: bool | str | None = _OPTIONS.echo, slots: str | None = _OPTIONS.slots,
                  sequence_norm: str | None = _OPTIONS.sequence_norm, layout: str | None = _OPTIONS.layout,
                  demos: str | Path | Demos | None = _OPTIONS.demos, demos_k: int | None = _OPTIONS.demos_k,
@@ -344,8 +348,9 @@ class Scorer:
                  preset: str | Path | Preset | None = _OPTIONS.preset, **options: Any) -> None:
         # The keywords are ScorerOptions' fields with its defaults (a contract test holds them equal).
         self.options = ScorerOptions(mode=mode, max_batch_tokens=max_batch_tokens, calibration=calibration,
-                                     on_uncovered=on_uncovered, echo=echo, slots=slots, sequence_norm=sequence_norm,
-                                     layout=layout, demos=demos, demos_k=demos_k, seed=seed,
+                                     on_uncovered=on_uncovered, label_free=label_free, echo=echo, slots=slots,
+                                     sequence_norm=sequence_norm, layout=layout, demos=demos, demos_k=demos_k,
+                                     seed=seed,
                                      prefix_cache_bytes=prefix_cache_bytes, preset=preset)
         """The options as given (before a preset filled any)."""
 
@@ -380,6 +385,9 @@ class Scorer:
             raise OptionError("backend", f"{brief(backend)} is not one of {', '.join(BACKENDS)} "
                               "(or a built scorer.backends.base.Backend)")
         self.on_uncovered = check_on_uncovered(on_uncovered)
+        self.label_free = one_of(label_free, LABEL_FREE_METHODS, "label_free")
+        self.content_free_cache = ContentFreeCache()
+        """Content-free priors of the questions this scorer has seen (label-free methods that use them)."""
         self.echo = check_echo(echo)
         self.calibration = _load_calibration(calibration)
         if self.calibration is not None and self._config is not None:
@@ -485,6 +493,11 @@ class Scorer:
                                        echo=echo)
         return [DecisionRecord.from_record(r) for r in records]
 
+    def uncovered_rule(self) -> str:
+        """What a row the calibration file does not cover gets: with a label-free method, its raw numbers here (the
+        label-free correction then replaces them), else :attr:`on_uncovered`."""
+        return "raw" if self.label_free != "none" else self.on_uncovered
+
     def echo_level(self, echo: bool | str | None = None) -> str | None:
         """The echo level a call with ``echo`` records: the scorer's when None, else ``echo`` checked
         (:func:`scorer.formats.echo.check_echo`: False is none, True is ``digest``)."""
@@ -502,9 +515,10 @@ class Scorer:
                                                                                  self.demos, self.slots)[0]
         return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
                                     self.max_batch_tokens, calibration=self.calibration,
-                                    on_uncovered=self.on_uncovered, echo=self.echo_level(echo), layout=layout,
+                                    on_uncovered=self.uncovered_rule(), echo=self.echo_level(echo), layout=layout,
                                     demos=self.demos, slots=self.slots, sequence_norm=self.sequence_norm,
-                                    preset=None if self.preset is None else self.preset.sha256)
+                                    preset=None if self.preset is None else self.preset.sha256,
+                                    label_free=self.label_free)
 
     def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
                         indices: Sequence[int] | None = None, mode: str | None = None,
@@ -533,12 +547,19 @@ class Scorer:
             parts = self.run_config(decisions, run_parts, backend.model_info(), mode, layout, level or False)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
-            items = prepare(backend, list(decisions), with_prefix=mode != "direct", layout=layout, demos=self.demos,
-                            slots=self.slots)
-            records = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache,
-                                       self.sequence_norm))
+            extra = [] if self.label_free == "none" else \
+                derived_decisions(self.label_free, decisions, self.content_free_cache)
+            items = prepare(backend, [*decisions, *extra], with_prefix=mode != "direct", layout=layout,
+                            demos=self.demos, slots=self.slots)
+            scored = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache,
+                                      self.sequence_norm))
+            records, derived = scored[:len(decisions)], scored[len(decisions):]
             if cal is not None:
-                records = list(apply_records(cal, records, self.on_uncovered))
+                records = list(apply_records(cal, records, self.uncovered_rule()))
+            if self.label_free != "none":  # what a calibration file covers keeps its block; the rest is corrected
+                records = calibrate_records(self.label_free, decisions, records, derived, self.content_free_cache,
+                                            [not isinstance(r.get("calibrated"), dict)
+                                             or bool(r["calibrated"].get("uncovered")) for r in records])
             records = list(with_preset(with_echo(records, decisions, level), self.preset))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):

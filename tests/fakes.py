@@ -373,3 +373,19 @@ def fake_prompt_json(folder: Path, d: Decision, args: Sequence[str], monkeypatch
     doc: dict[str, Any] = orjson.loads(capsys.readouterr().out)
     return doc
 
+
+def prior_for(backend: FakeBackend, question: str) -> Any:
+    """A prior covering one yesno question on the fake's model."""
+    from scorer import Scorer, YesNo
+    from scorer.calibration.core import Calibration, Entry
+    from scorer.formats.signature import identity_sha256, model_identity
+
+    with Scorer(backend=backend, mode="shared") as s:
+        sig = s.ask("a state to ask about", {"q": YesNo(question)})["q"].record["signature"]
+    ident = model_identity(backend.model_info())
+    msha = identity_sha256(ident)
+    entry = Entry("signature", msha, "plain", {"yes": 0.7, "no": -0.7}, 1.0, 10, sig, option_ids=("yes", "no"))
+    return Calibration("prior", "mean", {msha: ident}, [entry], source={"kind": "file", "path": "p.json",
+                                                                         "sha256": "ab" * 32})
+
+

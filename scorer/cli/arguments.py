@@ -257,6 +257,17 @@ def add_preset_arg(p: argparse.ArgumentParser) -> None:
                         "explicitly override its values, and every record names the preset")
 
 
+def add_label_free_arg(p: Any) -> None:
+    """``--label-free METHOD``: the label-free correction of every request (:mod:`scorer.calibration.label_free`)."""
+    from scorer.calibration.label_free import METHODS
+
+    p.add_argument("--label-free", type=choice(METHODS), choices=METHODS, default=ScorerOptions.label_free,
+                   metavar="METHOD",
+                   help=f"correct every question's readout without labels from a few more prompts about it: "
+                        f"{', '.join(METHODS)} (default {ScorerOptions.label_free}); a --calibration file that "
+                        "covers a question wins")
+
+
 def add_scorer_args(p: argparse.ArgumentParser) -> None:
     """The flags of :class:`~scorer.scoring.options.ScorerOptions` (``semif ask``, ``semif serve``, ``semif mcp``): its
     fields, with its defaults, under the same rules as the API's keywords (:func:`scorer_options` reads them back)."""
@@ -266,6 +277,7 @@ def add_scorer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", metavar="FILE",
                    help="a prior or bias file (semif calibrate prior|bias): every record gets its calibrated block")
     add_uncovered_arg(p)
+    add_label_free_arg(p)
     add_echo_arg(p)
     add_slots_arg(p)
     add_layout_args(p)
@@ -286,7 +298,7 @@ def scorer_options(args: argparse.Namespace) -> ScorerOptions:
             if value is not None:
                 raise InputError(flag, None, None, "given without --demos", f"--demos FILE {flag} VALUE")
     return ScorerOptions(mode=args.mode, max_batch_tokens=args.max_batch_tokens, calibration=args.calibration,
-                         on_uncovered=args.uncovered, echo=args.echo,
+                         on_uncovered=args.uncovered, label_free=args.label_free, echo=args.echo,
                          slots=args.slots if "slots" in named else None, sequence_norm=args.sequence_norm,
                          layout=args.layout if "layout" in named else None, demos=args.demos, demos_k=args.demos_k,
                          seed=args.seed, prefix_cache_bytes=args.prefix_cache_bytes, preset=args.preset)

@@ -70,7 +70,7 @@ KINDS: dict[str, str] = {
     "preset": "semif-preset-v1",  # benchmarks/quality_study.py --write-preset (read by scorer.scoring.presets)
     "agent-example": "semif-agent-example-v1",  # benchmarks/agent_example.py (the README's examples/agent.py)
     "confidence": "semif-confidence-v1",  # benchmarks/confidence_reliability.py (the wire confidence on labels)
-    "decision-latency": "semif-decision-latency-v1",  # benchmarks/decision_latency.py (/v1/systemone vs peers)
+    "single-request-study": "semif-single-request-study-v1",  # benchmarks/single_request_study.py
 }
 """Every report kind and the format its writer writes now."""
 

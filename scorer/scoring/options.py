@@ -43,6 +43,9 @@ from scorer.scoring.modes import Item
 from scorer.scoring.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
 from scorer.scoring.sequence import check_sequence_options
 
+DEFAULT_LABEL_FREE = "none"
+"""The label-free correction a scorer applies unless told otherwise."""
+
 if TYPE_CHECKING:
     from scorer.calibration.core import Calibration
     from scorer.scoring.presets import Preset
@@ -71,7 +74,12 @@ class ScorerOptions:
     """A prior or bias file (``semif calibrate prior|bias``) or a loaded calibration: every record gets its
     ``calibrated`` block."""
     on_uncovered: str = "error"
-    """A row the calibration does not cover: refused (``error``) or scored raw and flagged (``raw``)."""
+    """A row the calibration does not cover: refused (``error``) or scored raw and flagged (``raw``); with a
+    ``label_free`` method, corrected by it instead."""
+    label_free: str = DEFAULT_LABEL_FREE
+    """The label-free correction of every request (:data:`scorer.calibration.label_free.METHODS`; ``none``: the raw
+    readout acts): computed from a few more prompts about each question, no labels, no batch; a calibration file
+    that covers a question wins."""
     echo: bool | str | None = None
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
@@ -204,7 +212,8 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
                          exact: RecordPolicy | None = None, route: RecordPolicy | None = None,
                          on_uncovered: str = "error", echo: str | None = None, layout: str = STATE_MAJOR,
                          demos: Demos | None = None, slots: str = "letters",
-                         sequence_norm: str | None = None, preset: str | None = None) -> dict[str, Any]:
+                         sequence_norm: str | None = None, preset: str | None = None,
+                         label_free: str = "none") -> dict[str, Any]:
     """What identifies a run (:func:`config_parts` plus the options that change its records, each only when
     set, so a plain run's hash is what it always was), checked before anything is scored: a calibration
     must cover every row's signature, and ``exact`` does not combine with ``permute``. The CLI, the Python
@@ -248,6 +257,8 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
         parts["echo"] = echo
     if preset is not None:
         parts["preset"] = preset
+    if label_free != "none":
+        parts["label_free"] = label_free
     if exact is not None:
         if permute > 1:
             raise ValidationError("--exact and --permute cannot be combined (escalation re-scores one ordering)")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from fakes import FakeBackend
+from fakes import FakeBackend, prior_for
 
 from scorer import Choice, Score, Scorer, YesNo, cli
-from scorer.calibration.core import Calibration, Entry
+from scorer.calibration.core import Calibration
 from scorer.core.errors import InputError, SemifError
 from scorer.decision.questions import ChoiceAnswer, ScoreAnswer, YesNoAnswer, answer_of
 from scorer.formats.echo import state_sha256
@@ -187,22 +187,9 @@ def test_echo_stores_question_options_and_the_state_digest_or_the_state(tmp_path
     assert recs[0]["echo"]["state_sha256"] == state_sha256("text state") and "state" not in recs[0]["echo"]
 
 
-def _prior_for(backend: FakeBackend, question: str) -> Calibration:
-    """A prior covering one yesno question on the fake's model."""
-    from scorer.formats.signature import model_identity
-
-    with Scorer(backend=backend, mode="shared") as s:
-        sig = s.ask(STATE, {"q": YesNo(question)})["q"].record["signature"]
-    ident = model_identity(backend.model_info())
-    msha = identity_sha256(ident)
-    entry = Entry("signature", msha, "plain", {"yes": 0.7, "no": -0.7}, 1.0, 10, sig, option_ids=("yes", "no"))
-    return Calibration("prior", "mean", {msha: ident}, [entry], source={"kind": "file", "path": "p.json",
-                                                                         "sha256": "ab" * 32})
-
-
 def test_on_uncovered_raw_flags_the_record_and_error_refuses_before_scoring():
     fake = FakeBackend()
-    cal = _prior_for(FakeBackend(), "Refund?")
+    cal = prior_for(FakeBackend(), "Refund?")
     qs = {"covered": YesNo("Refund?"), "reworded": YesNo("Is it a refund?")}
     with Scorer(backend=fake, mode="shared", calibration=cal) as s, pytest.raises(InputError) as exc:
         s.ask(STATE, qs)
@@ -226,7 +213,7 @@ def test_a_calibration_for_another_model_is_refused_before_the_model_loads(tmp_p
     from scorer import backends
     from scorer.calibration.core import write_calibration
 
-    cal = _prior_for(FakeBackend(), "Refund?")  # fitted on the fake: not smollm2 on torch
+    cal = prior_for(FakeBackend(), "Refund?")  # fitted on the fake: not smollm2 on torch
     monkeypatch.setattr(backends, "load_backend", lambda cfg: pytest.fail("the model was loaded"))
     with pytest.raises(InputError) as exc:
         Scorer(model="smollm2-135m", backend="torch", calibration=cal)
@@ -305,7 +292,7 @@ def test_score_uncovered_raw_and_show_count_the_acting_choice(tmp_path, monkeypa
 
     fake = FakeBackend()
     path = tmp_path / "prior.json"
-    write_calibration(_prior_for(fake, "Refund?"), path)
+    write_calibration(prior_for(fake, "Refund?"), path)
     rows = [{"id": f"{q}-{i}", "state": f"{STATE} #{i}", "question": q, "type": "yesno", "label": "no"}
             for q in ("Refund?", "Is it a refund?") for i in range(3)]
     inp = tmp_path / "rows.jsonl"
@@ -332,7 +319,7 @@ def test_score_uncovered_raw_and_show_count_the_acting_choice(tmp_path, monkeypa
 
 def test_the_service_ask_endpoint_equals_the_api(monkeypatch):
     import httpx
-    from test_serve import _live
+    from serve_helpers import live as _live
 
     from scorer.serving.service import build_app
 
@@ -384,11 +371,11 @@ def test_ask_on_smollm2_equals_semif_score_shared(tmp_path, monkeypatch, smol_to
 
 def test_the_service_scores_an_uncovered_row_raw_when_asked(monkeypatch, capsys):
     import httpx
-    from test_serve import _live
+    from serve_helpers import live as _live
 
     from scorer.serving.service import build_app
 
-    cal = _prior_for(FakeBackend(), "Refund?")
+    cal = prior_for(FakeBackend(), "Refund?")
     row = {"id": "r", "state": STATE, "question": "Is it a refund?", "type": "yesno"}
     with Scorer(backend=FakeBackend(), mode="shared", calibration=cal) as strict, _live(build_app(strict)) as url:
         r = httpx.post(f"{url}/v1/decide", json=row)

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from fakes import FakeBackend
+from fakes import FakeBackend, prior_for
 
 import scorer.backends as backends
 from scorer import Scorer, cli
@@ -128,9 +128,7 @@ def test_the_examples_printed_tally_equals_a_recount_from_its_records(tmp_path, 
 def test_the_agent_and_the_recount_agree_on_a_calibrated_run():
     """The example's tally (from its typed answers) and the measurement's (from the records and Policy.verdict) are
     two ways to one count; with a calibration the acting readout is the calibrated one in both."""
-    from test_ask import _prior_for
-
-    cal = _prior_for(FakeBackend(), EX.QUESTIONS["refund"].question)  # covers one question; the rest go raw
+    cal = prior_for(FakeBackend(), EX.QUESTIONS["refund"].question)  # covers one question; the rest go raw
     policy = Policy(margin=0.01)
     with Scorer(backend=FakeBackend(), mode="shared", calibration=cal, on_uncovered="raw") as s:
         done = list(EX.agent(s, DOC["test"], policy))

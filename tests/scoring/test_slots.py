@@ -215,7 +215,7 @@ def test_api_and_cli_records_are_equal(tmp_path, monkeypatch):
 
 
 def test_the_service_reads_ids_and_refuses_a_multi_token_id_with_422():
-    from test_serve import _live
+    from serve_helpers import live as _live
 
     from scorer.serving.service import build_app
 
