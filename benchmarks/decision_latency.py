@@ -640,9 +640,11 @@ def ask(client: Any, lane: Lane, state: str, qs: Sequence[Question], grammar: Ob
         if doc.get("truncated") or doc.get("stop_type") == "limit":
             out["problems"].append("stopped at n_predict")
         t = doc.get("timings") or {}
-        out["input_tokens"] = t.get("prompt_n", doc.get("tokens_evaluated"))
+        evaluated, cached = t.get("prompt_n"), t.get("cache_n")
+        # the prompt's tokens, evaluated or read from the cache (as semif's usage.input_tokens counts them)
+        out["input_tokens"] = evaluated + cached if isinstance(evaluated, int) and isinstance(cached, int) else None
         out["output_tokens"] = t.get("predicted_n")
-        out["cached_tokens"] = t.get("cache_n", doc.get("tokens_cached"))
+        out["cached_tokens"] = cached
     return out
 
 
