@@ -71,6 +71,7 @@ KINDS: dict[str, str] = {
     "agent-example": "semif-agent-example-v1",  # benchmarks/agent_example.py (the README's examples/agent.py)
     "confidence": "semif-confidence-v1",  # benchmarks/confidence_reliability.py (the wire confidence on labels)
     "single-request-study": "semif-single-request-study-v1",  # benchmarks/single_request_study.py
+    "decision-latency": "semif-decision-latency-v1",  # benchmarks/decision_latency.py (/v1/systemone vs peers)
 }
 """Every report kind and the format its writer writes now."""
 

@@ -16,6 +16,7 @@ from scorer.site.engine_charts import draw_engines
 from scorer.site.files import object_at, unique_slug
 from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
+from scorer.site.latency_charts import draw_decision_latency
 from scorer.site.quant_charts import draw_quant_schemes
 from scorer.site.study_charts import draw_quality_study
 
@@ -59,6 +60,8 @@ _KINDS: dict[str, _Kind] = {
     "route-threshold": _Kind("route", "Routing threshold chosen out of fold"),
     "quality-study": _Kind("quality-study", "Decision quality study", draw_quality_study),
     "confidence": _Kind("confidence", "How far confidence can be trusted", draw_confidence),
+    "decision-latency": _Kind("decision-latency", "One request, many questions: latency against peers",
+                              draw_decision_latency),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -75,6 +78,8 @@ _SECTIONS = (
     ("engines", "Engines side by side: throughput against decision quality (vLLM, llama.cpp, torch)"),
     ("quality-study", "Which way of asking gets decisions right (layout, examples, readout, calibration; out of fold)"),
     ("confidence", "What confidence means: how often answers at each confidence are right"),
+    ("decision-latency", "Latency of one request with 1 to 64 questions (semif serve, typed-gguf, llama-server with a "
+                         "grammar)"),
 )
 
 

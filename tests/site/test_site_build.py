@@ -299,6 +299,11 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
     (b'{"kind": "confidence", "rows": []}', r"results/r\.json: a confidence report needs 'rows'"),
     (b'{"kind": "confidence", "rows": [{"reliability": []}]}',
      r"results/r\.json: rows\[0\] needs 'reliability', 'automation'"),
+    (b'{"kind": "decision-latency", "results": []}', r"results/r\.json: a decision-latency report needs 'results'"),
+    (b'{"kind": "decision-latency", "results": [{"model": "m", "lane": "semif-torch", "size": 0, "cache": "warm"}]}',
+     r"results/r\.json: results\[0\]\.size: 0 \(expected a number of questions >= 1\)"),
+    (b'{"kind": "decision-latency", "results": [{"model": "m", "lane": "l", "size": 4, "cache": "hot"}]}',
+     r"results/r\.json: results\[0\]\.cache: 'hot'"),
     (b'{"kind": "calibration", "raw": {}, "methods": [{"method": "raw \xc2\xb7 plain"}], '
      b'"best_label_free": {"method": "gone"}}',
      r"results/r\.json: best_label_free\.method: 'gone' \(expected the name of one of methods\[\]\.method\)"),
