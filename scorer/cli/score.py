@@ -70,7 +70,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("show", help="print a readable table of a records file: the choice to act on (calibrated "
                                     "when present), the raw one beside it, typed answers, label counts")
-    p.add_argument("run")
+    p.add_argument("run", help="records (JSONL) of semif score")
     add_policy_args(p)
     p.set_defaults(func=_cmd_show)
 
