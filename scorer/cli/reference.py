@@ -134,6 +134,7 @@ def _code(text: str) -> str:
 
 
 _CODE_SPAN = re.compile(r"(`[^`]*`)")
+_URL = re.compile(r"(https?://[^\s,;)]+)")
 
 
 def _cell(text: str) -> str:
@@ -144,8 +145,12 @@ def _cell(text: str) -> str:
         if i % 2:
             out.append(part.replace("|", "\\|"))
         else:
-            part = re.sub(r"([\\*\[\]<|])", r"\\\1", part)
-            out.append(re.sub(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])", r"\\_", part))  # ``a_b`` is never emphasis
+            for j, piece in enumerate(_URL.split(part)):
+                if j % 2:  # an address, shown as code (never a link: the reference points nowhere outside itself)
+                    out.append(f"`{piece}`")
+                    continue
+                piece = re.sub(r"([\\*\[\]<|])", r"\\\1", piece)
+                out.append(re.sub(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])", r"\\_", piece))  # ``a_b`` is never emphasis
     return "".join(out)
 
 
