@@ -1,4 +1,5 @@
-"""The README's agent example (examples/agent.py), measured out of sample: fit on the training tickets, run on the test.
+"""The agent example of docs/python-api.md (examples/agent.py), measured out of sample: fit on the training
+tickets, run on the test.
 
     .venv/bin/python benchmarks/agent_example.py --model qwen2.5-0.5b
     # -> data/results/agent-example-qwen2.5-0.5b/ (rows, records, bias.json, thresholds-*.json, the example's output)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, as one short script for a borrowed CUDA machine that cannot reach a model
-# hub or a package index (see README, "GPU and hub models"). Nothing else in the project depends on it.
+# hub or a package index (see docs/gpu-and-hub-models.md). Nothing else in the project depends on it.
 #
 #   benchmarks/gpu-check.sh LIKE_DIR OUT_DIR
 #

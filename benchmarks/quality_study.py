@@ -10,7 +10,7 @@ group-disjoint folds (:mod:`benchmarks.quality_study_plan`, :mod:`benchmarks.qua
 
     .venv/bin/python benchmarks/quality_study.py run --model qwen2.5-1.5b --sets authored,boundary,shape-full \\
         --output data/results/quality-study-q15.json [--work DIR] [--resume] [--dry-run] [--write-preset accurate]
-    .venv/bin/python benchmarks/quality_study.py table data/results/quality-study-q15.json   # the README table
+    .venv/bin/python benchmarks/quality_study.py table data/results/quality-study-q15.json   # the Markdown table
     .venv/bin/python benchmarks/quality_study.py preset data/results/quality-study-q15.json --name accurate
 
 Every run's records are kept in the work folder (default: the output's name with ``.runs``), one JSONL file per run
@@ -18,7 +18,7 @@ and a one-line ``.meta.jsonl`` beside it (its scoring seconds, the configuration
 reuses each finished run after checking it (schema, rows in order, configuration hash of this very model and code) and
 scores the rest. ``--dry-run`` prints the runs and decisions to score and an estimate of the time (from the
 finished runs' own rate, or ``--seconds-per-decision``). One report (kind ``quality-study``), create-only; the
-README table on stdout; progress on stderr. Quote timings only from a quiet machine (load averages inside).
+Markdown table on stdout; progress on stderr. Quote timings only from a quiet machine (load averages inside).
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def _parser() -> argparse.ArgumentParser:
                                                              "finished yet")
     p.add_argument("--write-preset", metavar="NAME", help="write scorer/data/presets/NAME.json from the winner")
     p.add_argument("--presets-dir", default=str(ROOT / "scorer" / "data" / "presets"))
-    t = sub.add_parser("table", help="print a report's README table (markdown)")
+    t = sub.add_parser("table", help="print a report's table (Markdown)")
     t.add_argument("report")
     w = sub.add_parser("preset", help="write a finished study's winner as a preset (what run --write-preset "
                                       "writes), from the report and its cited records, scoring nothing")

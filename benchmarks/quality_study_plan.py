@@ -89,7 +89,7 @@ class StudySet:
 
 def set_path(name: str) -> Path:
     """The file of set ``name``; a named set's path is relative to the working directory when it lies under it (the
-    repository root, as the README runs it), so the report, the records and a preset name no machine's checkout."""
+    repository root, as the docs run it), so the report, the records and a preset name no machine's checkout."""
     path = SETS.get(name, Path(name))
     if path.is_absolute() and path.resolve().is_relative_to(Path.cwd().resolve()):
         return path.resolve().relative_to(Path.cwd().resolve())

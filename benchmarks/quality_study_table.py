@@ -1,6 +1,6 @@
 """The quality study's numbers (benchmarks/quality_study.py), from its runs' records alone: every decision
 calibrated out of fold, metrics with group-bootstrap intervals, the paired comparison with today's default, the
-cost of each configuration, the winner and the README table.
+cost of each configuration, the winner and the Markdown table.
 
 * **Out of fold.** Fold ``f``'s held-out rows take their records from the run that served fold ``f``
   (:mod:`benchmarks.quality_study_plan`); ``prior`` and ``bias`` are fitted on that run's records of the rows
@@ -337,7 +337,7 @@ def _ci(m: dict[str, float]) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    """The README table of a study report: one line per set and configuration, then the skipped ones."""
+    """The Markdown table of a study report: one line per set and configuration, then the skipped ones."""
     out = ["| set | layout | k | readout | calibration | balanced accuracy [95 % CI] | vs default [95 % CI] | "
            "verdict | accuracy | s / decision | computed tokens / decision | reused |",
            "|---|---|---:|---|---|---:|---:|---|---:|---:|---:|---:|"]

@@ -1,8 +1,8 @@
 """A support-ticket agent on SemIf: three named questions per ticket, one prefill each, and an abstention policy.
 
-The README's first example, as a file you can run. For every ticket the agent asks which team should handle it
-and two yes/no policy questions (is a refund asked for? is there a threat to cancel or sue?), acts on the answers
-its policy is confident about and hands the others to a human. ::
+The first example of docs/python-api.md, as a file you can run. For every ticket the agent asks which team should
+handle it and two yes/no policy questions (is a refund asked for? is there a threat to cancel or sue?), acts on the
+answers its policy is confident about and hands the others to a human. ::
 
     .venv/bin/python examples/agent.py --model qwen2.5-0.5b \\
         --calibration data/results/agent-example-qwen2.5-0.5b/bias.json \\

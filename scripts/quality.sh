@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the decision-quality results of the README (issue: labelled workloads, metrics,
+# Reproduces the decision-quality results of docs/results.md (issue: labelled workloads, metrics,
 # calibration, order robustness, two-path routing): the scored runs under data/results/runs/ and the
 # eval / calibrate / order / route reports under data/results/.
 #

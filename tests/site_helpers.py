@@ -23,6 +23,8 @@ import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+DOC_PAGES = tuple(f"docs/{p.stem}.html" for p in sorted((ROOT / "docs").glob("*.md")))
+"""The Docs section's pages, as a build with ``docs_dir=ROOT / "docs"`` writes them (every page check covers them)."""
 sys.path.insert(0, str(ROOT))
 
 from trace_helpers import edit_inputs  # noqa: E402
@@ -208,7 +210,7 @@ def serve(root: Path, headers: dict[str, str] | None = None) -> Iterator[str]:
 def www(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A web root holding the site under a sub-path, as a GitHub Pages project site is served."""
     tmp = tmp_path_factory.mktemp("www")
-    build.build(make_data_dir(tmp, more=True), tmp / "www" / "project")
+    build.build(make_data_dir(tmp, more=True), tmp / "www" / "project", docs_dir=ROOT / "docs")
     return tmp / "www"
 
 

@@ -4,6 +4,7 @@ One module per command group (``scorer.cli.score``, ``.eval``, ``.versus``…), 
 ``register(subparsers)`` and its ``_cmd_*`` functions; :mod:`scorer.cli.arguments` holds the options several
 commands share. Commands turn their arguments into the typed configs of the runs (:mod:`scorer.scoring`,
 :mod:`scorer.serving.service`…), which never see argparse. Nothing outside this package imports it.
+:mod:`scorer.cli.reference` writes the command-line reference (``docs/cli.md``) from these definitions.
 
 Exit status: 0 success, 2 bad input / refused model / refused output / validation failure (a one-line
 message, no traceback), 1 environment fault (an ``OSError``: disk full, read-only folder, a directory where

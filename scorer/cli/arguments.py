@@ -118,6 +118,9 @@ def add_model_args(p: argparse.ArgumentParser, many: bool = False, decision_api:
 
 def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = None) -> None:
     """A scoring mode option (``--mode``; ``semif route``'s ``--fast-mode``), by the API's rule."""
+    if help is None:
+        help = (f"direct: a fresh forward pass per decision; serial: each state's prefix prefilled once and reused; "
+                f"shared: a state's rows packed into one pass after it (default {default})")
     p.add_argument(flag, type=choice(MODES), choices=MODES, default=default, help=help)
 
 

@@ -15,15 +15,18 @@ from scorer.studies.bench import DEFAULT_REPEATS, SIZES, WORKLOADS
 def register(sub: Any) -> None:
     """Add ``semif bench``."""
     p = sub.add_parser("bench", help="throughput of direct/serial/shared (and --exact) on a states x criteria workload")
-    p.add_argument("workload", choices=WORKLOADS)
+    p.add_argument("workload", choices=WORKLOADS, help="the workload: shape (states x yes/no criteria)")
     p.add_argument("--size", choices=SIZES, default="small", help="small: 2 states x 21; full: 37 x 21")
     p.add_argument("--input", help="a workload file instead of data/workloads/shape-SIZE.jsonl")
     p.add_argument("--modes", default="direct,serial,shared", help="comma list (direct always runs: the reference)")
     p.add_argument("--exact-modes", default="serial,shared", help="fast modes also run under --exact ('' for none)")
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="passes per fast mode; the median is reported")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
-    p.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY)
-    p.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS)
+    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS,
+                   help=f"tokens per packed pass in shared mode (default {DEFAULT_MAX_BATCH_TOKENS})")
+    p.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY,
+                   help=f"--exact: safety factor of the bound, safety x 2 x max |dp| (default {DEFAULT_SAFETY:g})")
+    p.add_argument("--exact-probe", type=int, default=DEFAULT_PROBE_ROWS,
+                   help=f"--exact: rows a drift probe scores both ways (default {DEFAULT_PROBE_ROWS})")
     p.add_argument("--exact-source", choices=("auto", "report", "probe"), default="auto",
                    help="where the exact bound's drift comes from: a held-out drift report in --drift-dir (report), "
                         "a probe of the first rows (probe), or the report when one matches, else the probe (auto)")

@@ -273,11 +273,11 @@ def register(sub: Any) -> None:
     from scorer.calibration.thresholds import DEFAULT_MIN_ACCEPTED
 
     p = sub.add_parser("calibrate", help="calibration: temperature (also the bare form `calibrate RUN`), prior, bias, "
-                                         "apply, report")
+                                         "apply, thresholds, report")
     csub = p.add_subparsers(dest="calibrate_command", required=True)
     temp = csub.add_parser("temperature", help="fit one temperature by NLL; ECE before/after out of fold "
                                                "(never changes a choice)")
-    temp.add_argument("run")
+    temp.add_argument("run", help="records (JSONL) of semif score")
     temp.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
     temp.add_argument("--apply", help="also write the run's records with the temperature applied to this JSONL")
     temp.add_argument("--temperature", type=float, help="with --apply: use this T instead of the fitted one")
@@ -298,7 +298,7 @@ def register(sub: Any) -> None:
                    help="what covers a signature under --min-rows: none (it stays raw; default), family (the prior "
                         "of its family's rows with the same options), pooled (family, else every row with the same "
                         "options, else the model's prior per option id); the level is in each calibrated block")
-    q.add_argument("--force", action="store_true")
+    q.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     add_model_args(q)
     q.set_defaults(func=_cmd_prior)
 
@@ -307,7 +307,7 @@ def register(sub: Any) -> None:
     b.add_argument("runs", nargs="+", help="records (JSONL) of semif score")
     b.add_argument("--labels", required=True, help="labelled rows (label, family, group); also the rows for v1 records")
     b.add_argument("--input", action="append", help="further rows files for v1 records' signatures; repeatable")
-    b.add_argument("--output", required=True)
+    b.add_argument("--output", required=True, help="calibration file to write (never overwritten without --force)")
     b.add_argument("--min-rows", type=int, default=BIAS_MIN_ROWS,
                    help=f"labelled rows a signature needs for its own entry (default {BIAS_MIN_ROWS})")
     b.add_argument("--levels", default=",".join(LEVELS), help=f"comma list of {', '.join(LEVELS)}")
@@ -316,15 +316,17 @@ def register(sub: Any) -> None:
     b.add_argument("--balanced", action="store_true",
                    help="weigh rows by 1/(rows with their label): offsets for balanced accuracy")
     b.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
-    b.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS)
-    b.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED)
-    b.add_argument("--force", action="store_true")
+    b.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS,
+                   help=f"bootstrap replicates of the intervals (default {metrics.BOOTSTRAP_REPS})")
+    b.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED,
+                   help=f"seed of the bootstrap and the folds (default {metrics.BOOTSTRAP_SEED})")
+    b.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     b.set_defaults(func=_cmd_bias)
 
     a = csub.add_parser("apply", help="add calibrated blocks to an existing run's records (v1 records become v2)")
-    a.add_argument("run")
-    a.add_argument("--calibration", required=True)
-    a.add_argument("--output", required=True)
+    a.add_argument("run", help="records (JSONL) of semif score")
+    a.add_argument("--calibration", required=True, help="a file of semif calibrate prior|bias")
+    a.add_argument("--output", required=True, help="calibrated records (JSONL); never overwritten")
     a.add_argument("--input", action="append", help="rows the run scored (for v1 records)")
     a.set_defaults(func=_cmd_apply)
 
@@ -339,8 +341,8 @@ def register(sub: Any) -> None:
                    help=f"labelled decisions a threshold must accept (default {DEFAULT_MIN_ACCEPTED})")
     t.add_argument("--min-mass", type=float, default=0.0, help="never act below this allowed_token_mass (default 0)")
     t.add_argument("--folds", type=int, default=5, help="group-disjoint folds for the out-of-fold check")
-    t.add_argument("--output", required=True)
-    t.add_argument("--force", action="store_true")
+    t.add_argument("--output", required=True, help="threshold file to write (never overwritten without --force)")
+    t.add_argument("--force", action="store_true", help="overwrite --output if it exists")
     t.set_defaults(func=_cmd_thresholds)
 
     p = csub.add_parser("report", help="every calibration method on a labelled set: label-free, stored, out of fold, "
@@ -358,8 +360,10 @@ def register(sub: Any) -> None:
     p.add_argument("--escalate", default="0.1,0.25,0.5,0.75",
                    help="routing: shares of lowest-margin decisions sent to the reference (comma list)")
     p.add_argument("--output", required=True, help="JSON report (never overwritten)")
-    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS)
-    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED)
+    p.add_argument("--reps", type=int, default=metrics.BOOTSTRAP_REPS,
+                   help=f"bootstrap replicates of the intervals (default {metrics.BOOTSTRAP_REPS})")
+    p.add_argument("--seed", type=int, default=metrics.BOOTSTRAP_SEED,
+                   help=f"seed of the bootstrap and the folds (default {metrics.BOOTSTRAP_SEED})")
     p.set_defaults(func=_cmd_report)
 
 

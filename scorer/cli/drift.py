@@ -17,7 +17,8 @@ def register(sub: Any) -> None:
     p.add_argument("--input", required=True, help="decisions (JSONL)")
     p.add_argument("--rows", help="START:END slice of the input (0-based, END exclusive)")
     p.add_argument("--modes", default="serial,shared", help="comma list of modes to compare against direct")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
+    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS,
+                   help=f"tokens per packed pass in shared mode (default {DEFAULT_MAX_BATCH_TOKENS})")
     p.add_argument("--exact-safety", type=float, default=DEFAULT_SAFETY, help="safety factor of the bound")
     p.add_argument("--results-dir", default=str(RESULTS_DIR),
                    help="where drift-<model>-<backend>-<mode>.json go (default data/results)")

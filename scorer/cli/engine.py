@@ -18,7 +18,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("engine", help="start, stop or list inference engines (vLLM, llama.cpp server)")
     acts = p.add_subparsers(dest="action", required=True, metavar="start|stop|status")
     s = acts.add_parser("start", help="start an engine on loopback and wait until it is ready")
-    s.add_argument("engine", choices=ENGINES)
+    s.add_argument("engine", choices=ENGINES, help="the engine to start")
     s.add_argument("--model", default=store.DEFAULT_MODEL,
                    help=f"registry key ({', '.join(store.REGISTRY)}), .gguf (llama-server) or HF folder (vllm)")
     s.add_argument("--host", default="127.0.0.1", help="interface (default loopback)")

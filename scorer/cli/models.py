@@ -11,7 +11,9 @@ from scorer.models import store
 def register(sub: Any) -> None:
     """Add ``semif models``."""
     p = sub.add_parser("models", help="the embedded model store")
-    p.add_argument("action", choices=("list", "fetch", "verify"))
+    p.add_argument("action", choices=("list", "fetch", "verify"),
+                   help="list: every registry model and whether it is cached; fetch: download and verify by sha256; "
+                        "verify: re-hash a cached file against its pin")
     p.add_argument("keys", nargs="*", help=f"registry keys (default {store.DEFAULT_MODEL})")
     p.set_defaults(func=_cmd_models)
 

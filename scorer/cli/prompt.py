@@ -15,9 +15,10 @@ from scorer.cli.arguments import add_layout_args, add_model_args, add_slots_arg,
 def register(sub: Any) -> None:
     """Add ``semif prompt``."""
     p = sub.add_parser("prompt", help="print the exact prompt, token ids and hashes of one row")
-    p.add_argument("--input", required=True)
-    p.add_argument("--id", required=True)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--input", required=True, help="decisions, one JSON object per line")
+    p.add_argument("--id", required=True, help="the id of the row to render")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (prompt, token ids, hashes, slots, model) instead of text")
     add_slots_arg(p, norm=False)  # the prompt does not depend on how its continuations' scores are normalised
     add_model_args(p)
     add_layout_args(p)

@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="overwrite --output and the --records-dir files")
     p.add_argument("--rungs", help=f"llama.cpp types, comma-separated (default {','.join(DEFAULT_RUNGS)})")
     add_mode_arg(p, "shared", help="scoring mode for every run (default shared)")
-    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS)
+    p.add_argument("--max-batch-tokens", type=positive_int, default=DEFAULT_MAX_BATCH_TOKENS,
+                   help=f"tokens per packed pass in shared mode (default {DEFAULT_MAX_BATCH_TOKENS})")
     p.add_argument("--threads", type=positive_int, help="CPU threads (torch and llama.cpp), >= 1")
     p.add_argument("--workdir", help="folder for the written GGUFs (default: under the model cache)")
     p.add_argument("--keep-files", action="store_true", help="keep the F32 and quantized GGUFs")

@@ -36,11 +36,14 @@ def register(sub: Any) -> None:
     p.add_argument("--input", required=True, help="decisions, one JSON object per line")
     p.add_argument("--output", required=True, help="routed records (JSONL); never overwritten")
     p.add_argument("--margin", type=float, required=True, help="escalate decisions whose fast margin is below this")
-    p.add_argument("--fast-model", required=True)
-    p.add_argument("--fast-backend", type=choice(BACKENDS), choices=BACKENDS, default="llamacpp")
-    add_mode_arg(p, "direct", "--fast-mode")
-    p.add_argument("--reference-model", required=True)
-    p.add_argument("--reference-backend", type=choice(BACKENDS), choices=BACKENDS, default="torch")
+    p.add_argument("--fast-model", required=True, help="the fast path's model: registry key, .gguf, HF name or folder")
+    p.add_argument("--fast-backend", type=choice(BACKENDS), choices=BACKENDS, default="llamacpp",
+                   help="the fast path's backend (default llamacpp)")
+    add_mode_arg(p, "direct", "--fast-mode", help="the fast path's scoring mode (default direct)")
+    p.add_argument("--reference-model", required=True,
+                   help="the reference path's model: registry key, .gguf, HF name or folder")
+    p.add_argument("--reference-backend", type=choice(BACKENDS), choices=BACKENDS, default="torch",
+                   help="the reference path's backend (default torch)")
     p.add_argument("--threads", type=positive_int, help="CPU threads for both backends, >= 1")
     add_layout_args(p)
     p.set_defaults(func=_cmd_route_score)

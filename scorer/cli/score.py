@@ -70,7 +70,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("show", help="print a readable table of a records file: the choice to act on (calibrated "
                                     "when present), the raw one beside it, typed answers, label counts")
-    p.add_argument("run")
+    p.add_argument("run", help="records (JSONL) of semif score")
     add_policy_args(p)
     p.set_defaults(func=_cmd_show)
 
@@ -442,7 +442,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         from scorer.calibration.batch import mix_warnings
         from scorer.formats.records import read_records
 
-        for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (README: calibration)
+        for w in mix_warnings(read_records(out)):  # a stored prior shows a skewed batch (docs: calibration)
             print(f"[semif] warning: {w}", file=sys.stderr)
     if exact is not None:
         print(f"[semif] exact: bound {exact.bound:.3g} ({exact.block.get('source')}, max |dp| "

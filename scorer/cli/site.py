@@ -21,23 +21,34 @@ def register(sub: Any) -> None:
                    help="input directory: traces anywhere under it, reports under results/ (default: ./data)")
     b.add_argument("--out", type=Path, default=Path("site"),
                    help="output directory, replaced only when empty or a previous build (default: ./site)")
+    b.add_argument("--docs", type=Path, default=None,
+                   help="Markdown pages rendered as the site's Docs section, index.md first (default: ./docs when "
+                        "that folder exists, else no Docs section)")
     b.set_defaults(func=_cmd_build)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    return build_site(args.data, args.out, "semif site build")
+    return build_site(args.data, args.out, "semif site build", default_docs(args.docs))
 
 
-def build_site(data: Path, out: Path, prog: str) -> int:
-    """Build the site from ``data`` into ``out`` and say what was built (``prog`` names the command in the
-    warning the build may print). A refused input is a :class:`~scorer.core.errors.SemifError` (exit 2, one line
-    naming the file); an environment fault an ``OSError`` (exit 1)."""
+def default_docs(docs: Path | None, default: Path = Path("docs")) -> Path | None:
+    """``--docs`` as given, else ``default`` when it is a folder (a checkout's docs/), else none."""
+    if docs is not None:
+        return docs
+    return default if default.is_dir() else None
+
+
+def build_site(data: Path, out: Path, prog: str, docs: Path | None = None) -> int:
+    """Build the site from ``data`` (and the Markdown pages of ``docs``) into ``out`` and say what was built (``prog``
+    names the command in the warning the build may print). A refused input is a
+    :class:`~scorer.core.errors.SemifError` (exit 2, one line naming the file); an environment fault an ``OSError``
+    (exit 1)."""
     from scorer.site import build
     from scorer.site.inputs import BuildError
 
     t0 = time.perf_counter()
     try:
-        traces, reports = build(data, out, prog)
+        traces, reports = build(data, out, prog, docs)
     except BuildError as exc:
         raise SemifError(str(exc)) from None
     print(f"built {out} from {len(traces)} trace(s) and {len(reports)} report(s) in {time.perf_counter() - t0:.2f} s",

@@ -13,6 +13,7 @@ import jinja2
 from markupsafe import Markup
 
 from scorer.core.package_data import package_path
+from scorer.site.docs import DocPage
 from scorer.site.formatting import fmt_seconds
 from scorer.site.inputs import BuildError, ReportFile, TraceFile
 from scorer.site.lanes import first_repeat
@@ -119,8 +120,9 @@ def _speeds() -> list[dict[str, str]]:
 
 
 def render_site(traces: list[TraceFile], reports: list[ReportFile],
-                schemas: dict[str, dict[str, Any]]) -> dict[str, bytes]:
-    """Every output file (relative path → bytes), rendered in memory so a failure writes nothing."""
+                schemas: dict[str, dict[str, Any]], docs: list[DocPage] | None = None) -> dict[str, bytes]:
+    """Every output file (relative path → bytes), rendered in memory so a failure writes nothing; ``docs`` (rendered
+    by :func:`scorer.site.docs.render_docs`) become the Docs section, ``docs/<slug>.html``."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
@@ -132,7 +134,8 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile],
     shown = [t for t in traces if t.rel.startswith("traces/") and not t.control] or \
         [t for t in traces if not t.control]
     common = {"css": Markup(css), "traces": traces, "reports": reports, "sections": report_sections(reports),
-              "headlines": [_headline(t) for t in shown], "controls": [t for t in traces if t.control]}
+              "headlines": [_headline(t) for t in shown], "controls": [t for t in traces if t.control],
+              "docs": docs or []}
     static_csp = _csp([css], scripts=False)
     first = traces[0] if traces else None
     files: dict[str, bytes] = {}
@@ -171,5 +174,8 @@ def render_site(traces: list[TraceFile], reports: list[ReportFile],
         files[f"results/{r.slug}.json"] = r.raw
         files[f"results/{r.slug}.html"] = report_page.render(root="../", csp=static_csp, report=r,
                                                              **common).encode()
+    doc_page = env.get_template("docs.html.j2")
+    for d in docs or []:
+        files[f"docs/{d.slug}.html"] = doc_page.render(root="../", csp=static_csp, doc=d, **common).encode()
     files[SITE_MARKER] = b"semif site build output; build.py empties this directory on each build\n"
     return files

@@ -331,7 +331,7 @@ def test_a_study_on_fakes_is_schema_valid_and_equal_to_its_records(tmp_path, cap
     assert site.tables[1]["caption"].startswith("ways of asking that were not run")
     ceiling = next(t for t in site.tables if t["caption"].startswith("how far recalibrating"))
     assert [r[0] for r in ceiling["rows"]] == ["tickets", "queue"]
-    # and the README table comes back from the report alone
+    # and the Markdown table comes back from the report alone
     assert quality_study.main(["table", str(tmp_path / "study.json")]) == 0
     assert capsys.readouterr().out == quality_study_table.markdown(report)
 

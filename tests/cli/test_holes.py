@@ -60,7 +60,7 @@ def _build(data: Path, out: Path) -> int:
 
 
 def test_build_out_under_a_file_is_one_line_and_exit_1(site_data, tmp_path, capsys):
-    """A file where a folder of --out should be is an environment fault (README: exit codes), not a traceback."""
+    """A file where a folder of --out should be is an environment fault (docs: exit codes), not a traceback."""
     afile = tmp_path / "afile"
     afile.write_text("keep me")
     for out in (afile / "sub", afile / "sub" / "deeper"):
@@ -172,15 +172,15 @@ def test_sigterm_during_the_load_of_a_resume_counts_the_records_in_the_file(tmp_
 
 # --- item 9: a directory in place of the GGUF ---------------------------------------------------------------------
 def _exit_table() -> dict[str, str]:
-    text = (ROOT / "README.md").read_text()
-    table = text[text.index("### Exit codes and messages"):]
+    text = (ROOT / "docs" / "guarantees-and-testing.md").read_text()
+    table = text[text.index("## Exit codes and messages"):]
     rows = re.findall(r"^\| (\d+(?: / \d+)?) \| (.*) \|$", table[: table.index("\n\n")], flags=re.M)
     return dict(rows)
 
 
-def test_a_directory_in_place_of_the_gguf_is_exit_2_as_the_readme_says(tmp_path, capsys, monkeypatch):
+def test_a_directory_in_place_of_the_gguf_is_exit_2_as_the_docs_say(tmp_path, capsys, monkeypatch):
     """A refused model file is bad input the user fixes in their files (remove it, fetch again): exit 2, in the
-    code and in the README's table (which listed it under 1)."""
+    code and in the docs' table (docs/guarantees-and-testing.md; the README's once listed it under 1)."""
     from scorer import backends
     from scorer.models import store
 

@@ -1,7 +1,7 @@
-"""The README's agent example (examples/agent.py) and its measurement (benchmarks/agent_example.py): the authored
-ticket set, the rows and tally the measurement derives, the example's printed tally against a recount from its
-records (fake backend), its refusals; and the whole measurement end to end on smollm2-135m (slow), its report's
-numbers recounted here from the example's records by a rule written again from the thresholds file."""
+"""The agent example of docs/python-api.md (examples/agent.py) and its measurement (benchmarks/agent_example.py):
+the authored ticket set, the rows and tally the measurement derives, the example's printed tally against a recount
+from its records (fake backend), its refusals; and the whole measurement end to end on smollm2-135m (slow), its
+report's numbers recounted here from the example's records by a rule written again from the thresholds file."""
 
 from __future__ import annotations
 

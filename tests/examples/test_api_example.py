@@ -1,5 +1,5 @@
-"""The README's Python API example, run verbatim against smollm2-135m (slow), and the API's records against
-`semif score` on the real model."""
+"""The Python examples of docs/python-api.md, run verbatim against smollm2-135m (slow), the README's quickstart on the
+default model (slow: its decisions must be right), and the API's records against `semif score` on the real model."""
 
 from __future__ import annotations
 
@@ -14,17 +14,18 @@ import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+API_PAGE = ROOT / "docs" / "python-api.md"
 ROWS_FILE = ROOT / "data" / "workloads" / "shape-small.jsonl"
 _BLOCK = re.compile(r"```python\n(from scorer import Scorer\n.*?)```", re.S)
 
 
 def _example() -> tuple[Path, str]:
-    """The first ```python block starting ``from scorer import Scorer`` in the README: the test runs what
+    """The first ```python block starting ``from scorer import Scorer`` in docs/python-api.md: the test runs what
     users read, so the two cannot drift apart."""
-    doc = ROOT / "README.md"
+    doc = API_PAGE
     m = _BLOCK.search(doc.read_text())
     if m is None:
-        raise AssertionError("no ```python block starting 'from scorer import Scorer' in README.md")
+        raise AssertionError("no ```python block starting 'from scorer import Scorer' in docs/python-api.md")
     return doc, m.group(1)
 
 
@@ -32,20 +33,20 @@ _AGENT = re.compile(r"```python\n(from pathlib import Path\nimport orjson\n"
                     r"from scorer import Choice, Scorer, YesNo\n.*?)```", re.S)
 
 
-def test_the_readme_agent_is_examples_agent_py():
-    """The README's first example asks what examples/agent.py asks (the file benchmarks/agent_example.py
-    measures), so the numbers printed under it are this code's; its model part is not run here (qwen files)."""
+def test_the_documented_agent_is_examples_agent_py():
+    """docs/python-api.md's first example asks what examples/agent.py asks (the file benchmarks/agent_example.py
+    measures), so the numbers its report holds are this code's; its model part is not run here (qwen files)."""
     spec = importlib.util.spec_from_file_location("readme_agent", ROOT / "examples" / "agent.py")
     assert spec is not None and spec.loader is not None
     agent = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(agent)
-    m = _AGENT.search((ROOT / "README.md").read_text())
+    m = _AGENT.search(API_PAGE.read_text())
     assert m is not None, "no agent block (from pathlib import Path / import orjson / from scorer import …)"
     code = m.group(1)
     tree = ast.parse(code)
     head = code[:code.index("fitted =")]  # the data and the questions; no model load
     env: dict[str, object] = {"__name__": "__example__"}
-    exec(compile(head, "README.md", "exec"), env)
+    exec(compile(head, str(API_PAGE), "exec"), env)
     assert env["TEAMS"] == agent.TEAMS
     assert repr(env["QUESTIONS"]) == repr(agent.QUESTIONS)
     assert [t["id"] for t in env["tickets"]] == [t["id"] for t in orjson.loads(agent.TICKETS.read_bytes())["test"]]
@@ -58,7 +59,7 @@ def test_the_example_is_valid_python():
 
 
 @pytest.mark.slow
-def test_the_readme_example_runs_on_smollm2():
+def test_the_decide_example_runs_on_smollm2():
     doc, code = _example()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -70,6 +71,39 @@ def test_the_readme_example_runs_on_smollm2():
         assert route in ("refunds", "human", "general")
         p = ast.literal_eval(probs)
         assert list(p) == ["yes", "no"] and abs(sum(p.values()) - 1.0) < 1e-5
+
+
+_ASK = re.compile(r"```python\n(from scorer import Choice, Policy, Score, Scorer, YesNo\n.*?)```", re.S)
+_QUICKSTART = re.compile(r"```python\n(from scorer import Scorer, Choice, YesNo, Score\n.*?)```", re.S)
+
+
+@pytest.mark.slow
+def test_the_ask_example_runs_on_smollm2():
+    m = _ASK.search(API_PAGE.read_text())
+    assert m is not None, "no ask example in docs/python-api.md"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(m.group(1), str(API_PAGE), "exec"), {"__name__": "__example__"})
+    (line,) = out.getvalue().splitlines()
+    tid, route, p_yes, expected = line.split()
+    assert tid == "t1" and route in ("billing", "tech", "access", "human")
+    assert 0.0 <= float(p_yes) <= 1.0 and 0.0 <= float(expected) <= 3.0
+
+
+@pytest.mark.slow
+def test_the_readme_quickstart_decides_right_on_the_default_model():
+    """The README's Python quickstart, verbatim, on the model it names (the default, qwen2.5-0.5b): a newcomer's first
+    run routes the double charge to billing and hears the refund it asks for."""
+    m = _QUICKSTART.search((ROOT / "README.md").read_text())
+    assert m is not None, "no quickstart in README.md"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(m.group(1), "README.md", "exec"), {"__name__": "__example__"})
+    first, second = out.getvalue().splitlines()
+    team, probs = first.split(" ", 1)
+    assert team == "billing" and ast.literal_eval(probs)["billing"] > 0.5
+    p_yes, expected = (float(x) for x in second.split())
+    assert p_yes > 0.5 and 0.0 <= expected <= 2.0
 
 
 @pytest.mark.slow

@@ -43,7 +43,7 @@ www, site, server, browser, open_page = sh.www, sh.site, sh.server, sh.browser, 
 
 # --- loading ----------------------------------------------------------------------------------------------
 def test_file_url_pages_load_without_errors_or_requests(open_page: Any, site: Path) -> None:
-    for rel in ("demo/index.html", "index.html", "traces/index.html", "results/mystery.html"):
+    for rel in ("demo/index.html", "index.html", "traces/index.html", "results/mystery.html", *sh.DOC_PAGES):
         page, log = open_page((site / rel).as_uri())
         page.wait_for_timeout(300)
         assert log.errors == [], rel

@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 from site_helpers import (
+    DOC_PAGES,
     FAKE,
     ROOT,
     build,
@@ -43,7 +44,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("site")
     data = make_data_dir(tmp)
     out = tmp / "site"
-    build.build(data, out)
+    build.build(data, out, docs_dir=ROOT / "docs")
     return data, out
 
 
@@ -136,7 +137,7 @@ def test_a_quant_report_without_rungs_stops_the_build(tmp_path: Path) -> None:
         build.build(data, tmp_path / "site")
 
 
-PAGES = ("index.html", "demo/index.html", "traces/index.html", "results/mystery.html")
+PAGES = ("index.html", "demo/index.html", "traces/index.html", "results/mystery.html", *DOC_PAGES)
 
 
 def test_pages_are_self_contained(built: tuple[Path, Path]) -> None:
@@ -159,8 +160,10 @@ def test_pages_are_self_contained(built: tuple[Path, Path]) -> None:
         assert hrefs and all(not re.match(r"[a-z][a-z0-9+.-]*:", h) for h in hrefs), (page, hrefs)  # relative only
         css = "".join(inline_blocks(html, "style"))
         assert "url(" not in css and "@import" not in css, page
-        # outside the embedded data, the only absolute URL is the SVG namespace (an identifier, never fetched)
-        code = re.sub(r'<script type="application/json".*?</script>', "", html, flags=re.S)
+        # outside the embedded data and the code shown as text (the docs' commands), the only absolute URL is the SVG
+        # namespace (an identifier, never fetched)
+        code = re.sub(r'<script type="application/json".*?</script>|<pre>.*?</pre>|<code>.*?</code>', "", html,
+                      flags=re.S)
         assert set(re.findall(r"https?://[^\s\"'<>)]+", code)) <= {"http://www.w3.org/2000/svg"}, page
 
 
@@ -288,7 +291,7 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
 @pytest.mark.parametrize("content,match", [
     (b"[1, 2]", r"results/r\.json: a result report must be a JSON object, found list"),
     (b"{}", r"results/r\.json: empty report"),
-    # no kind: never guessed from the file name or other keys (the README: a bad report stops the build)
+    # no kind: never guessed from the file name or other keys (docs: a bad report stops the build)
     (b'{"schema": "semif-bench-v1", "passes": {"direct": {"decisions_per_s": 1.0}}}',
      r"results/r\.json: no 'kind' field \(expected the report envelope of scorer/formats/envelope\.py"),
     (b'{"kind": "", "format": "x"}', r"results/r\.json: 'kind' is '' \(expected the report envelope"),

@@ -174,11 +174,11 @@ def _axe(page: Any) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
 def test_axe_finds_no_violations(open_page: Any, site: Path, scheme: str, width: int, height: int) -> None:
-    """axe-core 4.14.1 on every page, and on the replay at its start, mid-way and at its end with every
-    detail opened (it found an ``aria-label`` on the generated ``<pre>`` and scrollable regions that could
+    """axe-core 4.14.1 on every page (the Docs section's too), and on the replay at its start, mid-way and at its end
+    with every detail opened (it found an ``aria-label`` on the generated ``<pre>`` and scrollable regions that could
     not be focused)."""
     ctx = {"color_scheme": scheme, "bypass_csp": True, "reduced_motion": "reduce"}
-    for rel in ("index.html", "traces/index.html", "results/mystery.html"):
+    for rel in ("index.html", "traces/index.html", "results/mystery.html", *sb.DOC_PAGES):
         page, _ = open_page((site / rel).as_uri(), width, height, **ctx)
         page.locator("details").evaluate_all("els => els.forEach(e => e.open = true)")
         assert _axe(page) == [], rel

@@ -22,12 +22,14 @@ from site_helpers import CHROMIUM, ROOT, SHOTS, build, serve
 
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 RUNS = int(os.environ.get("SEMIF_LIGHTHOUSE_RUNS", "3"))
-PAGES = ("index.html", "demo/index.html", "traces/index.html", "live/index.html")
+PAGES = ("index.html", "demo/index.html", "traces/index.html", "live/index.html", "docs/index.html",
+         "docs/install.html")
 # Element budgets: the index drew every report's first chart and grew by a chart per report (24,123 elements before
 # the site was reworked, 2,882 with 88 reports on 2026-12-02, past the 2,800 budget). Each section now draws its
 # newest report and lists the others as one line each (1,038 elements with the same 88 reports): about six
 # elements per further report, so this budget holds some ninety more.
-MAX_DOM = {"index.html": 1600, "demo/index.html": 900, "traces/index.html": 400, "live/index.html": 400}
+MAX_DOM = {"index.html": 1600, "demo/index.html": 900, "traces/index.html": 400, "live/index.html": 400,
+           "docs/index.html": 400, "docs/install.html": 600}
 
 pytestmark = [
     pytest.mark.browser,
@@ -39,9 +41,9 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The site built from data/, at ``http://127.0.0.1:PORT/project/``."""
+    """The site built from data/ and docs/, at ``http://127.0.0.1:PORT/project/``."""
     www = tmp_path_factory.mktemp("lighthouse") / "www"
-    build.build(ROOT / "data", www / "project")
+    build.build(ROOT / "data", www / "project", docs_dir=ROOT / "docs")
     for base in serve(www):
         yield base + "/project/"
 

@@ -66,9 +66,10 @@ def test_a_trace_opened_from_disk_reads_as_the_builds_page_for_it(open_page: Any
 
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[build.TraceFile]]:
-    """The site built from the committed data/, and its traces."""
+    """The site built from the committed data/ and docs/ (as published: the header names the Docs too), and its
+    traces."""
     out = tmp_path_factory.mktemp("committed") / "site"
-    traces, _ = build.build(ROOT / "data", out)
+    traces, _ = build.build(ROOT / "data", out, docs_dir=ROOT / "docs")
     assert traces
     return out, traces
 

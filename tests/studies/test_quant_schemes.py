@@ -74,7 +74,7 @@ def test_missing_calibration_text_exits_2_naming_it(tmp_path: Path, capsys: pyte
 
 def test_the_committed_calibration_text_is_pinned() -> None:
     """The calibration text is part of every llm-compressor output's cache key: an edit is a new key, and the
-    README's sha256 must then change with it."""
+    sha256 in data/README.md must then change with it."""
     data = DEFAULT_CALIBRATION.read_bytes()
     assert hashlib.sha256(data).hexdigest() == "cb2b0aee79a4f437ac089042f2e3b0041183f1146f829f7c3bf485181f84d3bb"
     assert len([s for s in data.decode().split("\n\n") if s.strip()]) == 29
