@@ -62,6 +62,11 @@ VLLM_CUDA = PeerEnv("vllm", ("vllm==0.33.0",), "import vllm")
 """vLLM for a CUDA machine."""
 SGLANG = PeerEnv("sglang", ("sglang==0.5.23",), "import sglang")
 """SGLang; its wheel needs CUDA (cuda-python, flashinfer-python[cu13], sglang-kernel, torch==2.14.1)."""
+TYPED_GGUF = PeerEnv("typed-gguf", ("typed-gguf==0.3.0",), "import typed_gguf.cli, typed_gguf.api.http")
+"""typed-gguf, a peer that also serves ``POST /v1/systemone`` from a GGUF (``benchmarks/decision_latency.py``). Its
+core is stdlib-only; it drives llama.cpp's shared libraries through ctypes from a runtime folder
+(``TYPED_GGUF_RUNTIME_DIR``), which the benchmark points at llama-cpp-python's bundled libraries instead of letting
+``typed-gguf init`` download a release bundle."""
 
 
 @dataclass

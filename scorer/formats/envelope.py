@@ -71,6 +71,7 @@ KINDS: dict[str, str] = {
     "agent-example": "semif-agent-example-v1",  # benchmarks/agent_example.py (the README's examples/agent.py)
     "confidence": "semif-confidence-v1",  # benchmarks/confidence_reliability.py (the wire confidence on labels)
     "decision-latency": "semif-decision-latency-v1",  # benchmarks/decision_latency.py (/v1/systemone vs peers)
+    "busy": "semif-busy-v1",  # benchmarks/busy.py (slowdown beside a CPU-bound background job, SemIf and typed-gguf)
 }
 """Every report kind and the format its writer writes now."""
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scorer.core.hashing import sha256_hex
+from scorer.site.busy_charts import draw_busy
 from scorer.site.calibration_charts import draw_calibration
 from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
 from scorer.site.confidence_charts import draw_confidence
@@ -59,6 +60,7 @@ _KINDS: dict[str, _Kind] = {
     "route-threshold": _Kind("route", "Routing threshold chosen out of fold"),
     "quality-study": _Kind("quality-study", "Decision quality study", draw_quality_study),
     "confidence": _Kind("confidence", "How far confidence can be trusted", draw_confidence),
+    "busy": _Kind("busy", "Scoring on a busy machine", draw_busy),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -75,6 +77,7 @@ _SECTIONS = (
     ("engines", "Engines side by side: throughput against decision quality (vLLM, llama.cpp, torch)"),
     ("quality-study", "Which way of asking gets decisions right (layout, examples, readout, calibration; out of fold)"),
     ("confidence", "What confidence means: how often answers at each confidence are right"),
+    ("busy", "Scoring on a busy machine: slowdown beside a CPU-bound job (SemIf and typed-gguf)"),
 )
 
 

@@ -86,7 +86,8 @@ def test_writers_write_the_format_listed_for_their_kind() -> None:
     scripts = {"peers": "peers/main.py", "cache-verify": "cache_verify.py", "ray-scale": "ray_scale.py",
                "serve-load": "serve_load.py", "grammar-mask-probe": "grammar-mask-probe.py", "engines": "engines.py",
                "serve-batching": "serve_batching.py", "quality-study": "quality_study.py",
-               "agent-example": "agent_example.py", "requant-grid": "requant_grid.py"}
+               "agent-example": "agent_example.py", "requant-grid": "requant_grid.py",
+               "busy": "busy.py"}
     assert {k: _script(ROOT / "benchmarks" / f).FORMAT for k, f in scripts.items()} == {k: KINDS[k] for k in scripts}
     assert set(KINDS) == set(written) | set(scripts)  # every kind has its writer checked here
 

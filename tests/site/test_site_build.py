@@ -297,6 +297,9 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
      r"results/r\.json: passes\.direct\.decisions_per_s: 'fast' \(expected a finite number\)"),
     (b'{"kind": "calibration", "methods": []}', r"results/r\.json: a calibration report needs 'raw'"),
     (b'{"kind": "confidence", "rows": []}', r"results/r\.json: a confidence report needs 'rows'"),
+    (b'{"kind": "busy", "results": []}', r"results/r\.json: a busy report needs 'results'"),
+    (b'{"kind": "busy", "results": [{"lane": "semif torch direct", "load": "spin", "slowdown": "slow"}]}',
+     r"results/r\.json: results\[0\]\.slowdown: 'slow' \(expected a finite number or null\)"),
     (b'{"kind": "confidence", "rows": [{"reliability": []}]}',
      r"results/r\.json: rows\[0\] needs 'reliability', 'automation'"),
     (b'{"kind": "calibration", "raw": {}, "methods": [{"method": "raw \xc2\xb7 plain"}], '
