@@ -161,7 +161,7 @@ def systemone_problems(doc: Any, body: dict[str, Any]) -> list[str]:
 
 # --- statistics --------------------------------------------------------------------------------------------------
 def median(xs: Sequence[float]) -> float | None:
-    return statistics.median(xs) if xs else None
+    return round(statistics.median(xs), 4) if xs else None
 
 
 def slowdown(quiet: Sequence[float], loaded: Sequence[float]) -> float | None:
