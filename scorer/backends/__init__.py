@@ -35,8 +35,9 @@ class BackendConfig:
     """torch device: cpu, cuda or mps."""
     dtype: str | None = None
     """torch dtype; default fp32 on CPU, bf16 on CUDA."""
-    threads: int | None = None
-    """CPU threads (torch intra-op threads / llama.cpp n_threads); default: the library's choice."""
+    threads: int | str | None = None
+    """CPU threads (torch intra-op threads / llama.cpp n_threads and n_threads_batch): a number, ``auto`` (the cores
+    free when the backend loads: :func:`scorer.core.threads.choose_threads`) or None (the library's choice)."""
     gguf: str | None = None
     """llama.cpp: an explicit GGUF path (else the model store's file for ``model``)."""
     llama_gpu_layers: str = "0"
@@ -64,7 +65,7 @@ class BackendConfig:
             "backend": options.one_of(self.backend, BACKENDS, "backend"),
             "device": options.one_of(self.device, DEVICES, "device"),
             "dtype": options.optional_one_of(self.dtype, DTYPES, "dtype"),
-            "threads": options.optional_positive_int(self.threads, "threads"),
+            "threads": options.threads(self.threads, "threads"),
             "gguf": options.optional_text(self.gguf, "gguf", "a GGUF file path"),
             "llama_gpu_layers": options.gpu_layers(self.llama_gpu_layers, "llama_gpu_layers"),
             "base_url": options.optional_text(self.base_url, "base_url", "the engine's http(s) URL"),

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import itertools
-import os
 import platform
 import re
 import time
@@ -48,6 +47,7 @@ from scorer.backends.base import Backend, Grammar, Prefix
 from scorer.backends.gguf_check import check_encodings, check_row, check_slots, check_vocabulary, probe_texts
 from scorer.backends.llamacpp_grammar import LlamaGrammar
 from scorer.backends.llamacpp_vocab import LlamaVocab
+from scorer.core import threads as threading_policy
 from scorer.core.errors import ModelError, ValidationError
 from scorer.core.hashing import sha256_file
 from scorer.models import store
@@ -107,13 +107,6 @@ def _gpu_layers(value: str, supported: bool) -> int:
     return n
 
 
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def _round_up(n: int, k: int) -> int:
     return max(k, -(-n // k) * k)
 
@@ -128,6 +121,8 @@ class LlamaCppBackend(Backend):
     scores_continuations = True
 
     def __init__(self, cfg: BackendConfig):
+        # before llama.cpp's libraries load their OpenMP runtime (a no-op when the loader set it already)
+        policy = threading_policy.apply_wait_policy()
         import llama_cpp
 
         self._lib = lib = llama_cpp
@@ -175,7 +170,8 @@ class LlamaCppBackend(Backend):
         self._vocab = LlamaVocab(lib, lib.llama_model_get_vocab(self._model))
         self.n_vocab = self._vocab.n_vocab
         self.n_ctx = int(lib.llama_model_n_ctx_train(self._model))
-        self.threads = cfg.threads or _usable_cores()
+        choice = threading_policy.choose_threads(cfg.threads, "the usable cores")
+        self.threads = choice.chosen or threading_policy.usable_cores()
         ftype = int(lib.llama_model_ftype(self._model))
         # A recurrent layer keeps no per-position state and a sliding-window cache has dropped early positions:
         # neither can be cut back to a shorter prefix.
@@ -201,7 +197,9 @@ class LlamaCppBackend(Backend):
             "gguf_file": path.name, "gguf_sha256": sha, "dtype": self.gguf.quantization,
             "device": "cpu" if self._offloaded == 0 else "gpu", "backend": self.name,
             "architecture": self._meta("general.architecture"), "vocab_size": self._vocab.n_vocab,
-            "n_ctx": self.n_ctx, "threads": self.threads, "logits_dtype": self.logits_dtype,
+            "n_ctx": self.n_ctx, "threads": self.threads,
+            "threading": threading_policy.threading_block(choice, self.threads, policy),
+            "logits_dtype": self.logits_dtype,
             "score_kind": _SCORE_KIND.format(quant=self.gguf.quantization),
             "gguf": self.gguf.block(), "reference_tokenizer": tok_info,
             "validation": {"vocabulary": f"{self._vocab.n_vocab} token texts and probe prompts identical",

@@ -230,7 +230,7 @@ class OpenAIBackend(Backend):
             "engine": {"kind": facts.kind, "version": facts.version, "base_url": base,
                        "served_model": facts.served_model, "model_path": facts.model_path,
                        "request_shape": self._d.shape, "concurrency": self.concurrency,
-                       "weights": weights, "reported": facts.raw},
+                       "weights": weights, "threading": _engine_threading(base), "reported": facts.raw},
             "reference_tokenizer": ref.info,
             "validation": {"tokenizer": "engine's tokenize of the probe prompts and the 16 letters equals the "
                                         "reference's", "answer_slots": "checked per prompt on the reference",
@@ -342,6 +342,13 @@ def _vocab_size(hf_tok: Any, gguf: Path | None) -> int:
     if gguf is not None:
         n = max(n, gguf_header.array_length(gguf, "tokenizer.ggml.tokens") or 0)
     return n
+
+
+def _engine_threading(base: str) -> dict[str, Any] | None:
+    """The engine's threads and wait policy as the launcher started it (its state's ``threading``); None for an
+    engine not started by ``semif engine start`` (its threads are its own, unknown here)."""
+    st = state_for_url(base)
+    return st.get("threading") if st is not None else None
 
 
 def _weights_identity(facts: EngineFacts, ref: store.ModelRef, base: str) -> dict[str, Any]:

@@ -4,7 +4,8 @@ one module that implements :class:`~scorer.backends.base.Backend` (checked by
 ``tests/backends/test_backend_contract.py``);
 the command line's ``--backend`` choices, the API's ``backend=`` check and :func:`scorer.backends.load_backend` all
 read this table. Loaders import their module only when called: torch and llama.cpp are heavy, and ``import
-scorer.backends`` must stay cheap."""
+scorer.backends`` must stay cheap. The in-process kernels' loaders set the threads' wait policy
+(:func:`scorer.core.threads.apply_wait_policy`) before their libraries load."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from scorer.core import threads
 from scorer.core.errors import ModelError
 from scorer.models import store
 
@@ -34,12 +36,14 @@ class BackendEntry:
 
 
 def _torch(cfg: BackendConfig) -> Backend:
+    threads.apply_wait_policy()  # before anything imports torch (its OpenMP runtime reads the policy as it loads)
     from scorer.backends.torch_backend import TorchBackend
 
     return TorchBackend(store.resolve(cfg.model, cfg.revision), cfg.device, cfg.dtype, cfg.threads)
 
 
 def _llamacpp(cfg: BackendConfig) -> Backend:
+    threads.apply_wait_policy()  # before llama-cpp-python loads llama.cpp's libraries (and their OpenMP runtime)
     try:
         from scorer.backends.llamacpp_backend import LlamaCppBackend
     except ImportError as exc:

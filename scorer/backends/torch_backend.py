@@ -41,6 +41,7 @@ import numpy as np
 from scorer import __version__
 from scorer.backends import guidance
 from scorer.backends.base import Backend, Grammar, Prefix
+from scorer.core import threads as threading_policy
 from scorer.core.errors import ModelError
 from scorer.models import store
 from scorer.prompting.tokenizer import STOP_NAMES, HFTokenizer
@@ -257,7 +258,9 @@ class TorchBackend(Backend):
     scores_continuations = True
 
     def __init__(self, ref: store.ModelRef, device: str = "cpu", dtype: str | None = None,
-                 threads: int | None = None):
+                 threads: int | str | None = None):
+        policy = threading_policy.apply_wait_policy()  # before torch loads its OpenMP runtime (a no-op after)
+        choice = threading_policy.choose_threads(threads, "torch's own choice (torch.get_num_threads())")
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -271,8 +274,8 @@ class TorchBackend(Backend):
         dtype = dtype or default_dtype(device)
         if dtype not in _DTYPES:
             raise ModelError(f"--dtype {dtype!r} (expected one of {', '.join(_DTYPES)})")
-        if threads:
-            torch.set_num_threads(threads)
+        if choice.chosen is not None:
+            torch.set_num_threads(choice.chosen)
         self.torch = torch
         self.device = device
         self.logits_dtype = dtype
@@ -335,7 +338,8 @@ class TorchBackend(Backend):
                     versions={"semif": __version__, "python": platform.python_version(),
                               "torch": torch.__version__, "transformers": transformers.__version__,
                               "numpy": np.__version__},
-                    threads=torch.get_num_threads())
+                    threads=torch.get_num_threads(),
+                    threading=threading_policy.threading_block(choice, torch.get_num_threads(), policy))
         self._info = info
         self.kernel = KERNEL
         self._blockwise_ok = blockwise_supported(cfg)

@@ -59,6 +59,8 @@ positive_float = _rule(rules.positive_float, rules.cli_float)
 """argparse type: a finite number > 0."""
 non_negative_float = _rule(rules.non_negative_float, rules.cli_float)
 """argparse type: a finite number >= 0."""
+threads_arg = _rule(rules.threads, rules.cli_int)
+"""argparse type: CPU threads, an integer >= 1 or ``auto`` (:func:`scorer.core.checks.threads`)."""
 
 
 def choice(choices: tuple[str, ...]) -> Callable[[str], str]:
@@ -97,8 +99,11 @@ def add_model_args(p: argparse.ArgumentParser, many: bool = False, decision_api:
     g.add_argument("--device", type=choice(DEVICES), choices=DEVICES, default="cpu", help="torch device")
     g.add_argument("--dtype", type=choice(DTYPES), choices=DTYPES,
                    help="torch dtype (default fp32 on cpu, bf16 on cuda)")
-    g.add_argument("--threads", "--llama-threads", type=positive_int,
-                   help="CPU threads (torch intra-op / llama.cpp n_threads), >= 1")
+    g.add_argument("--threads", "--llama-threads", type=threads_arg, metavar="N|auto",
+                   help="CPU threads (torch intra-op / llama.cpp n_threads and n_threads_batch): N >= 1, or auto (the "
+                        "cores free when the model loads: usable cores less those other work keeps busy); default: "
+                        "the library's choice. Threads wait passively (OMP_WAIT_POLICY=PASSIVE) unless "
+                        "OMP_WAIT_POLICY or SEMIF_WAIT_POLICY=passive|active|library says otherwise")
     g.add_argument("--gguf", help="llama.cpp: GGUF file to load (default: the model store's file for --model)")
     g.add_argument("--llama-gpu-layers", type=_rule(rules.gpu_layers), default="0",
                    help="llama.cpp: layers to offload, N >= 0 or auto (default 0)")

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from scorer.cli.arguments import positive_int
+from scorer.cli.arguments import positive_int, threads_arg
 from scorer.core.errors import InputError
 from scorer.engines import ENGINES
 from scorer.models import store
@@ -23,7 +23,10 @@ def register(sub: Any) -> None:
                    help=f"registry key ({', '.join(store.REGISTRY)}), .gguf (llama-server) or HF folder (vllm)")
     s.add_argument("--host", default="127.0.0.1", help="interface (default loopback)")
     s.add_argument("--port", type=positive_int, help="port (default: a free one)")
-    s.add_argument("--threads", type=positive_int, help="CPU threads of the engine")
+    s.add_argument("--threads", type=threads_arg, metavar="N|auto",
+                   help="CPU threads of the engine: N >= 1, or auto (the cores free now); default: the engine's "
+                        "choice. Its threads wait passively (OMP_WAIT_POLICY=PASSIVE in its environment) unless "
+                        "OMP_WAIT_POLICY or SEMIF_WAIT_POLICY says otherwise")
     s.add_argument("--ctx", type=positive_int, default=4096, help="tokens per request (default 4096)")
     s.add_argument("--parallel", type=positive_int, default=4, help="llama-server: concurrent slots (default 4)")
     s.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"), help="vllm: dtype")

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from scorer.backends.registry import BACKENDS
-from scorer.cli.arguments import add_layout_args, add_mode_arg, add_report_args, choice, layout_options, positive_int
+from scorer.cli.arguments import (
+    add_layout_args,
+    add_mode_arg,
+    add_report_args,
+    choice,
+    layout_options,
+    positive_int,
+    threads_arg,
+)
 from scorer.core.errors import InputError
 from scorer.evaluation.route_report import DEFAULT_THRESHOLDS
 
@@ -44,7 +52,8 @@ def register(sub: Any) -> None:
                    help="the reference path's model: registry key, .gguf, HF name or folder")
     p.add_argument("--reference-backend", type=choice(BACKENDS), choices=BACKENDS, default="torch",
                    help="the reference path's backend (default torch)")
-    p.add_argument("--threads", type=positive_int, help="CPU threads for both backends, >= 1")
+    p.add_argument("--threads", type=threads_arg, metavar="N|auto",
+                   help="CPU threads for both backends: N >= 1 or auto (the cores free when each loads)")
     add_layout_args(p)
     p.set_defaults(func=_cmd_route_score)
 

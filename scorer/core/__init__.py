@@ -10,5 +10,6 @@ Modules, in the order a run meets them:
 * :mod:`~scorer.core.hashing` — sha256 and canonical JSON, the one home of both;
 * :mod:`~scorer.core.io` — create-only outputs, locks, atomic writes, resume points;
 * :mod:`~scorer.core.progress` — progress bars on stderr;
+* :mod:`~scorer.core.threads` — how many CPU threads the kernels run and how they wait (the OpenMP wait policy);
 * :mod:`~scorer.core.machine` — what the machine and its libraries are, for reports.
 """

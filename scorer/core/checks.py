@@ -59,6 +59,19 @@ def optional_positive_int(value: Any, option: str | None = None) -> int | None:
     return None if value is None else positive_int(value, option)
 
 
+THREADS_AUTO = "auto"
+"""``threads="auto"``: the cores free when the backend loads (:func:`scorer.core.threads.choose_threads`)."""
+
+
+def threads(value: Any, option: str | None = None) -> int | str | None:
+    """CPU threads: None (the library's choice), an integer >= 1, or ``auto`` (the cores free now)."""
+    if value is None or value == THREADS_AUTO:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise OptionError(option, f"{brief(value)} is not an integer >= 1 or 'auto'")
+    return value
+
+
 def non_negative_int(value: Any, option: str | None = None) -> int:
     """An integer >= 0."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import Any
 
 from scorer import __version__
+from scorer.core import threads
 
 # Distribution names whose versions a reader needs to reproduce a run.
 _PACKAGES = {"torch": "torch", "transformers": "transformers", "llama_cpp": "llama-cpp-python", "numpy": "numpy",
@@ -100,10 +101,12 @@ def gpu_name() -> str | None:
 
 
 def machine_facts() -> dict[str, Any]:
-    """CPU model and instruction-set features, logical and usable cores, memory, GPU and platform."""
+    """CPU model and instruction-set features, logical and usable cores, memory, GPU and platform, and how this
+    process's threads wait (``threading``: :func:`scorer.core.threads.process_block`)."""
     return {"cpu": cpu_model(), "cpu_features": cpu_features(), "cores": os.cpu_count() or 1,
             "usable_cores": _usable_cores(),
-            "memory_bytes": _memory_bytes(), "gpu": gpu_name(), "platform": platform.platform()}
+            "memory_bytes": _memory_bytes(), "gpu": gpu_name(), "platform": platform.platform(),
+            "threading": threads.process_block()}
 
 
 def library_versions() -> dict[str, str | None]:

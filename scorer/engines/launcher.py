@@ -5,6 +5,12 @@
 on loopback by default with its output in a log file, records it (:mod:`scorer.backends.engine_state`), and waits for it
 to answer ``GET /health`` within a bounded time; a server that exits or never gets ready is stopped, its state
 removed, and the error quotes the end of its log. :func:`stop` ends the process group (SIGTERM, then SIGKILL).
+
+Threads: ``threads`` (a number, ``auto`` or the engine's choice: :func:`scorer.core.threads.choose_threads`) reaches
+llama-server as ``--threads``/``--threads-batch`` and vLLM as ``OMP_NUM_THREADS``
+(:func:`~scorer.engines.vllm.thread_environment`); the wait policy as ``OMP_WAIT_POLICY`` in the engine's environment
+(:func:`scorer.core.threads.engine_environment`). Both are in the state's ``threading`` (and ``env``), which the
+records of a run through the engine carry (``model.engine.threading``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from scorer.backends import engine_state
 from scorer.backends.torch_backend import dequantize_gguf
+from scorer.core import checks, threads
 from scorer.core.errors import EngineError, ValidationError
 from scorer.engines import ENGINES, llama_server, venv, vllm
 from scorer.models import store
@@ -43,8 +50,9 @@ class EngineSpec:
     """Interface to listen on (loopback unless asked otherwise)."""
     port: int | None = None
     """Port (default: a free one)."""
-    threads: int | None = None
-    """CPU threads of the engine (default: the engine's choice)."""
+    threads: int | str | None = None
+    """CPU threads of the engine: a number, ``auto`` (the cores free at the start:
+    :func:`scorer.core.threads.choose_threads`) or None (the engine's choice)."""
     ctx: int = 4096
     """Tokens one request may hold (prompt + the one token read)."""
     parallel: int = 4
@@ -72,11 +80,14 @@ def _check_spec(spec: EngineSpec) -> None:
         v = getattr(spec, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValidationError(f"--{name.replace('_', '-')} {v!r} (expected an integer >= 1)")
-    if spec.threads is not None and spec.threads < 1:
-        raise ValidationError(f"--threads {spec.threads} (expected an integer >= 1)")
+    try:
+        checks.threads(spec.threads)
+    except checks.OptionError as exc:
+        raise ValidationError(f"--threads {exc.problem}") from None
 
 
-def _llama_plan(spec: EngineSpec, port: int) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+def _llama_plan(spec: EngineSpec, port: int, n_threads: int | None) -> tuple[list[str], dict[str, str],
+                                                                             dict[str, Any]]:
     ref = store.resolve(spec.model)
     gguf, sha = store.gguf_for(ref)
     exe = llama_server.ensure_binary()
@@ -84,11 +95,12 @@ def _llama_plan(spec: EngineSpec, port: int) -> tuple[list[str], dict[str, str],
     ident = {"model_key": ref.entry.key if ref.entry else None, "served_model": alias, "gguf_sha256": sha,
              "weights_path": str(gguf), "weights_sha256": sha, "dtype": "gguf", "quantization": None,
              "engine_version": llama_server.version(exe), "binary": str(exe)}
-    return (llama_server.command(exe, gguf, alias, spec.host, port, spec.threads, spec.ctx, spec.parallel), {},
+    return (llama_server.command(exe, gguf, alias, spec.host, port, n_threads, spec.ctx, spec.parallel), {},
             ident)
 
 
-def _vllm_plan(spec: EngineSpec, port: int) -> tuple[list[str], dict[str, str], dict[str, Any]]:
+def _vllm_plan(spec: EngineSpec, port: int, n_threads: int | None) -> tuple[list[str], dict[str, str],
+                                                                            dict[str, Any]]:
     ref = store.resolve(spec.model)
     env_recipe = vllm.recipe()
     status = venv.ensure(env_recipe)
@@ -117,8 +129,7 @@ def _vllm_plan(spec: EngineSpec, port: int) -> tuple[list[str], dict[str, str], 
                  engine_version=_vllm_version(Path(status.python)), python=status.python)
     env = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": str(spec.kv_cache_gib), "VLLM_NO_USAGE_STATS": "1",
            "DO_NOT_TRACK": "1"}
-    if spec.threads:
-        env["OMP_NUM_THREADS"] = str(spec.threads)
+    env.update(vllm.thread_environment(n_threads, device))
     return (vllm.command(Path(status.python), folder, served, spec.host, port, spec.dtype, spec.ctx, device), env,
             ident)
 
@@ -139,6 +150,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 def start(spec: EngineSpec, say: bool = True) -> dict[str, Any]:
     """Start an engine and wait until it is ready; its state (see :mod:`scorer.backends.engine_state`)."""
     _check_spec(spec)
+    threads.apply_wait_policy()  # this process may load torch (vLLM's fp32 checkpoint is dequantized here)
     port = spec.port or free_port(spec.host)
     path = engine_state.state_path(spec.engine, port)
     old = engine_state.read_state(path)
@@ -146,7 +158,10 @@ def start(spec: EngineSpec, say: bool = True) -> dict[str, Any]:
         raise ValidationError(f"an engine already runs on port {port} ({old.get('engine')} pid {old['pid']}, "
                               f"model {old.get('model_key')}); `semif engine stop --port {port}` first")
     plan = _llama_plan if spec.engine == "llama-server" else _vllm_plan
-    cmd, env, ident = plan(spec, port)
+    choice = threads.choose_threads(spec.threads, "the engine's own choice")
+    cmd, env, ident = plan(spec, port, choice.chosen)
+    wait_env, wait = threads.engine_environment()
+    env = {**wait_env, **env}
     logs = engine_state.log_dir()
     logs.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -159,7 +174,8 @@ def start(spec: EngineSpec, say: bool = True) -> dict[str, Any]:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env={**os.environ, **env}, start_new_session=True)
     state = {"engine": spec.engine, "pid": proc.pid, "base_url": base, "host": spec.host, "port": port,
-             "started_utc": stamp, "log": str(log), "command": cmd, "env": env, "spec": spec.__dict__, **ident}
+             "started_utc": stamp, "log": str(log), "command": cmd, "env": env, "spec": spec.__dict__,
+             "threading": {"threads": choice.block(), "wait_policy": wait}, **ident}
     engine_state.write_state(path, state)
     try:
         _wait_ready(proc, base, spec.ready_timeout_s, log)

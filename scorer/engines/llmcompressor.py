@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scorer.core import threads as threading_policy
 from scorer.core.errors import EngineError, ModelError
 from scorer.engines import venv
 from scorer.models import safetensors_header
@@ -190,6 +191,7 @@ def _env(threads: int | None) -> dict[str, str]:
            "DO_NOT_TRACK": "1"}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
+    env.update(threading_policy.engine_environment()[0])  # its torch waits as SemIf's own kernels do
     return env
 
 

@@ -45,6 +45,20 @@ def command(python: Path, folder: Path, served: str, host: str, port: int, dtype
     return cmd
 
 
+def thread_environment(n_threads: int | None, device: str) -> dict[str, str]:
+    """The environment that gives vLLM ``n_threads`` CPU threads (None: vLLM's own choice, nothing set). vLLM's CPU
+    build binds one thread per physical core of a NUMA node by default (``VLLM_CPU_OMP_THREADS_BIND=auto``) and
+    sets ``OMP_NUM_THREADS`` from that binding, so a count alone would be overridden: with a count, binding is
+    turned off (``nobind``: its threads are not pinned, which also lets them share cores with other work as the
+    kernel schedules it) and ``OMP_NUM_THREADS`` says how many."""
+    if not n_threads:
+        return {}
+    env = {"OMP_NUM_THREADS": str(n_threads)}
+    if device == "cpu":
+        env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+    return env
+
+
 def cpu_flags() -> set[str]:
     """The instruction-set flags of this CPU (:func:`scorer.core.machine.cpu_flags`; empty where it cannot be read)."""
     return machine.cpu_flags() or set()

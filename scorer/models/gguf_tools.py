@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scorer.core import threads as threading_policy
 from scorer.core.errors import ModelError
 from scorer.core.hashing import sha256_file
 from scorer.models.llama_log import LLAMA_LOG
@@ -129,6 +130,7 @@ _BPW = re.compile(r"quant size\s+=\s+[\d.]+ MiB \(([\d.]+) BPW\)")
 
 def quantize(source: Path, target: Path, ftype: str, threads: int | None = None) -> QuantizeResult:
     """Quantize ``source`` (F32/F16) to ``ftype`` with llama.cpp's own quantizer, atomically."""
+    threading_policy.apply_wait_policy()  # before llama.cpp's libraries (and their OpenMP runtime) load
     import llama_cpp
 
     if ftype not in FTYPES:

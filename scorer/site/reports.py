@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scorer.core.hashing import sha256_hex
+from scorer.site.busy_charts import draw_busy
 from scorer.site.calibration_charts import draw_calibration
 from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
 from scorer.site.confidence_charts import draw_confidence
@@ -62,6 +63,7 @@ _KINDS: dict[str, _Kind] = {
     "confidence": _Kind("confidence", "How far confidence can be trusted", draw_confidence),
     "decision-latency": _Kind("decision-latency", "One request, many questions: latency against peers",
                               draw_decision_latency),
+    "busy": _Kind("busy", "Scoring on a busy machine", draw_busy),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -80,6 +82,7 @@ _SECTIONS = (
     ("confidence", "What confidence means: how often answers at each confidence are right"),
     ("decision-latency", "Latency of one request with 1 to 64 questions (semif serve, typed-gguf, llama-server with a "
                          "grammar)"),
+    ("busy", "Scoring on a busy machine: slowdown beside a CPU-bound job (SemIf and typed-gguf)"),
 )
 
 

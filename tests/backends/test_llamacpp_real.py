@@ -62,6 +62,11 @@ def test_load_validates_and_records_what_llama_cpp_did(smol_llamacpp: Any) -> No
     assert llama["n_gpu_layers_requested"] == 0 and llama["layers_offloaded"] == 0
     assert llama["layer_slots"] == 31 and isinstance(llama["gpu_offload_supported"], bool)
     assert llama["kv_cells"] >= 256 and llama["n_threads"] >= 1 and llama["flash_attn"] == "disabled"
+    # the threads llama.cpp runs (n_threads and n_threads_batch) are the ones chosen, and the wait policy is recorded
+    threading = info["threading"]
+    assert threading["threads"]["chosen"] == info["threads"] == llama["n_threads"] == llama["n_threads_batch"]
+    assert threading["threads"]["asked"] is None and "usable cores" in threading["threads"]["why"]
+    assert {"OMP_WAIT_POLICY", "source", "in_effect"} <= set(threading["wait_policy"])
 
 
 def test_serial_equals_direct_and_shared_is_within_tolerance(by_mode: dict[str, list[dict[str, Any]]]) -> None:
@@ -78,6 +83,7 @@ def test_records_validate_and_carry_the_gguf_block(by_mode: dict[str, list[dict[
         for r in recs:
             assert r["gguf"]["sha256"] == store.REGISTRY[store.TEST_MODEL].sha256
             assert r["score_kind"] == r["model"]["score_kind"]
+            assert r["model"]["threading"]["threads"]["chosen"] == r["model"]["threads"]
             assert abs(sum(r["probabilities"]) - 1.0) < 1e-6
 
 

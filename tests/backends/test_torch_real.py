@@ -35,6 +35,9 @@ def test_real_records(smol_torch, examples):
         assert 0.0 < r["allowed_token_mass"] <= 1.0
         assert r["model"]["gguf_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
         assert r["model"]["dtype"] == "float32" and r["model"]["backend"] == "torch"
+        threading = r["model"]["threading"]  # the threads torch runs, and how they wait
+        assert threading["threads"]["chosen"] == r["model"]["threads"] == smol_torch.torch.get_num_threads()
+        assert threading["wait_policy"]["source"] in ("semif", "environment", "library")
         assert "uncalibrated" in r["score_kind"]
         assert r["timing"]["total_s"] >= r["timing"]["forward_s"] > 0
         assert r["extra"]["label"] == d.extra["label"]

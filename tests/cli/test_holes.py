@@ -201,9 +201,9 @@ def test_a_directory_in_place_of_the_gguf_is_exit_2_as_the_docs_say(tmp_path, ca
 
 # --- item 11: the API checks its options by the command line's rules ----------------------------------------------
 @pytest.mark.parametrize(("kwargs", "flags", "problem"), [
-    ({"threads": 0}, ["--threads", "0"], "0 is not an integer >= 1"),
-    ({"threads": -2}, ["--threads", "-2"], "-2 is not an integer >= 1"),
-    ({"threads": "x"}, ["--llama-threads", "x"], "'x' is not an integer >= 1"),
+    ({"threads": 0}, ["--threads", "0"], "0 is not an integer >= 1 or 'auto'"),
+    ({"threads": -2}, ["--threads", "-2"], "-2 is not an integer >= 1 or 'auto'"),
+    ({"threads": "x"}, ["--llama-threads", "x"], "'x' is not an integer >= 1 or 'auto'"),
     ({"max_batch_tokens": 0}, ["--max-batch-tokens", "0"], "0 is not an integer >= 1"),
     ({"mode": "fast"}, ["--mode", "fast"], "'fast' is not one of direct, serial, shared"),
     ({"backend": "tpu"}, ["--backend", "tpu"], "'tpu' is not one of torch, llamacpp, openai"),
@@ -238,6 +238,12 @@ def test_the_api_accepts_what_the_cli_accepts(monkeypatch):
                 dtype="float32", gguf=Path("x.gguf"), max_batch_tokens=1) as s:
         assert s.mode == "serial" and s.max_batch_tokens == 1
     assert seen[0].llama_gpu_layers == "8" and seen[0].gguf == "x.gguf" and seen[0].threads == 2  # as the CLI's
+    with Scorer(model="m", backend="torch", threads="auto") as s:
+        pass
+    assert seen[1].threads == "auto"
+    from scorer.cli.arguments import threads_arg
+
+    assert threads_arg("auto") == "auto" and threads_arg("3") == 3
 
 
 @pytest.mark.parametrize("bad", [None, 3, object()])
