@@ -130,13 +130,15 @@ def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = 
 
 
 def add_slots_arg(p: Any, norm: bool = True) -> None:
-    """``--slots letters|ids|sequence`` (and, where records are scored, ``--sequence-norm sum|mean``): what the
+    """``--slots letters|ids|sequence|codes`` (and, where records are scored, ``--sequence-norm sum|mean``): what the
     decision is read out through, by the API's rule."""
     p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters", action=Given,
                    help="letters: the options lettered A, B, ... and each letter's token read (default); ids: the "
                         "options listed under their ids and each id's own token read (every id one token, e.g. "
                         "yes/no; a row whose id is not is refused naming options[i].id); sequence: the ids prompt, "
-                        "each id scored as a continuation of it (its tokens' log-probabilities, any length)")
+                        "each id scored as a continuation of it (its tokens' log-probabilities, any length); codes: "
+                        "the options numbered 01, 02, ... and each number scored as a continuation (how letters read "
+                        "a question with more than 16 options, up to 255)")
     if norm:
         p.add_argument("--sequence-norm", type=choice(rules.SEQUENCE_NORMS), choices=rules.SEQUENCE_NORMS,
                        action=Given,

@@ -49,7 +49,7 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
            "shared_head_tokens": len(head), "prompt_template": p.template, "prompt": p.text,
            "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slots": p.slots,
            "slot_texts": list(p.slot_texts), "slot_token_ids": p.slot_ids,
-           **({"continuations": [list(c) for c in p.continuations]} if p.slots == "sequence" else {}),
+           **({"continuations": [list(c) for c in p.continuations]} if p.continuations else {}),
            "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256, "plain_spans": p.plain_spans,
            "hash_rules": {"prompt_sha256": "sha256 of the prompt string, UTF-8",
                           "tokens_sha256": "sha256 of the token ids as little-endian int32 bytes",
@@ -64,6 +64,6 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
         shown = f"; demonstrations {', '.join(p.demo_ids)} ({p.demo_level})" if p.demos_k else ""
         print(f"layout {p.layout} ({p.version}); shared head {len(head)} tokens (the prefix rows like it reuse)"
               f"{shown}")
-        slots = dict(zip(p.slot_texts, p.continuations if p.slots == "sequence" else p.slot_ids, strict=True))
+        slots = dict(zip(p.slot_texts, p.continuations if p.continuations else p.slot_ids, strict=True))
         print(f"prompt_sha256 {p.sha256}\ntokens_sha256 {p.tokens_sha256}\nslots {slots}")
     return 0

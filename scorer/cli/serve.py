@@ -15,6 +15,7 @@ from scorer.cli.arguments import (
     positive_int,
     scorer_options,
 )
+from scorer.core.checks import SEQUENCE_SLOTS
 from scorer.core.errors import InputError
 from scorer.serving.http_server import Limits
 from scorer.serving.queue import DEFAULT_BATCH_WINDOW_MS
@@ -69,9 +70,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.ray and (options.layout not in (None, "state-major") or options.demos is not None or options.preset):
         raise InputError("--ray", None, None, "given with --layout/--demos/--preset",
                          "the state-major layout without demonstrations on Ray Serve (for now)")
-    if args.ray and options.slots == "sequence":
-        raise InputError("--ray", None, None, "given with --slots sequence", "--slots letters or ids on Ray Serve "
-                         "(for now)")
+    if args.ray and options.slots in SEQUENCE_SLOTS:
+        raise InputError("--ray", None, None, f"given with --slots {options.slots}",
+                         "--slots letters or ids on Ray Serve (for now)")
     models = backend_configs(args)
     if args.ray and (len(models) > 1 or args.route):
         raise InputError("--ray", None, None, "given with several --model or a --route", "one model on Ray Serve")

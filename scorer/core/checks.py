@@ -27,10 +27,13 @@ DTYPES = ("float32", "bfloat16", "float16")
 """torch dtypes (default: fp32 on cpu, bf16 on cuda, fp16 on mps)."""
 DEFAULT_MAX_BATCH_TOKENS = 4096
 """Shared mode: suffix tokens per packed pass."""
-SLOTS = ("letters", "ids", "sequence")
+SLOTS = ("letters", "ids", "sequence", "codes")
 """Answer slots a decision is read out through (:mod:`scorer.prompting.prompt`): the letters A–P, the option ids (one
-token
-each), or the option ids scored as token sequences (``sequence``: :func:`scorer.decision.readout.read_sequences`)."""
+token each), the option ids scored as token sequences (``sequence``: :func:`scorer.decision.readout.read_sequences`),
+or the options' numbers scored as token sequences (``codes``: what a question with more than 16 options is read
+through when the run reads letters)."""
+SEQUENCE_SLOTS = ("sequence", "codes")
+"""The slots read as continuations of the prompt (every position of a pass), not one token at the answer position."""
 SEQUENCE_NORMS = ("sum", "mean")
 """How ``--slots sequence`` turns an option's token log-probabilities into its score: their ``sum`` (the log-probability
 of the whole continuation; the default) or their ``mean`` (per token, so a longer id is not penalised for its
@@ -178,8 +181,8 @@ def check_sequence_norm(norm: Any, slots: str) -> str | None:
 def check_slots_backend(slots: str, backend: str) -> None:
     """``--slots sequence`` reads every position of a pass, which the ``openai`` backend (a remote engine returning
     one position's log-probabilities) cannot give: refused before anything loads, naming the slots."""
-    if slots == "sequence" and backend == "openai":
-        raise OptionError("slots", "sequence scores each option's tokens at every position of a pass, which the openai "
+    if slots in SEQUENCE_SLOTS and backend == "openai":
+        raise OptionError("slots", f"{slots} scores each option's tokens at every position of a pass, which the openai "
                           "backend does not return (it reads one position's log-probabilities); use the torch or "
                           "llamacpp backend, or --slots ids")
 

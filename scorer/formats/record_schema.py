@@ -193,7 +193,8 @@ def _schema_problem(err: SchemaError, version: str) -> tuple[str, str, str]:
         op = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[kw]
         return field, brief(got), f"a number {op} {want}"
     if kw == "pattern":
-        what = {_SHA256: "a sha256: 64 lowercase hex digits", "^[A-P]$": "one capital letter A to P"}
+        what = {_SHA256: "a sha256: 64 lowercase hex digits", "^[A-P]$": "one capital letter A to P",
+                "^([A-P]|[0-9]{1,3})$": "one capital letter A to P, or an option number (readout codes)"}
         return field, brief(got), what.get(want, f"a string matching {want}")
     if kw == "minLength":
         return field, brief(got), "a non-empty string" if want == 1 else f"a string of at least {want} characters"

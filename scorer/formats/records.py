@@ -18,7 +18,7 @@ from scorer.core.errors import InputError, brief
 from scorer.core.jsonl import decode_line, file_bytes, jsonl_lines
 from scorer.decision.questions import check_option_ids
 from scorer.formats.record_schema import RECORD_SCHEMAS, a_json_type, first_violation, message_field
-from scorer.formats.rows import MAX_DEPTH, nonempty_str
+from scorer.formats.rows import MAX_DEPTH, codes, nonempty_str
 
 SCORE_KIND = (
     "uncalibrated conditional option score: softmax over the declared options' answer-slot logits "
@@ -208,11 +208,12 @@ def _check_slots(rec: dict[str, Any], ids: list[str], name: str, line: int | Non
     its ``readout`` says), and the full vocabulary's argmax is a slot exactly when it is one of them."""
     slots = rec["slots"]
     texts, tokens = slots["texts"], slots["token_ids"]
-    want = rec["letters"] if slots["readout"] == "letters" else ids
+    by_position = slots["readout"] in ("letters", "codes")
+    want = rec["letters"] if by_position else ids
     if texts != want:
         raise InputError(name, line, "slots.texts", f"{brief(texts)} for readout {slots['readout']!r}",
-                         f"{brief(want)}: the {'letters' if slots['readout'] == 'letters' else 'option ids'}")
-    if slots["readout"] == "sequence":
+                         f"{brief(want)}: the {'options letters or numbers' if by_position else 'option ids'}")
+    if slots["readout"] in ("sequence", "codes"):
         _check_sequence(rec, ids, name, line)
         tokens = [t[0] for t in tokens]  # the argmax at the answer position is a slot when it starts an option
     elif len(tokens) != len(ids) or len(set(tokens)) != len(tokens) or not all(isinstance(t, int) for t in tokens):
@@ -236,7 +237,7 @@ def _check_sequence(rec: dict[str, Any], ids: list[str], name: str, line: int | 
     slots = rec["slots"]
     for key in ("normalisation", "token_counts", "token_logprobs"):
         if key not in slots:
-            raise InputError(name, line, f"slots.{key}", "missing with readout 'sequence'",
+            raise InputError(name, line, f"slots.{key}", f"missing with readout {slots['readout']!r}",
                              "the sequence readout's normalisation, token counts and token log-probabilities")
     conts, counts, lps = slots["token_ids"], slots["token_counts"], slots["token_logprobs"]
     norm = slots["normalisation"]
@@ -427,9 +428,13 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
         if not nonempty_str(o) or o in ids[:i]:
             what = "a repeated id" if o in ids[:i] else "not a non-empty string"
             raise InputError(name, line, f"option_ids[{i}]", f"{brief(o)} is {what}", "distinct, non-empty option ids")
-    if rec["letters"] != list(LETTERS[:len(ids)]):
+    numbered = isinstance(rec.get("slots"), dict) and rec["slots"].get("readout") == "codes"
+    shown = list(codes(len(ids))) if numbered else list(LETTERS[:len(ids)])
+    if rec["letters"] != shown or (not numbered and len(ids) > len(LETTERS)):
         raise InputError(name, line, "letters", f"{brief(rec['letters'])} for {len(ids)} options",
-                         f"{list(LETTERS[:len(ids)])}: options are lettered A, B, … in order")
+                         f"{brief(shown)}: options are numbered 1, 2, … in order (readout codes)" if numbered else
+                         f"{list(LETTERS[:len(ids)])}: options are lettered A, B, … in order (more than "
+                         f"{len(LETTERS)} options: numbered, readout codes)")
     if version == "semif-record-v1":
         for key in ("signature", "calibrated"):
             if key in rec:

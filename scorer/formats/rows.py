@@ -18,7 +18,17 @@ from scorer.core.errors import InputError, brief
 from scorer.core.jsonl import decode_line, file_bytes, jsonl_lines
 from scorer.decision.questions import OPTION_FORMS, check_option_ids, check_type, default_options, normalize_options
 
-MIN_OPTIONS, MAX_OPTIONS = 2, 16
+MIN_OPTIONS, MAX_OPTIONS = 2, 255
+"""How many options a question may declare: up to 16 are lettered A–P, more are numbered (readout ``codes``)."""
+
+
+def codes(n: int) -> tuple[str, ...]:
+    """The numbers of ``n`` options under the ``codes`` readout: ``1`` … ``n``, zero-padded to the width of ``n``
+    (``01`` … ``17``), so that no number's text is the start of another's."""
+    width = len(str(n))
+    return tuple(str(i).zfill(width) for i in range(1, n + 1))
+
+
 _ROW_KEYS = ("id", "state", "question", "options")
 _RESERVED = (*_ROW_KEYS, "type")
 """Row keys that are not carried to ``extra``: the four above and the question ``type``."""
@@ -31,14 +41,14 @@ class Option:
     """One declared option of a decision."""
 
     id: str
-    """Caller's identifier; never shown to the model (the model sees a letter A–P)."""
+    """Caller's identifier; never shown to the model (the model sees a letter A–P, or a number past 16 options)."""
     description: str
     """What the option means; shown to the model after its letter."""
 
 
 @dataclass(frozen=True)
 class Decision:
-    """One input row: a question about a state with 2–16 declared options."""
+    """One input row: a question about a state with 2–255 declared options."""
 
     id: str
     """Unique row id within the input file."""

@@ -73,13 +73,16 @@ def describe_identity(identity: dict[str, Any]) -> str:
 
 
 def readout_of(record: dict[str, Any]) -> str:
-    """``plain``, ``permute-K`` for an order-averaged record, or ``sequence-NORM`` for a ``--slots sequence`` one."""
+    """``plain``, ``permute-K`` for an order-averaged record, ``sequence-NORM`` for a ``--slots sequence`` one, or
+    ``codes`` for one read by the options' numbers."""
     perm = record.get("permute")
     if isinstance(perm, dict) and perm.get("k"):
         return f"permute-{int(perm['k'])}"
     slots = record.get("slots")
     if isinstance(slots, dict) and slots.get("readout") == "sequence":
         return f"sequence-{slots.get('normalisation')}"
+    if isinstance(slots, dict) and slots.get("readout") == "codes":
+        return "codes"
     return "plain"
 
 
@@ -87,6 +90,8 @@ def signature_readout(permute: int = 1, slots: str = "letters", sequence_norm: s
     """The ``readout`` a run's signatures name (what :func:`readout_of` reads back from its records)."""
     if permute > 1:
         return f"permute-{permute}"
+    if slots == "codes":
+        return "codes"
     return f"sequence-{sequence_norm or 'sum'}" if slots == "sequence" else "plain"
 
 

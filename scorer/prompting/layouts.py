@@ -15,7 +15,10 @@ Each layout is a prompt version of its own (``prompt_version`` in every record, 
 
 Every layout is read out through any answer slots (:data:`scorer.core.checks.SLOTS`): with ``ids`` or ``sequence`` the
 options are listed under their own ids and the model is asked for an id (the ``-ids`` versions:
-``semif-direct-ids-v1``, ``semif-question-major-ids-v1``; ``sequence`` scores the ids prompt unchanged).
+``semif-direct-ids-v1``, ``semif-question-major-ids-v1``; ``sequence`` scores the ids prompt unchanged); with ``codes``
+they are numbered and the model is asked for a number (the ``-codes`` versions). A question with more options than
+letters is numbered when the run reads letters (:func:`scorer.prompting.prompt.slots_for`); its demonstrations are then
+numbered too.
 
 Demonstrations (:mod:`scorer.prompting.demos`) are earlier chat turns (user: the demonstration's decision in the same
 layout; assistant: its letter, or its option id when the run reads ids), right after the instructions in both
@@ -34,19 +37,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from scorer.core.checks import SLOTS, one_of
+from scorer.core.errors import ValidationError
 from scorer.formats.rows import Decision
 from scorer.prompting.prompt import (
+    CODES_PROMPT_VERSION,
     IDS_PROMPT_VERSION,
-    IDS_SYSTEM,
     LETTERS,
     PROMPT_VERSION,
-    SYSTEM,
     Head,
     Prompt,
     Tokenizer,
+    labels,
     question_block,
     render_messages,
+    slots_for,
     state_block,
+    system_for,
     user_content,
 )
 
@@ -63,8 +69,12 @@ VERSIONS = {STATE_MAJOR: PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_VERSION}
 """The prompt version each layout renders with letters."""
 IDS_VERSIONS = {STATE_MAJOR: IDS_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_IDS_VERSION}
 """The prompt version each layout renders when the options are read out by id (``ids``, ``sequence``)."""
+QUESTION_MAJOR_CODES_VERSION = "semif-question-major-codes-v1"
+CODES_VERSIONS = {STATE_MAJOR: CODES_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_CODES_VERSION}
+"""The prompt version each layout renders when the options are numbered (``codes``)."""
 STATE_MAJOR_DEMOS_VERSION = "semif-state-major-demos-v1"
 STATE_MAJOR_DEMOS_IDS_VERSION = "semif-state-major-demos-ids-v1"
+STATE_MAJOR_DEMOS_CODES_VERSION = "semif-state-major-demos-codes-v1"
 """State-major with demonstrations shown: the demonstrations first, then the row's state-major turn. (Until
 2026-12-02 its demonstrations followed the state under ``semif-direct-v1``; see the module docstring.)"""
 
@@ -76,6 +86,11 @@ QUESTION_MAJOR_SYSTEM = (
 QUESTION_MAJOR_IDS_SYSTEM = (
     "You are a precise decision function. Read the question and its options, then the state, and answer the "
     "question about that state by choosing exactly one of the options. Reply with the option's id only."
+)
+QUESTION_MAJOR_CODES_SYSTEM = (
+    "You are a precise decision function. Read the question and its numbered options, then the state, and answer "
+    "the question about that state by choosing exactly one of the numbered options. Reply with the option's number "
+    "only."
 )
 
 
@@ -98,8 +113,9 @@ def version(layout: str, slots: str = "letters", demos: bool = False) -> str:
     (only state-major's order changes with them)."""
     one_of(slots, SLOTS, "slots")
     if demos and layout == STATE_MAJOR:
-        return STATE_MAJOR_DEMOS_VERSION if slots == "letters" else STATE_MAJOR_DEMOS_IDS_VERSION
-    return (VERSIONS if slots == "letters" else IDS_VERSIONS)[layout]
+        return {"letters": STATE_MAJOR_DEMOS_VERSION,
+                "codes": STATE_MAJOR_DEMOS_CODES_VERSION}.get(slots, STATE_MAJOR_DEMOS_IDS_VERSION)
+    return {"letters": VERSIONS, "codes": CODES_VERSIONS}.get(slots, IDS_VERSIONS)[layout]
 
 
 def signature_version(layout: str, demos_k: int = 0, slots: str = "letters") -> str:
@@ -115,6 +131,9 @@ def question_major_content(decision: Decision, slots: str = "letters") -> tuple[
     head = f"{question_block(decision, slots)}\n\n"
     if slots == "letters":
         reminder = f"Answer with one letter, A to {LETTERS[len(decision.options) - 1]}."
+    elif slots == "codes":
+        numbers = labels(decision, slots)
+        reminder = f"Answer with one number, {numbers[0]} to {numbers[-1]}."
     else:
         ids = decision.option_ids
         reminder = f"Answer with one option id: {', '.join(ids[:-1])} or {ids[-1]}."
@@ -123,14 +142,18 @@ def question_major_content(decision: Decision, slots: str = "letters") -> tuple[
 
 def _demo_turns(shown: Sequence[Shown], layout: str, slots: str) -> list[dict[str, str]]:
     """Each demonstration as a user turn (its decision in ``layout``) and an assistant turn (its answer: the
-    label's letter, or its option id when ``slots`` reads ids)."""
+    label's letter, its number when ``slots`` reads numbers, or its option id when ``slots`` reads ids)."""
     out: list[dict[str, str]] = []
     for s in shown:
+        if slots == "letters" and len(s.decision.options) > len(LETTERS):
+            raise ValidationError(f"demonstration {s.id!r} has {len(s.decision.options)} options, more than the "
+                                  f"{len(LETTERS)} letters of the row it is shown with (expected a demonstration "
+                                  "with at most 16 options, or --slots codes to number every row's options)")
         if layout == STATE_MAJOR:
             text = user_content(s.decision, slots)[0]
         else:
             text = question_major_content(s.decision, slots)[0]
-        answer = LETTERS[s.label_index] if slots == "letters" else s.decision.options[s.label_index].id
+        answer = labels(s.decision, slots)[s.label_index]
         out += [{"role": "user", "content": text}, {"role": "assistant", "content": answer}]
     return out
 
@@ -142,14 +165,14 @@ def messages(decision: Decision, layout: str, shown: Sequence[Shown] = (),
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r} is not rendered (expected one of {', '.join(LAYOUTS)}; auto is "
                          "resolved per run first)")
-    letters = slots == "letters"
     if layout == QUESTION_MAJOR:
         content, head_len = question_major_content(decision, slots)
-        system = QUESTION_MAJOR_SYSTEM if letters else QUESTION_MAJOR_IDS_SYSTEM
+        system = {"letters": QUESTION_MAJOR_SYSTEM, "codes": QUESTION_MAJOR_CODES_SYSTEM}.get(
+            slots, QUESTION_MAJOR_IDS_SYSTEM)
         msgs = [{"role": "system", "content": system}, *_demo_turns(shown, layout, slots),
                 {"role": "user", "content": content}]
         return msgs, Head(-1, head_len)
-    system = SYSTEM if letters else IDS_SYSTEM
+    system = system_for(slots)
     # semif-direct-v1 (semif-direct-ids-v1) exactly, with the demonstrations (if any) as earlier turns before it
     content, head_len = user_content(decision, slots)
     return [{"role": "system", "content": system}, *_demo_turns(shown, layout, slots),
@@ -166,6 +189,7 @@ def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown:
     ``shown`` are the demonstrations picked for this row (:meth:`scorer.prompting.demos.Demos.pick`), ``level`` where
     they came from and ``demos_k`` how many the run asked for; all three are recorded in the prompt.
     """
+    slots = slots_for(slots, len(decision.options))
     msgs, head = messages(decision, layout, shown, slots)
     return render_messages(tok, msgs, head, decision, version(layout, slots, bool(shown)), slots=slots,
                            layout=layout,

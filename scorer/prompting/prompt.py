@@ -18,6 +18,11 @@ last character (no leading space: a chat template ends the assistant header with
 template ends with ``Answer:``, as for ``ids``) and tokenized as plain text; its tokens are those the prompt's
 encoding gains (:func:`sequence_slots`: the prompt's tokens unchanged, decoding back to the id, no id's tokens the
 start of another's, so the options are disjoint answers).
+``codes`` (``semif-direct-codes-v1``) numbers the options instead of lettering them — ``01. …`` to ``17. …``, every
+number zero-padded to the width of the largest, so no number's text begins another's — and scores each number as a
+continuation, as ``sequence`` scores an id (its tokens' log-probabilities summed). It is how a question with more
+options than letters (more than 16, up to :data:`scorer.formats.rows.MAX_OPTIONS`) is read when the run reads letters
+(:func:`slots_for`), and can be asked for any question with ``--slots codes``.
 
 Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
 option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
@@ -32,14 +37,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from scorer.core.checks import SLOTS
+from scorer.core.checks import SEQUENCE_SLOTS, SLOTS
 from scorer.core.errors import InputError, ValidationError
 from scorer.core.hashing import sha256_chunks, sha256_text
-from scorer.formats.rows import Decision, Option
+from scorer.formats.rows import Decision, Option, codes
 
 PROMPT_VERSION = "semif-direct-v1"
 IDS_PROMPT_VERSION = "semif-direct-ids-v1"
 """The prompt version of ``--slots ids`` (module docstring)."""
+CODES_PROMPT_VERSION = "semif-direct-codes-v1"
+"""The prompt version of ``--slots codes`` (module docstring)."""
 LETTERS = "ABCDEFGHIJKLMNOP"
 
 SYSTEM = (
@@ -49,6 +56,10 @@ SYSTEM = (
 IDS_SYSTEM = (
     "You are a precise decision function. Read the state, then answer the question by choosing exactly "
     "one of the options. Reply with the option's id only."
+)
+CODES_SYSTEM = (
+    "You are a precise decision function. Read the state, then answer the question by choosing exactly "
+    "one of the numbered options. Reply with the option's number only."
 )
 _STATE_HEAD = "State:\n"
 _STATE_TAIL = "\n\n"
@@ -99,14 +110,27 @@ def state_block(decision: Decision) -> str:
     return f"{_STATE_HEAD}{state_text(decision.state)}"
 
 
+def slots_for(slots: str, n: int) -> str:
+    """The answer slots a decision with ``n`` options is read through when the run reads ``slots``: a question with
+    more options than there are letters is numbered (``codes``) instead of lettered; every other case as asked."""
+    return "codes" if slots == "letters" and n > len(LETTERS) else slots
+
+
+def labels(decision: Decision, slots: str) -> tuple[str, ...]:
+    """What each option is listed under: its letter, its number (``codes``) or its own id (``ids``, ``sequence``)."""
+    n = len(decision.options)
+    if slots == "letters":
+        return tuple(LETTERS[:n])
+    return codes(n) if slots == "codes" else tuple(decision.option_ids)
+
+
 def question_block(decision: Decision, slots: str = "letters") -> str:
     """The question and its options, one per line: under their letters (the model then never sees option
-    ids) or, with ``slots="ids"`` or ``"sequence"``, under their own ids."""
+    ids), their numbers (``slots="codes"``) or, with ``slots="ids"`` or ``"sequence"``, under their own ids."""
     lines = [f"Question: {decision.question.strip()}", "Options:"]
-    if slots != "letters":  # ids, sequence
-        lines += [f"{opt.id}: {opt.description.strip()}" for opt in decision.options]
-    else:
-        lines += [f"{LETTERS[i]}. {opt.description.strip()}" for i, opt in enumerate(decision.options)]
+    sep = ":" if slots in ("ids", "sequence") else "."
+    lines += [f"{label}{sep} {opt.description.strip()}"
+              for label, opt in zip(labels(decision, slots), decision.options, strict=True)]
     return "\n".join(lines)
 
 
@@ -218,8 +242,9 @@ class Prompt:
     """Its token ids."""
     prefix_text: str
     """The leading part shared by every criterion about the same state (system + state)."""
-    letters: str
-    """The letters of the options' positions, one per option (the answer slots with ``slots="letters"``)."""
+    letters: Sequence[str]
+    """The letters of the options' positions, one per option (the answer slots with ``slots="letters"``); with
+    ``slots="codes"`` their numbers."""
     slot_ids: list[int]
     """Token id of each option's answer slot (``slots="sequence"``: the first token of each continuation, which two
     options may share)."""
@@ -241,8 +266,8 @@ class Prompt:
     demos_k: int = 0
     """Demonstrations the run asked for (``--demos-k``; 0 without ``--demos``): part of the signature."""
     continuations: tuple[tuple[int, ...], ...] = ()
-    """``slots="sequence"``: each option's token ids as a continuation of :attr:`ids` (:func:`sequence_slots`);
-    empty for the other slots."""
+    """``slots="sequence"`` or ``"codes"``: each option's token ids as a continuation of :attr:`ids`
+    (:func:`sequence_slots`); empty for the other slots."""
 
     @property
     def sha256(self) -> str:
@@ -259,17 +284,22 @@ class Prompt:
         return f"{self.version}+demos-{self.demos_k}" if self.demos_k else self.version
 
 
+def system_for(slots: str) -> str:
+    """The state-major system instructions of a decision read out through ``slots``."""
+    return {"letters": SYSTEM, "codes": CODES_SYSTEM}.get(slots, IDS_SYSTEM)
+
+
 def messages_for(decision: Decision, slots: str = "letters") -> tuple[list[dict[str, str]], int]:
     content, head_len = user_content(decision, slots)
-    system = SYSTEM if slots == "letters" else IDS_SYSTEM
-    return [{"role": "system", "content": system}, {"role": "user", "content": content}], head_len
+    return [{"role": "system", "content": system_for(slots)}, {"role": "user", "content": content}], head_len
 
 
 def prompt_version(slots: str = "letters") -> str:
     """The prompt version of a decision read out through ``slots``."""
     if slots not in SLOTS:
         raise ValidationError(f"unknown answer slots {slots!r} (expected one of {', '.join(SLOTS)})")
-    return PROMPT_VERSION if slots == "letters" else IDS_PROMPT_VERSION  # sequence scores the ids prompt
+    # sequence scores the ids prompt
+    return {"letters": PROMPT_VERSION, "codes": CODES_PROMPT_VERSION}.get(slots, IDS_PROMPT_VERSION)
 
 
 # --- the versus prompts: kept here so that a trace's verifier can re-render them from its inputs ---------
@@ -349,38 +379,44 @@ def id_slots(tok: Tokenizer, decision: Decision) -> list[int]:
 
 
 def sequence_slots(tok: Tokenizer, decision: Decision, text: str, spans: Sequence[Span],
-                   ids: list[int]) -> tuple[tuple[int, ...], ...]:
-    """Each option id of ``decision`` as a continuation of the prompt ``text`` (encoded ``ids``), for
-    ``slots="sequence"``: the tokens that ``text + id`` (the id as plain text, never a control token) adds to ``ids``.
+                   ids: list[int], texts: Sequence[str] | None = None) -> tuple[tuple[int, ...], ...]:
+    """Each option's answer text as a continuation of the prompt ``text`` (encoded ``ids``), for ``slots="sequence"``
+    (``texts`` None: the option ids) or ``"codes"`` (``texts``: the options' numbers): the tokens that ``text + answer``
+    (the answer as plain text, never a control token) adds to ``ids``.
 
-    Refused with an :class:`InputError` naming ``options[i].id``: an id that changes the prompt's own tokens when
-    appended (a merge across the boundary), one whose tokens do not decode back to it, and one whose tokens begin
-    another option's (or repeat them): then the shorter answer's probability would include the longer's, the
-    options would not be disjoint answers and their probabilities would not add up."""
+    Refused, naming ``options[i].id`` (an :class:`InputError` for an id; a :class:`ValidationError` for a number,
+    which is ours, not the caller's): an answer that changes the prompt's own tokens when appended (a merge across
+    the boundary), one whose tokens do not decode back to it, and one whose tokens begin another option's (or repeat
+    them): then the shorter answer's probability would include the longer's, the options would not be disjoint
+    answers and their probabilities would not add up."""
+    codes_ = texts is not None
+    answers = list(texts) if texts is not None else list(decision.option_ids)
+    flag = "--slots codes" if codes_ else "--slots sequence"
+
+    def refuse(i: int, what: str, expected: str) -> InputError | ValidationError:
+        if codes_:
+            return ValidationError(f"option {i + 1}'s number {answers[i]!r}: {what} (expected {expected}): this model "
+                                   "cannot read the options by number")
+        return InputError(decision.source or decision.id, None, f"options[{i}].id", what,
+                          f"{expected}, for {flag} (or --slots letters)")
+
     out: list[tuple[int, ...]] = []
-    for i, opt in enumerate(decision.options):
-        where = f"options[{i}].id"
-        ext = tok.encode(text + opt.id, (*spans, (len(text), len(text) + len(opt.id))))
+    for i, ans in enumerate(answers):
+        ext = tok.encode(text + ans, (*spans, (len(text), len(text) + len(ans))))
         cont = tuple(ext[len(ids):])
         if ext[: len(ids)] != ids or not cont:
-            raise InputError(decision.source or decision.id, None, where,
-                             f"{opt.id!r} changes the prompt's last tokens when appended (prompt ends {ids[-3:]}, "
-                             f"prompt+{opt.id!r} ends {ext[-4:]})",
-                             "an id whose tokens follow the prompt unchanged, for --slots sequence "
-                             "(or --slots letters)")
+            raise refuse(i, f"{ans!r} changes the prompt's last tokens when appended (prompt ends {ids[-3:]}, "
+                            f"prompt+{ans!r} ends {ext[-4:]})", "an answer whose tokens follow the prompt unchanged")
         back = tok.decode(list(cont))
-        if back != opt.id:
-            raise InputError(decision.source or decision.id, None, where,
-                             f"{opt.id!r} (tokens {list(cont)}) decodes to {back!r}",
-                             "an id that its tokens decode back to, for --slots sequence (or --slots letters)")
+        if back != ans:
+            raise refuse(i, f"{ans!r} (tokens {list(cont)}) decodes to {back!r}",
+                         "an answer that its tokens decode back to")
         for j, other in enumerate(out):
             short, long_ = (other, cont) if len(other) <= len(cont) else (cont, other)
             if long_[: len(short)] == short:
-                raise InputError(decision.source or decision.id, None, where,
-                                 f"{opt.id!r} (tokens {list(cont)}) and option {decision.options[j].id!r} (tokens "
-                                 f"{list(other)}): one's tokens begin the other's",
-                                 "ids none of whose tokens begin another id's, so the options are disjoint answers, "
-                                 "for --slots sequence (or --slots letters)")
+                raise refuse(i, f"{ans!r} (tokens {list(cont)}) and option {answers[j]!r} (tokens {list(other)}): "
+                                "one's tokens begin the other's",
+                             "answers none of whose tokens begin another's, so the options are disjoint answers")
         out.append(cont)
     return tuple(out)
 
@@ -394,6 +430,7 @@ def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt
     (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are);
     with ``slots="ids"`` an option id that breaks a slot rule is an :class:`InputError` naming its field.
     """
+    slots = slots_for(slots, len(decision.options))
     msgs, head_len = messages_for(decision, slots)
     return render_messages(tok, msgs, Head(-1, head_len), decision, prompt_version(slots), slots=slots)
 
@@ -423,10 +460,11 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
     prefix_text = text[: at + head.length]
     ids = tok.encode(text, spans)
     n = len(decision.options)
-    texts = tuple(LETTERS[:n]) if slots == "letters" else tuple(decision.option_ids)
-    if slots == "sequence":
-        conts = sequence_slots(tok, decision, text, spans, ids)
-        return Prompt(version, text, ids, prefix_text, LETTERS[:n], [c[0] for c in conts], tok.template_name, spans,
+    texts = labels(decision, slots)
+    if slots in SEQUENCE_SLOTS:
+        conts = sequence_slots(tok, decision, text, spans, ids, texts if slots == "codes" else None)
+        shown = texts if slots == "codes" else tuple(LETTERS[:n])
+        return Prompt(version, text, ids, prefix_text, shown, [c[0] for c in conts], tok.template_name, spans,
                       slots, texts, continuations=conts, **meta)
     slot_ids = id_slots(tok, decision) if slots == "ids" else letter_slots(tok, n)
     for k, (label, slot) in enumerate(zip(texts, slot_ids, strict=True)):

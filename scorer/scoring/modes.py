@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from scorer.backends.base import Backend, pack_chunks
-from scorer.core.checks import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_SEQUENCE_NORM, MODES
+from scorer.core.checks import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_SEQUENCE_NORM, MODES, SEQUENCE_SLOTS
 from scorer.core.errors import ValidationError
 from scorer.decision import readout
 from scorer.formats.record_schema import RECORD_SCHEMA
@@ -176,7 +176,7 @@ def kernel_name(backend: Backend, mode: str, slots: str = "letters") -> str:
     """The kernel a record of ``mode`` names: the backend's packed kernel in shared mode (and for ``--slots
     sequence`` in every mode: the options' passes are packed), else ``<backend>.fresh`` (direct) or
     ``<backend>.prefix-reuse`` (serial)."""
-    if mode == "shared" or slots == "sequence":
+    if mode == "shared" or slots in SEQUENCE_SLOTS:
         return backend.kernel
     return f"{backend.name}.{'fresh' if mode == 'direct' else 'prefix-reuse'}"
 
@@ -230,9 +230,14 @@ def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, A
     """
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
-    sequence = any(it.prompt.slots == "sequence" for it in items)
+    sequence = any(it.prompt.continuations for it in items)
     if sequence:
         check_sequence_backend(backend)  # before any memory is planned
+    if sequence and not all(it.prompt.continuations for it in items):
+        # A run reading letters where some questions have more options than letters (read by number): each kind
+        # goes its own way, and the records come back in input order.
+        yield from _mixed(backend, items, mode, run, skip, max_batch_tokens, cache, sequence_norm)
+        return
     need = memory_need(items, mode, max_batch_tokens)
     if cache is not None and mode != "direct":  # a held state longer than this run's prompts may be restored
         need["longest_held"] = cache.longest_held
@@ -258,6 +263,38 @@ def score_items(backend: Backend, items: list[Item], mode: str, run: dict[str, A
             yield from _serial(backend, items, run, skip, info, prefixes)
         else:
             yield from _shared(backend, items, run, skip, info, max_batch_tokens, prefixes)
+    finally:
+        if own:
+            prefixes.clear()
+
+
+def _mixed(backend: Backend, items: list[Item], mode: str, run: dict[str, Any], skip: int, max_batch_tokens: int,
+           cache: RadixCache | None, sequence_norm: str | None) -> Iterator[dict[str, Any]]:
+    """``items`` of which some are read as continuations and some at one position: each part scored on its own
+    (renumbered from 0, as :func:`score_items` wants), the records put back in input order with their own index."""
+    parts = ([it for it in items if not it.prompt.continuations], [it for it in items if it.prompt.continuations])
+    own = cache is None
+    prefixes = RadixCache() if cache is None else cache
+    try:
+        done: dict[int, dict[str, Any]] = {}
+        streams = []
+        for part in parts:
+            local = [Item(k, it.decision, it.prompt, it.encode_s, it.prefix) for k, it in enumerate(part)]
+            sub_skip = sum(1 for it in part if it.index < skip)
+            streams.append((part, score_items(backend, local, mode, run, sub_skip, max_batch_tokens,
+                                              prefixes if mode != "direct" else cache, sequence_norm)))
+        plain, seq = streams
+        for it, rec in zip(seq[0][sum(1 for x in seq[0] if x.index < skip):], seq[1], strict=True):
+            done[it.index] = {**rec, "run": {**rec["run"], "index": it.index}}
+        next_out = skip
+        for it, rec in zip(plain[0][sum(1 for x in plain[0] if x.index < skip):], plain[1], strict=True):
+            done[it.index] = {**rec, "run": {**rec["run"], "index": it.index}}
+            while next_out in done:
+                yield done.pop(next_out)
+                next_out += 1
+        while next_out in done:
+            yield done.pop(next_out)
+            next_out += 1
     finally:
         if own:
             prefixes.clear()

@@ -76,8 +76,9 @@ def check_backend(backend: Backend) -> None:
     command line and the API refuse ``--backend openai`` before it loads:
     :func:`scorer.core.checks.check_slots_backend`)."""
     if not backend.scores_continuations:
-        raise OptionError("slots", f"sequence scores each option's tokens at every position of a pass, which the "
-                          f"{backend.name} backend does not return; use the torch or llamacpp backend, or --slots ids")
+        raise OptionError("slots", f"sequence and codes (how a question with more than 16 options is read) score each "
+                          f"option's tokens at every position of a pass, which the {backend.name} backend does not "
+                          "return; use the torch or llamacpp backend, or --slots ids")
 
 
 def option_passes(prompt: Prompt) -> tuple[list[list[int]], list[list[int]]]:

@@ -116,7 +116,7 @@ def test_duplicate_ids_and_non_json_values_are_refused():
             s.decide_many([{**rows[0], "tags": {1, 2}}])
         with pytest.raises(InputError, match="no decisions"):
             s.decide_many([])
-        with pytest.raises(InputError, match=r"^decision: field 'options': 1 options \(expected 2 to 16"):
+        with pytest.raises(InputError, match=r"^decision: field 'options': 1 options \(expected 2 to 255"):
             s.decide("state", "q?", {"only": "one"})
 
 

@@ -110,7 +110,7 @@ def test_yesno_wording_is_documented_and_overridable():
     ({}, "questions", "non-empty mapping"),
     (["team"], "questions", "non-empty mapping"),
     ({"": YesNo("q")}, "questions", "non-empty strings"),
-    ({"team": Choice("Which?", ["billing"])}, "questions.team.options", "2 to 16 options"),
+    ({"team": Choice("Which?", ["billing"])}, "questions.team.options", "2 to 255 options"),
     ({"team": Choice("Which?", ["a", "a"])}, "questions.team.options[1].id", "duplicate id"),
     ({"team": Choice("Which?", ["a", " "])}, "questions.team.options[1]", "blank option id"),
     ({"team": Choice("", ["a", "b"])}, "questions.team.question", "non-empty string"),

@@ -43,7 +43,7 @@ def test_bad_input_exits_2_before_model_loads(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli, "load_backend", lambda cfg: pytest.fail("model loaded before validation"))
     assert cli.main(["score", "--input", str(bad), "--output", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert f"semif: error: {bad}:1: field 'options': 0 options (expected 2 to 16 options)" in err
+    assert f"semif: error: {bad}:1: field 'options': 0 options (expected 2 to 255 options)" in err
     assert "Traceback" not in err
 
 

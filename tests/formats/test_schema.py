@@ -48,7 +48,7 @@ def test_good_rows_and_extra_fields_are_carried(tmp_path):
     (_row(question=...), "question", "missing"),
     (_row(options="yes"), "options", "a str"),
     (_row(options=[{"id": "a", "description": "A"}]), "options", "1 options"),
-    (_row(options=[{"id": str(i), "description": "x"} for i in range(17)]), "options", "17 options"),
+    (_row(options=[{"id": str(i), "description": "x"} for i in range(256)]), "options", "256 options"),
     (_row(options=[{"id": "a", "description": "A"}, 7]), "options[1]", "a int"),
     (_row(options=[{"id": "a", "description": "A"}, " "]), "options[1]", "blank option id"),
     (_row(options={"a": "A", "b": ""}), "options[1].description", "non-empty string"),

@@ -51,7 +51,7 @@ def test_a_refused_row_raises_the_services_field_message_at_once():
     def handler(request: httpx.Request) -> httpx.Response:
         nonlocal calls
         calls += 1
-        return httpx.Response(422, json={"error": "body: field 'options': 1 option (expected 2 to 16 options)",
+        return httpx.Response(422, json={"error": "body: field 'options': 1 option (expected 2 to 255 options)",
                                          "field": "options", "row": None})
 
     async def go() -> None:
@@ -61,7 +61,7 @@ def test_a_refused_row_raises_the_services_field_message_at_once():
     with pytest.raises(ServiceError) as e:
         asyncio.run(go())
     assert calls == 1 and e.value.status == 422 and e.value.field == "options"
-    assert str(e.value) == "semif serve answered 422: body: field 'options': 1 option (expected 2 to 16 options)"
+    assert str(e.value) == "semif serve answered 422: body: field 'options': 1 option (expected 2 to 255 options)"
 
 
 def test_a_live_422_and_401_name_what_was_wrong():

@@ -122,6 +122,23 @@ def test_400_questions_on_one_state_are_answered_in_order(url):
     assert err.value.param == "questions"
 
 
+def test_255_typed_choices_are_read_by_number_beside_lettered_questions(url):
+    """More than 16 choices: numbered 001 … 255 and each number scored whole, in the same request as a lettered
+    question, with the numbers Scorer.ask gives the same questions."""
+    many = {"type": "choice", "name": "product", "instructions": "Which product is the ticket about?",
+            "choices": [{"value": f"p{i}", "description": f"product line {i}"} for i in range(255)]}
+    got = _client(url).decisions.create(model="gpt-6-luna", input=TEXT, questions=[QUESTIONS[1], many])
+    team, product = got.answers
+    with Scorer(backend=FakeBackend(), mode="shared") as s:
+        want = s.ask(TEXT, {"q0": ASK["q1"], "q1": {"type": "choice", "question": many["instructions"], "options": [
+            {"id": f"p{i}", "description": f"p{i}: product line {i}"} for i in range(255)]}})
+    assert [(x.value, x.probability) for x in team.probabilities] == list(want["q0"].probabilities.items())
+    assert [(x.value, x.probability) for x in product.probabilities] == list(want["q1"].probabilities.items())
+    assert product.choice == want["q1"].final_choice and len(product.probabilities) == 255
+    assert want["q1"].record["slots"]["readout"] == "codes" and want["q1"].record["letters"][-1] == "255"
+    assert want["q0"].record["slots"]["readout"] == "letters"
+
+
 def test_a_question_whose_options_read_alike_is_a_refusal_and_the_others_are_answered(url):
     alike = {"type": "choice", "name": "odd", "instructions": "Which?", "choices": [{"value": True}, {"value": "true"}]}
     got = _client(url).decisions.create(model="gpt-6-luna", input=TEXT, questions=[QUESTIONS[0], alike])

@@ -84,7 +84,7 @@ def test_ask_answers_equal_the_api_and_fit_the_schemas():
 
 @pytest.mark.parametrize(("args", "message"), [
     ({"state": STATE, "question": QUESTION, "options": {"a": "one"}},
-     "decision: field 'options': 1 options (expected 2 to 16 options)"),
+     "decision: field 'options': 1 options (expected 2 to 255 options)"),
     ({"state": STATE, "options": OPTIONS}, "decision: field 'question': missing"),
     ({"state": "", "question": QUESTION, "options": OPTIONS}, "decision: field 'state'"),
     ({"state": STATE, "question": QUESTION, "options": OPTIONS, "temperature": 2},

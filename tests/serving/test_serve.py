@@ -85,11 +85,11 @@ def _cli_message(tmp_path: Path, row: dict) -> str:
 
 def test_bad_bodies_get_4xx_with_the_cli_field_messages(tmp_path, fake_url):
     good = _rows()[0]
-    seventeen = {**good, "options": [{"id": f"o{i}", "description": f"option {i}"} for i in range(17)]}
+    seventeen = {**good, "options": [{"id": f"o{i}", "description": f"option {i}"} for i in range(256)]}
     r = httpx.post(f"{fake_url}/v1/decide", json=seventeen)
     assert r.status_code == 422
     assert r.json() == {"error": "body" + _cli_message(tmp_path, seventeen), "field": "options", "row": None}
-    assert "17 options (expected 2 to 16 options)" in r.json()["error"]
+    assert "256 options (expected 2 to 255 options)" in r.json()["error"]
 
     rows = _rows()[:3]
     rows[2] = {**rows[2], "state": ""}
@@ -212,7 +212,7 @@ def test_serving_off_loopback_without_a_token_is_refused_before_the_model_loads(
 
 def test_models_schema_and_health(fake_url):
     m = httpx.get(f"{fake_url}/v1/models").json()
-    assert m["models"][0]["backend"] == "fake" and m["mode"] == "shared" and m["limits"]["max_options"] == 16
+    assert m["models"][0]["backend"] == "fake" and m["mode"] == "shared" and m["limits"]["max_options"] == 255
     doc = httpx.get(f"{fake_url}/v1/schema").json()
     import jsonschema
 

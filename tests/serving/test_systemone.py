@@ -106,6 +106,20 @@ def test_every_question_type_answers_as_scorer_ask_and_fits_the_sdks_models(url)
     assert again.answers == got.answers
 
 
+def test_255_criteria_are_read_by_number_and_answered_as_scorer_ask(url):
+    criteria = {f"sku{i}": f"catalogue item {i}" for i in range(255)}
+    with _client(url) as c:
+        got = c.system_one(state=STATE, questions={"item": Choice(instructions="Which item is it about?",
+                                                                  criteria=criteria), "refund": QUESTIONS["refund"]})
+    with Scorer(backend=FakeBackend(), mode="shared") as s:
+        want = s.ask(STATE, {"item": {"type": "choice", "question": "Which item is it about?", "options": [
+            {"id": k, "description": f"{k}: {v}"} for k, v in criteria.items()]}, "refund": ASK["refund"]})
+    item = got.answers["item"]
+    assert item.probabilities == dict(want["item"].probabilities) and len(item.probabilities) == 255
+    assert item.choice == want["item"].final_choice and want["item"].record["slots"]["readout"] == "codes"
+    assert got.answers["refund"].noul == want["refund"].probabilities["yes"]
+
+
 def test_the_response_validates_against_the_sdks_own_wire_models_strictly(url):
     body = _raw(url, {"model": "jev-latest", "state": {"ticket": STATE, "order": 1182}, "questions": QUESTIONS})
     assert body.status_code == 200, body.text
