@@ -48,7 +48,7 @@ class Fit:
 
 
 def _matrix(logits: list[np.ndarray], label_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Logits padded with -inf to a rectangle (rows have 2–16 options), and the label indices."""
+    """Logits padded with -inf to a rectangle (rows have 2–255 options), and the label indices."""
     width = max(len(z) for z in logits)
     z = np.full((len(logits), width), -np.inf)
     for i, row in enumerate(logits):

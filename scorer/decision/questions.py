@@ -87,7 +87,7 @@ def check_option_ids(qtype: str | None, ids: Sequence[str], path: str, line: int
 # --- question specs (the Python API) -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Choice:
-    """Pick one of 2–16 declared options."""
+    """Pick one of 2–255 declared options (lettered A–P up to 16, numbered beyond)."""
 
     question: str
     """The criterion to decide (shown to the model)."""

@@ -72,6 +72,7 @@ KINDS: dict[str, str] = {
     "confidence": "semif-confidence-v1",  # benchmarks/confidence_reliability.py (the wire confidence on labels)
     "single-request-study": "semif-single-request-study-v1",  # benchmarks/single_request_study.py
     "decision-latency": "semif-decision-latency-v1",  # benchmarks/decision_latency.py (/v1/systemone vs peers)
+    "single-request-peer": "semif-single-request-peer-v1",  # benchmarks/single_request_peer.py (SemIf vs typed-gguf)
     "busy": "semif-busy-v1",  # benchmarks/busy.py (slowdown beside a CPU-bound background job, SemIf and typed-gguf)
 }
 """Every report kind and the format its writer writes now."""

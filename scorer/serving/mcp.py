@@ -24,7 +24,7 @@ transports come with it.
 
 Errors: arguments are validated by the same code as rows (:func:`scorer.formats.rows.parse_decision`), so a bad one is a
 tool error (``isError``) whose text names the field as ``semif score`` would
-(``decision: field 'options': 1 options (expected 2 to 16 options)``); an unexpected failure is a tool error
+(``decision: field 'options': 1 options (expected 2 to 255 options)``); an unexpected failure is a tool error
 ``internal error`` (the traceback goes to the server's stderr, never to the client). Scoring runs in a worker
 thread, one call at a time (the scorer is serialised), so the event loop keeps answering.
 
@@ -226,7 +226,7 @@ _MODELS_OUTPUT = {
 
 TOOLS: tuple[McpTool, ...] = (
     McpTool("decide", "Typed decision",
-            "Decide a question about a state among 2-16 declared options, read from one forward pass of a local "
+            "Decide a question about a state among 2-255 declared options, read from one forward pass of a local "
             "model: a probability per option (softmax over the option letters' logits), the choice, the margin and "
             "how much of the model's probability the options hold, with the full record of how it was computed.",
             _decide_input_schema(), _readout_schema(), _decide),

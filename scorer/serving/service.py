@@ -15,7 +15,7 @@ Contracts:
 * Scoring runs on one worker thread fed by a bounded queue; the event loop only parses, validates and
   waits. A full queue answers 503 with ``Retry-After`` (nothing is scored for that request).
 * Bad requests answer 4xx with ``{"error", "field", "row"}``: the same field-level messages as the CLI
-  (``rows:3: field 'options': 17 options (expected 2 to 16 options)``); 413 for a body or a batch over the
+  (``rows:3: field 'options': 256 options (expected 2 to 255 options)``); 413 for a body or a batch over the
   limits, 400 for a body that is not JSON, 422 for a row that breaks the schema, 401 for a missing or wrong
   bearer token. An unexpected error answers 500 ``internal error`` (the traceback goes to the server's
   stderr, never to the client).

@@ -19,6 +19,7 @@ from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.latency_charts import draw_decision_latency
 from scorer.site.quant_charts import draw_quant_schemes
+from scorer.site.single_request_charts import draw_single_request_peer
 from scorer.site.study_charts import draw_quality_study
 
 _GENERIC_MAX_ROWS = 200
@@ -64,6 +65,9 @@ _KINDS: dict[str, _Kind] = {
     "decision-latency": _Kind("decision-latency", "One request, many questions: latency against peers",
                               draw_decision_latency),
     "busy": _Kind("busy", "Scoring on a busy machine", draw_busy),
+    "single-request-peer": _Kind("single-request", "One request per state: SemIf beside typed-gguf",
+                                 draw_single_request_peer),
+    "single-request-study": _Kind("single-request", "Label-free corrections of one request"),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
@@ -83,6 +87,7 @@ _SECTIONS = (
     ("decision-latency", "Latency of one request with 1 to 64 questions (semif serve, typed-gguf, llama-server with a "
                          "grammar)"),
     ("busy", "Scoring on a busy machine: slowdown beside a CPU-bound job (SemIf and typed-gguf)"),
+    ("single-request", "Right on one request: SemIf beside typed-gguf, each state asked alone"),
 )
 
 

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""SemIf beside the PyPI peer typed-gguf on labelled sets, each state asked in ONE System One request, both serving
+the same GGUF through llama.cpp, in one run.
+
+Lanes (servers on loopback, started here and stopped at the end, one at a time so they never share the CPU):
+
+* ``semif:NAME`` for each ``--semif NAME=FLAGS`` (``semif serve --model KEY --backend llamacpp FLAGS``; ``default``
+  with no flags is SemIf's defaults as a user gets them);
+* ``typed-gguf``: ``typed-gguf serve`` 0.3.0 in its own virtualenv, on the same GGUF file, with
+  ``TYPED_GGUF_RUNTIME_DIR`` pointed at llama-cpp-python's bundled libraries (how
+  ``benchmarks/decision_latency.py`` starts it).
+
+Every lane is asked through the same client, SemIf's ``--backend systemone`` (:mod:`scorer.scoring.systemone_run`):
+the rows of one state are one request (``noul`` for yes/no rows, ``score`` for score rows, ``choice`` otherwise), so
+nothing is fitted on other rows and no labels are seen; the lane's answers become records, and every lane is judged
+by the same code (balanced accuracy per family, averaged; accuracy; per question type; the ECE of the wire confidence
+and the answers at confidence ≥ 0.9). The records are kept beside the report (``<output stem>.records/``; a lane's
+server listens on a new port each run, so a run is not resumed: ``--force`` replaces an earlier run's files).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/single_request_peer.py --model qwen2.5-1.5b --sets single \\
+        --semif default= --output data/results/single-request-peer-qwen2.5-1.5b.json
+
+Writes one report (the common envelope, kind ``single-request-peer``); progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import decision_latency as dl  # noqa: E402
+from scorer.core.io import RecordsOutput, check_writable  # noqa: E402
+from scorer.decision.confidence import choice_confidence  # noqa: E402
+from scorer.evaluation import metrics  # noqa: E402
+from scorer.evaluation.confidence import summary as confidence_summary  # noqa: E402
+from scorer.formats.envelope import make_report, write_report  # noqa: E402
+from scorer.formats.records import read_records  # noqa: E402
+from scorer.formats.rows import Decision, load_decisions  # noqa: E402
+from scorer.models import store  # noqa: E402
+from scorer.scoring.systemone_run import SystemOneConfig, run_systemone  # noqa: E402
+
+SETS = {"authored": ROOT / "data" / "eval" / "authored.jsonl", "boundary": ROOT / "data" / "eval" / "boundary.jsonl",
+        "single": ROOT / "data" / "eval" / "single.jsonl"}
+FORMAT = "semif-single-request-peer-v1"
+
+
+def judge(rows: list[Decision], recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Balanced accuracy (per family, averaged), accuracy, per question type, and the wire confidence's reliability
+    of one lane's records over ``rows``."""
+    labels = [metrics.Label(d.id, str(d.extra["label"]), str(d.extra.get("family") or "all"),
+                            str(d.extra.get("group") or d.id), tuple(o.id for o in d.options)) for d in rows]
+    table, _ = metrics.align(labels, recs, "records")
+    by_id = {r["id"]: r for r in recs}
+    table.conf = np.array([choice_confidence(list(by_id[d.id]["probabilities"])) for d in rows])
+    by_type: dict[str, Any] = {}
+    for qtype in sorted({d.type or "choice" for d in rows}):
+        keep = np.array([(d.type or "choice") == qtype for d in rows])
+        sub = metrics.subset(table, keep)
+        by_type[qtype] = {"rows": int(keep.sum()), "balanced_accuracy": metrics.family_balanced_accuracy(sub),
+                          "accuracy": metrics.accuracy(sub), "correct": int(sub.correct.sum())}
+    conf = confidence_summary(table)
+    return {"rows": len(rows), "balanced_accuracy": metrics.family_balanced_accuracy(table),
+            "accuracy": metrics.accuracy(table), "correct": int(table.correct.sum()), "by_type": by_type,
+            "ece": conf["ece"], "high": conf["high"],
+            "seconds": round(sum(float(r["timing"]["total_s"]) for r in recs), 2)}
+
+
+def run_lane(lane: dl.Lane, sets: dict[str, list[Decision]], out_dir: Path, timeout_s: float,
+             force: bool = False) -> dict[str, Any]:
+    """Ask ``lane`` every set into a new records file per set (``force``: replacing one an earlier run left; else an
+    existing one is refused, never overwritten); its results per set."""
+    results: dict[str, Any] = {}
+    for name, rows in sets.items():
+        path = out_dir / f"{lane.name.replace(':', '-')}-{name}.jsonl"
+        cfg = SystemOneConfig(base_url=lane.base, model=lane.served_model, concurrency=1, timeout_s=timeout_s,
+                              retries=1)
+        t0 = time.perf_counter()
+        if force:
+            path.unlink(missing_ok=True)
+        with RecordsOutput.create(path, "pass --force to replace it") as sink:
+            run_systemone(rows, cfg, sink, {"input": name, "lane": lane.name})
+        wall = time.perf_counter() - t0
+        recs = list(read_records(path))
+        where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        results[name] = {**judge(rows, recs), "records": str(where), "wall_s": round(wall, 1),
+                         "load_average": list(os.getloadavg())}
+        print(f"[single-request-peer] {lane.name} {name}: balanced accuracy {results[name]['balanced_accuracy']:.3f}, accuracy "
+               f"{results[name]['accuracy']:.3f} ({wall:.0f} s)", file=sys.stderr, flush=True)
+    return results
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="qwen2.5-1.5b", help="model store key (a GGUF both tools read)")
+    ap.add_argument("--sets", default="single", help="labelled sets, comma-separated: " + ", ".join(SETS))
+    ap.add_argument("--semif", action="append", default=[], metavar="NAME=FLAGS",
+                    help="a SemIf lane: its name and its `semif serve` flags (repeatable; default: default=)")
+    ap.add_argument("--no-peer", action="store_true", help="SemIf's lanes only")
+    ap.add_argument("--threads", default="auto", help="semif serve's --threads")
+    ap.add_argument("--typed-gguf-keep-alive", default="3600", help="typed-gguf's warm host lifetime (seconds)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds one request may take")
+    ap.add_argument("--output", type=Path, required=True)
+    ap.add_argument("--force", action="store_true", help="overwrite an existing report and its records")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.output.exists() and not args.force:
+        print(f"error: {args.output} exists (--force to overwrite it)", file=sys.stderr)
+        return 2
+    check_writable(args.output, overwrite=args.force)
+    unknown = [s for s in args.sets.split(",") if s not in SETS]
+    if unknown:
+        print(f"error: --sets: unknown {unknown} (expected some of {', '.join(SETS)})", file=sys.stderr)
+        return 2
+    sets = {s: load_decisions(str(SETS[s])) for s in args.sets.split(",")}
+    semif = [tuple(x.split("=", 1)) for x in (args.semif or ["default="])]
+    gguf, _sha = store.gguf_for(store.resolve(args.model))
+    out_dir = args.output.with_suffix(".records")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = out_dir / "logs"
+    work.mkdir(exist_ok=True)
+    lanes: list[dict[str, Any]] = []
+    t_all = time.perf_counter()
+    plans: list[tuple[str, str, list[str]]] = [(f"semif:{n}", "semif", shlex.split(f)) for n, f in semif]
+    if not args.no_peer:
+        plans.append(("typed-gguf", "typed-gguf", []))
+    for name, tool, flags in plans:
+        lane = dl.Lane(name, tool, "llamacpp", served_model=args.model)
+        ns = argparse.Namespace(threads=args.threads, semif_flags=flags,
+                                typed_gguf_keep_alive=args.typed_gguf_keep_alive)
+        with contextlib.ExitStack() as stack:
+            if tool == "semif":
+                dl._start_semif(lane, args.model, ns, work, stack)
+            else:
+                dl._start_typed_gguf(lane, args.model, gguf, ns, work, stack)
+            results = run_lane(lane, sets, out_dir, args.timeout, args.force)
+        lanes.append({"name": name, "tool": tool, "flags": flags, "server": lane.info, "sets": results})
+    report = make_report("single-request-peer", FORMAT, {s: SETS[s] for s in sets}, {
+                         "title": f"One request per state, SemIf beside typed-gguf 0.3.0 on {args.model} (llama.cpp)",
+                         "model": args.model, "gguf": {"file": gguf.name, "sha256": _sha}, "lanes": lanes,
+                         "wall_s": round(time.perf_counter() - t_all, 1), "load_average": list(os.getloadavg()),
+                         "notes": [
+                             "Each lane ran alone, one request per state (the rows of one state are one request); "
+                             "every lane is judged by the same code from its records.",
+                             "Balanced accuracy is per family, then averaged over families; confidence is the "
+                             "choice formula (p_max - 1/K)/(1 - 1/K) over each answer's probabilities."]})
+    write_report(args.output, report, overwrite=args.force)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

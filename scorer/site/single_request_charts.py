@@ -1,0 +1,72 @@
+"""The single-request report (``kind: single-request-peer``, benchmarks/single_request_peer.py): per labelled set, each
+lane's balanced accuracy (SemIf's configurations beside the peer typed-gguf on the same GGUF, every state one
+request), then every lane, set and question type in a table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scorer.site.formatting import finite, fmt_value
+from scorer.site.inputs import BuildError, ReportFile
+from scorer.site.svg import svg_bars, with_caption
+
+
+def _lanes(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    lanes = obj.get("lanes")
+    if not isinstance(lanes, list) or not lanes or not all(isinstance(x, dict) for x in lanes):
+        raise BuildError(f"{rel}: a single-request-peer report needs 'lanes' (a non-empty list of objects)")
+    for i, lane in enumerate(lanes):
+        if not isinstance(lane.get("name"), str) or not isinstance(lane.get("sets"), dict):
+            raise BuildError(f"{rel}: lanes[{i}] needs 'name' (a string) and 'sets' (an object)")
+        for s, r in lane["sets"].items():
+            if not isinstance(r, dict) or finite(r.get("balanced_accuracy")) is None:
+                raise BuildError(f"{rel}: lanes[{i}].sets.{s}.balanced_accuracy: expected a finite number")
+    return lanes
+
+
+def _pct(v: Any) -> str:
+    f = finite(v)
+    return "—" if f is None else f"{100 * f:.1f} %"
+
+
+def draw_single_request_peer(rel: str, rep: ReportFile) -> None:
+    """One bar chart per set (a bar per lane: its balanced accuracy), then the table per lane, set and type."""
+    lanes = _lanes(rel, rep.obj)
+    sets = list(dict.fromkeys(s for lane in lanes for s in lane["sets"]))
+    for s in sets:
+        bars = []
+        for lane in lanes:
+            r = lane["sets"].get(s)
+            if r is None:
+                continue
+            kinds = ", ".join(f"{t} {v.get('correct')}/{v.get('rows')}" for t, v in (r.get("by_type") or {}).items())
+            bars.append((lane["name"], float(r["balanced_accuracy"]),
+                         f"accuracy {_pct(r.get('accuracy'))}; {kinds}"))
+        peer = next((lane["sets"][s]["balanced_accuracy"] for lane in lanes
+                     if lane.get("tool") == "typed-gguf" and s in lane["sets"]), None)
+        best = max(((lane["name"], lane["sets"][s]["balanced_accuracy"]) for lane in lanes
+                    if lane.get("tool") == "semif" and s in lane["sets"]), key=lambda x: x[1], default=None)
+        words = "" if best is None else f"the best SemIf lane ({best[0]}) {_pct(best[1])}"
+        if peer is not None:
+            words += f"{', ' if words else ''}typed-gguf {_pct(peer)}"
+        chart = svg_bars(bars, "balanced accuracy (per family, averaged)", f"One request per state: {s}",
+                         label_w=260)
+        rep.charts.append(with_caption(chart, (
+            f"{s}: every state asked in one System One request, no labels and nothing fitted on other rows; each bar "
+            f"is a lane's balanced accuracy on the same GGUF{': ' + words if words else ''}.")))
+    table = []
+    for lane in lanes:
+        for s, r in lane["sets"].items():
+            high = r.get("high") if isinstance(r.get("high"), dict) else {}
+            table.append([fmt_value(lane["name"]), fmt_value(s), "all", fmt_value(r.get("rows")),
+                          _pct(r.get("balanced_accuracy")), _pct(r.get("accuracy")), fmt_value(finite(r.get("ece"))),
+                          _pct(high.get("share")), _pct(high.get("accuracy")), fmt_value(finite(r.get("wall_s")))])
+            for t, v in (r.get("by_type") or {}).items():
+                table.append([fmt_value(lane["name"]), fmt_value(s), fmt_value(t), fmt_value(v.get("rows")),
+                              _pct(v.get("balanced_accuracy")), _pct(v.get("accuracy")), "", "", "", ""])
+    rep.tables.insert(0, {"caption": "every lane, set and question type (one request per state)",
+                          "columns": ["lane", "set", "type", "rows", "balanced accuracy", "accuracy", "ECE",
+                                      "share at confidence ≥ 0.9", "right at ≥ 0.9", "wall s"],
+                          "rows": table,
+                          "note": "confidence: (p_max − 1/K)/(1 − 1/K) of each answer's probabilities, as the open "
+                                  "System One servers compute it"})
