@@ -95,8 +95,9 @@ def run_lane(lane: dl.Lane, sets: dict[str, list[Decision]], out_dir: Path, time
         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
         results[name] = {**judge(rows, recs), "records": str(where), "wall_s": round(wall, 1),
                          "load_average": list(os.getloadavg())}
-        print(f"[single-request-peer] {lane.name} {name}: balanced accuracy {results[name]['balanced_accuracy']:.3f}, accuracy "
-               f"{results[name]['accuracy']:.3f} ({wall:.0f} s)", file=sys.stderr, flush=True)
+        got = results[name]
+        print(f"[single-request-peer] {lane.name} {name}: balanced accuracy {got['balanced_accuracy']:.3f}, accuracy "
+              f"{got['accuracy']:.3f} ({wall:.0f} s)", file=sys.stderr, flush=True)
     return results
 
 

@@ -446,8 +446,8 @@ class Scorer:
                id: str = "decision", *, echo: bool | str | None = None, **extra: Any) -> DecisionRecord:
         """Score one decision. ``options``: a list of ids, ``{id: description}`` or ``[{"id", "description"}, …]``
         (2–255, lettered A, B, … in this order, numbered past 16; :func:`scorer.decision.questions.normalize_options`).
-        ``extra`` fields are carried into the record, never into the prompt (``type="yesno"``/``"score"`` types the readout:
-        :attr:`DecisionRecord.answer`); ``echo`` is this call's echo (None: the scorer's), not an extra field.
+        ``extra`` fields are carried into the record, never into the prompt (``type="yesno"``/``"score"`` types the
+        readout: :attr:`DecisionRecord.answer`); ``echo`` is this call's echo (None: the scorer's), not an extra field.
         Raises :class:`InputError` with the field-level message a JSONL row would get."""
         row = {"id": id, "state": state, "question": question,
                "options": normalize_options(options, DECIDE_SOURCE, None), **extra}
