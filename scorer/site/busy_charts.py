@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorer.site.formatting import finite, fmt_value
+from scorer.site.formatting import finite, fmt_percent, fmt_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.svg import svg_bars, with_caption
 
 CEILING = 1.5
+
+_pct = fmt_percent
 
 
 def _results(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -24,11 +26,6 @@ def _results(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
             if r.get(key) is not None and finite(r.get(key)) is None:
                 raise BuildError(f"{rel}: results[{i}].{key}: {r.get(key)!r} (expected a finite number or null)")
     return rows
-
-
-def _pct(v: Any) -> str:
-    f = finite(v)
-    return "—" if f is None else f"{100 * f:.0f} %"
 
 
 def draw_busy(rel: str, rep: ReportFile) -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorer.site.formatting import finite
+from scorer.site.formatting import finite, fmt_percent
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.svg import svg_reliability, with_caption
+
+_pct = fmt_percent
 
 
 def _rows(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -20,11 +22,6 @@ def _rows(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
                 or not isinstance(r.get("high"), dict):
             raise BuildError(f"{rel}: rows[{i}] needs 'reliability', 'automation' (lists) and 'high' (an object)")
     return rows
-
-
-def _pct(v: Any) -> str:
-    f = finite(v)
-    return "—" if f is None else f"{100 * f:.0f} %"
 
 
 def draw_confidence(rel: str, rep: ReportFile) -> None:

@@ -43,6 +43,12 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
+def fmt_percent(v: Any, digits: int = 0) -> str:
+    """A share in [0, 1] as a percentage (``—`` when it is not a finite number)."""
+    f = finite(v)
+    return "—" if f is None else f"{100 * f:.{digits}f} %"
+
+
 def fmt_seconds(v: Any) -> str:
     """Seconds as the replay writes them (fmtS in scorer/site/assets/replay/format.js)."""
     x = finite(v)

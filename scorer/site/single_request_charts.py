@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scorer.site.formatting import finite, fmt_value
+from scorer.site.formatting import finite, fmt_percent, fmt_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.svg import svg_bars, with_caption
 
@@ -25,8 +25,7 @@ def _lanes(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _pct(v: Any) -> str:
-    f = finite(v)
-    return "—" if f is None else f"{100 * f:.1f} %"
+    return fmt_percent(v, 1)
 
 
 def draw_single_request_peer(rel: str, rep: ReportFile) -> None:
