@@ -22,7 +22,7 @@ from scorer.formats.record_schema import RECORD_SCHEMA
 from scorer.formats.records import check_record, dumps_record
 from scorer.formats.rows import Decision
 from scorer.prompting.layouts import LayoutChoice
-from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.modes import prepare, refuse_continuations, score_items
 from scorer.scoring.options import ScoreConfig, checked_config_parts, config_sha256, resolve_layout
 from scorer.scoring.permuted import score_permuted
 from scorer.scoring.presets import with_preset
@@ -127,6 +127,7 @@ def _score_into(sink: RecordsOutput, decisions: list[Decision], backend: Backend
         items = prepare(backend, decisions, with_prefix=mode != "direct", layout=cfg.layout, demos=cfg.demos,
                         slots=cfg.slots)
         if exact is not None:  # the bound is set (probe or drift report) before any record is written
+            refuse_continuations(items, "--exact")
             exact.calibrate(backend, items, mode, cfg.max_batch_tokens)
         if cfg.route is not None:  # the accurate engine's prompts validated before any record is written
             cfg.route.calibrate(backend, items, mode, cfg.max_batch_tokens)

@@ -100,6 +100,17 @@ def prepare(backend: Backend, decisions: list[Decision], with_prefix: bool = Tru
     return items
 
 
+def refuse_continuations(items: list[Item], what: str) -> None:
+    """A :class:`ValidationError` naming the first row read as a continuation (``--slots sequence``, or a question with
+    more options than letters, read by number) when ``what`` (``--exact``, ``--permute``) reads one answer position."""
+    for it in items:
+        if it.prompt.continuations:
+            d = it.decision
+            raise ValidationError(f"{d.source}: row {d.id!r} has {len(d.options)} options, read as continuations "
+                                  f"(readout {it.prompt.slots}), which {what} does not combine with yet (it reads one "
+                                  "answer position); score such rows without it, or with at most 16 options")
+
+
 def group_by_prefix(items: list[Item], heads: list[list[int]]) -> OrderedDict[str, list[int]]:
     """Indices of items grouped by the sha256 of their head token ids, in order of first appearance."""
     groups: OrderedDict[str, list[int]] = OrderedDict()

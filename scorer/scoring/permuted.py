@@ -14,7 +14,7 @@ from scorer.evaluation.perturb import rotate
 from scorer.formats.rows import Decision
 from scorer.formats.signature import signature_of
 from scorer.prompting.layouts import STATE_MAJOR
-from scorer.scoring.modes import Item, prepare, score_items
+from scorer.scoring.modes import Item, prepare, refuse_continuations, score_items
 from scorer.scoring.radix_cache import RadixCache
 
 
@@ -35,6 +35,7 @@ def score_permuted(backend: Backend, decisions: list[Decision], k: int, mode: st
     for j in range(max(len(s) for s in shifts) if rows else 0):
         sel = [rotate(d, s[j]) for d, s in zip(rows, shifts, strict=True) if j < len(s)]
         passes.append(prepare(backend, sel, with_prefix=mode != "direct", layout=layout, slots=slots))
+        refuse_continuations(passes[-1], "--permute")
     return _permuted_records(backend, rows, shifts, passes, k, mode, run, skip, max_batch_tokens, cache)
 
 

@@ -26,7 +26,10 @@ from scorer.formats.signature import readout_of
 from scorer.prompting.demos import Demos, demo_of, prompt_for
 from scorer.prompting.layouts import STATE_MAJOR_DEMOS_CODES_VERSION
 from scorer.prompting.prompt import CODES_PROMPT_VERSION, render, slots_for
+from scorer.scoring.exact import ExactPolicy
+from scorer.scoring.file_run import run_score
 from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import ScoreConfig
 
 MANY = tuple(Option(f"o{i}", f"catalogue item {i}") for i in range(20))
 FEW = (Option("yes", "Yes"), Option("no", "No"))
@@ -127,6 +130,16 @@ def test_the_record_check_holds_the_numbers():
         check_record(bad, "r", 1)  # 20 options cannot be lettered
     with pytest.raises(InputError, match=r"field 'slots.token_logprobs'"):
         check_record({**rec, "slots": {k: v for k, v in rec["slots"].items() if k != "token_logprobs"}}, "r", 1)
+
+
+@pytest.mark.parametrize("what", ["--exact", "--permute"])
+def test_what_reads_one_answer_position_refuses_a_numbered_question_by_name(tmp_path, what):
+    cfg = ScoreConfig(mode="shared", run_parts={"input": "x"}, **({"exact": ExactPolicy()} if what == "--exact"
+                                                                    else {"permute": 2}))
+    with pytest.raises(ValidationError, match=rf"m:1: row 'big1' has 20 options, read as continuations \(readout "
+                                              rf"codes\), which {what} does not combine with yet"):
+        run_score(_rows(), FakeBackend(), tmp_path / "out.jsonl", cfg)
+    assert run_score(_rows()[1:3], FakeBackend(), tmp_path / "ok.jsonl", cfg) == 2  # lettered rows only: as before
 
 
 def test_the_api_reads_255_options_and_refuses_256():
