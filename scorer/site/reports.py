@@ -68,6 +68,7 @@ _KINDS: dict[str, _Kind] = {
     "single-request-peer": _Kind("single-request", "One request per state: SemIf beside typed-gguf",
                                  draw_single_request_peer),
     "single-request-study": _Kind("single-request", "Label-free corrections of one request"),
+    "llamacpp-batch-probe": _Kind("drift", "llama.cpp batch-shape dependence by setting"),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Which llama.cpp setting makes the answer-position logits depend on the batch's shape: the same rows scored fresh
+(direct: one prompt per pass), with prefix reuse (serial) and packed (shared: many suffixes in one pass), under each
+variant of the backend's settings, and the largest |Δp| and |Δlogit| of each fast mode against direct.
+
+Variants (each a fresh load of the same GGUF; nothing else changes):
+
+* ``default`` — the backend as it ships (llama.cpp's CPU weight repacking on: ``use_extra_bufts``, which lays Q4_K
+  and friends out for its gemm kernels on AVX2/AVX-512, whose accumulation order differs from the one-row gemv path);
+* ``no-repack`` — ``llama_model_params.use_extra_bufts = false``: the weights stay in the GGUF's layout and every
+  matrix product goes through the same per-row dot products whatever the batch.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/llamacpp_batch_probe.py --model qwen2.5-0.5b \\
+        --input data/eval/authored.jsonl --rows 0:40 --output data/results/llamacpp-batch-probe-qwen2.5-0.5b.json
+
+Writes one report (the common envelope, kind ``llamacpp-batch-probe``); progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from scorer.backends import BackendConfig, load_backend  # noqa: E402
+from scorer.core.checks import DEFAULT_MAX_BATCH_TOKENS  # noqa: E402
+from scorer.core.io import check_writable  # noqa: E402
+from scorer.core.machine import cpu_features  # noqa: E402
+from scorer.formats.envelope import make_report, write_report  # noqa: E402
+from scorer.formats.rows import load_decisions  # noqa: E402
+from scorer.scoring.drift import compare, parse_rows, run_mode  # noqa: E402
+
+FORMAT = "semif-llamacpp-batch-probe-v1"
+VARIANTS = ("default", "no-repack")
+
+
+@contextlib.contextmanager
+def variant(name: str) -> Iterator[dict[str, Any]]:
+    """The model parameters of ``name`` applied to every llama.cpp model loaded inside the block."""
+    import llama_cpp
+
+    real = llama_cpp.llama_model_default_params
+    settings: dict[str, Any] = {}
+    if name == "no-repack":
+        settings["use_extra_bufts"] = False
+
+    def params() -> Any:
+        mp = real()
+        for k, v in settings.items():
+            setattr(mp, k, v)
+        return mp
+
+    llama_cpp.llama_model_default_params = params
+    try:
+        yield settings
+    finally:
+        llama_cpp.llama_model_default_params = real
+
+
+def max_logit_delta(fresh: list[dict[str, Any]], fast: list[dict[str, Any]]) -> float:
+    """The largest |Δ| of any option logit, fast against fresh."""
+    return max((abs(a - b) for f, g in zip(fresh, fast, strict=True)
+                for a, b in zip(f["option_logits"], g["option_logits"], strict=True)), default=0.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="qwen2.5-0.5b")
+    ap.add_argument("--input", default=str(ROOT / "data" / "eval" / "authored.jsonl"))
+    ap.add_argument("--rows", default=None, help="START:END slice of the input")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
+    ap.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS)
+    ap.add_argument("--output", type=Path, required=True)
+    ap.add_argument("--force", action="store_true")
+    args = ap.parse_args(argv)
+    check_writable(args.output, overwrite=args.force)
+    names = args.variants.split(",")
+    if any(n not in VARIANTS for n in names):
+        print(f"error: --variants: expected some of {', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    decisions = load_decisions(args.input)
+    a, b = parse_rows(args.rows, len(decisions), args.input)
+    decisions = decisions[a:b]
+    results = []
+    for name in names:
+        with variant(name) as settings:
+            t0 = time.perf_counter()
+            backend = load_backend(BackendConfig(model=args.model, backend="llamacpp"))
+            load_s = time.perf_counter() - t0
+            runs = {m: run_mode(backend, decisions, m, args.max_batch_tokens) for m in ("direct", "serial", "shared")}
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
+        row: dict[str, Any] = {"variant": name, "settings": settings, "load_s": round(load_s, 2),
+                               "wall_s": {m: round(r.wall_s, 2) for m, r in runs.items()}, "modes": {}}
+        for m in ("serial", "shared"):
+            s = compare(runs["direct"].records, runs[m].records)
+            row["modes"][m] = {"max_abs_dp": s["max_abs_dp"], "max_abs_dlogit":
+                               max_logit_delta(runs["direct"].records, runs[m].records),
+                               "flips": s.get("flips"), "bit_identical": s["max_abs_dp"] == 0.0}
+        print(f"[probe] {name}: " + ", ".join(f"{m} max|dp| {v['max_abs_dp']:.3g}" for m, v in row["modes"].items())
+              + f"; wall {row['wall_s']}", file=sys.stderr, flush=True)
+        results.append(row)
+    report = make_report("llamacpp-batch-probe", FORMAT, {"input": Path(args.input)}, {
+        "title": f"llama.cpp batch-shape dependence, {args.model}", "model": args.model,
+        "rows": {"slice": [a, b], "count": len(decisions)}, "cpu_features": cpu_features(),
+        "max_batch_tokens": args.max_batch_tokens, "results": results, "load_average": list(os.getloadavg())})
+    write_report(args.output, report, overwrite=args.force)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
