@@ -14,8 +14,9 @@ Every lane is asked through the same client, SemIf's ``--backend systemone`` (:m
 the rows of one state are one request (``noul`` for yes/no rows, ``score`` for score rows, ``choice`` otherwise), so
 nothing is fitted on other rows and no labels are seen; the lane's answers become records, and every lane is judged
 by the same code (balanced accuracy per family, averaged; accuracy; per question type; the ECE of the wire confidence
-and the answers at confidence ≥ 0.9). The records are kept beside the report (``<output stem>.records/``; a lane's
-server listens on a new port each run, so a run is not resumed: ``--force`` replaces an earlier run's files).
+and the answers at confidence ≥ 0.9). The records are kept beside the report (``<output stem>.records/``): a lane
+whose records of every set an earlier run left is judged from them, not asked again (``--force`` asks every lane
+again); a file that holds only part of a set is refused.
 
     PYTHONPATH=. .venv/bin/python benchmarks/single_request_peer.py --model qwen2.5-1.5b --sets single \\
         --semif default= --output data/results/single-request-peer-qwen2.5-1.5b.json
@@ -30,6 +31,7 @@ import contextlib
 import os
 import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -76,13 +78,29 @@ def judge(rows: list[Decision], recs: list[dict[str, Any]]) -> dict[str, Any]:
             "seconds": round(sum(float(r["timing"]["total_s"]) for r in recs), 2)}
 
 
+def records_path(out_dir: Path, lane: str, set_name: str) -> Path:
+    return out_dir / f"{lane.replace(':', '-')}-{set_name}.jsonl"
+
+
+def kept(path: Path, rows: list[Decision]) -> list[dict[str, Any]] | None:
+    """The records an earlier run of this lane wrote for every row of the set, in order (None: no such file). A
+    file that does not hold exactly the set's rows is refused: it is never overwritten without --force."""
+    if not path.exists():
+        return None
+    recs = list(read_records(path))
+    if [r["id"] for r in recs] != [d.id for d in rows]:
+        raise SystemExit(f"error: {path} holds {len(recs)} records, not one per row of its set (an interrupted run?); "
+                         "pass --force to ask that lane again")
+    return recs
+
+
 def run_lane(lane: dl.Lane, sets: dict[str, list[Decision]], out_dir: Path, timeout_s: float,
              force: bool = False) -> dict[str, Any]:
-    """Ask ``lane`` every set into a new records file per set (``force``: replacing one an earlier run left; else an
-    existing one is refused, never overwritten); its results per set."""
+    """Ask ``lane`` every set into a new records file per set (``force``: replacing one an earlier run left); its
+    results per set."""
     results: dict[str, Any] = {}
     for name, rows in sets.items():
-        path = out_dir / f"{lane.name.replace(':', '-')}-{name}.jsonl"
+        path = records_path(out_dir, lane.name, name)
         cfg = SystemOneConfig(base_url=lane.base, model=lane.served_model, concurrency=1, timeout_s=timeout_s,
                               retries=1)
         t0 = time.perf_counter()
@@ -139,14 +157,21 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_peer:
         plans.append(("typed-gguf", "typed-gguf", []))
     for name, tool, flags in plans:
+        done = {} if args.force else {s: kept(records_path(out_dir, name, s), rows) for s, rows in sets.items()}
+        if done and all(v is not None for v in done.values()):  # an earlier run asked this lane every set: judged again
+            results = {s: {**judge(sets[s], recs or []), "records": str(records_path(out_dir, name, s)),
+                           "kept_from_an_earlier_run": True} for s, recs in done.items()}
+            lanes.append({"name": name, "tool": tool, "flags": flags, "server": None, "sets": results})
+            continue
         lane = dl.Lane(name, tool, "llamacpp", served_model=args.model)
         ns = argparse.Namespace(threads=args.threads, semif_flags=flags,
                                 typed_gguf_keep_alive=args.typed_gguf_keep_alive)
         with contextlib.ExitStack() as stack:
             if tool == "semif":
                 dl._start_semif(lane, args.model, ns, work, stack)
-            else:
-                dl._start_typed_gguf(lane, args.model, gguf, ns, work, stack)
+            else:  # its home holds a unix socket, whose path must stay short (108 bytes): a short folder of its own
+                home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tg-")))
+                dl._start_typed_gguf(lane, args.model, gguf, ns, home, stack)
             results = run_lane(lane, sets, out_dir, args.timeout, args.force)
         lanes.append({"name": name, "tool": tool, "flags": flags, "server": lane.info, "sets": results})
     report = make_report("single-request-peer", FORMAT, {s: SETS[s] for s in sets}, {

@@ -1,6 +1,7 @@
 """benchmarks/single_request_peer.py end to end on fake lanes: two System One servers on loopback (SemIf's service on
 the fake backend) asked one request per state through SemIf's System One client, judged by the same code, written
-as an enveloped report the site draws; nothing an earlier run wrote is overwritten without --force."""
+as an enveloped report the site draws; a lane whose records are all kept is judged again, not asked; nothing an earlier
+run wrote is overwritten without --force."""
 
 from __future__ import annotations
 
@@ -62,8 +63,28 @@ def test_a_run_on_fake_lanes_writes_a_report_the_site_draws(tmp_path, monkeypatc
     with pytest.raises(BuildError, match=r"lanes\[0\] needs 'name'"):
         draw("r", ReportFile(rel="r", slug="r", raw=b"", sha256="x", kind="single-request-peer",
                              obj={"lanes": [{"sets": {}}]}))
-    # a second run refuses to overwrite the report, and with --force replaces it and its records
+    # a second run refuses to overwrite the report; without the report, it judges the lanes' kept records again
     assert peer.main(["--model", "smollm2-135m", "--sets", "boundary", "--output", str(out)]) == 2
+    out.unlink()
+
+    def no_server(*_a: Any) -> None:
+        raise AssertionError("a lane whose records are all kept is not asked again")
+
+    monkeypatch.setattr(peer.dl, "_start_semif", no_server)
+    monkeypatch.setattr(peer.dl, "_start_typed_gguf", no_server)
+    assert peer.main(["--model", "smollm2-135m", "--sets", "boundary,single", "--output", str(out)]) == 0
+    again = json.loads(out.read_text())
+    assert all(s["kept_from_an_earlier_run"] for lane in again["lanes"] for s in lane["sets"].values())
+    assert again["lanes"][1]["sets"]["single"]["balanced_accuracy"] == doc["lanes"][1]["sets"]["single"][
+        "balanced_accuracy"]
+    part = out.with_suffix(".records") / "typed-gguf-boundary.jsonl"  # an interrupted lane's file is refused
+    part.write_text("".join(part.read_text().splitlines(keepends=True)[:5]))
+    out.unlink()
+    with pytest.raises(SystemExit, match=r"holds 5 records, not one per row of its set"):
+        peer.main(["--model", "smollm2-135m", "--sets", "boundary", "--output", str(out)])
+    # with --force every lane is asked again, its records replaced
+    monkeypatch.setattr(peer.dl, "_start_semif", _fake_start("semif"))
+    monkeypatch.setattr(peer.dl, "_start_typed_gguf", _fake_start("typed-gguf"))
     assert peer.main(["--model", "smollm2-135m", "--sets", "boundary", "--output", str(out), "--force"]) == 0
     assert len(list(read_records(out.with_suffix(".records") / "semif-default-boundary.jsonl"))) == 24
 
