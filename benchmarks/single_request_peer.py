@@ -67,9 +67,9 @@ def judge(rows: list[Decision], recs: list[dict[str, Any]]) -> dict[str, Any]:
     table.conf = np.array([choice_confidence(list(by_id[d.id]["probabilities"])) for d in rows])
     by_type: dict[str, Any] = {}
     for qtype in sorted({d.type or "choice" for d in rows}):
-        keep = np.array([(d.type or "choice") == qtype for d in rows])
+        keep = np.flatnonzero([(d.type or "choice") == qtype for d in rows])
         sub = metrics.subset(table, keep)
-        by_type[qtype] = {"rows": int(keep.sum()), "balanced_accuracy": metrics.family_balanced_accuracy(sub),
+        by_type[qtype] = {"rows": len(keep), "balanced_accuracy": metrics.family_balanced_accuracy(sub),
                           "accuracy": metrics.accuracy(sub), "correct": int(sub.correct.sum())}
     conf = confidence_summary(table)
     return {"rows": len(rows), "balanced_accuracy": metrics.family_balanced_accuracy(table),

@@ -141,9 +141,9 @@ def evaluate(rows: Sequence[Decision], recs: dict[str, dict[str, Any]]) -> dict[
         table.conf = np.array([choice_confidence(list(rec["probabilities"])) for rec in made])
         by_type: dict[str, Any] = {}
         for qtype in sorted({d.type or "choice" for d in rows}):
-            keep = np.array([(d.type or "choice") == qtype for d in rows])
+            keep = np.flatnonzero([(d.type or "choice") == qtype for d in rows])
             sub = metrics.subset(table, keep)
-            by_type[qtype] = {"rows": int(keep.sum()), "balanced_accuracy": metrics.family_balanced_accuracy(sub),
+            by_type[qtype] = {"rows": len(keep), "balanced_accuracy": metrics.family_balanced_accuracy(sub),
                               "accuracy": metrics.accuracy(sub)}
         conf = confidence_summary(table)
         out[name] = {"balanced_accuracy": metrics.family_balanced_accuracy(table),

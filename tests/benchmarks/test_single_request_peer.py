@@ -47,6 +47,8 @@ def test_a_run_on_fake_lanes_writes_a_report_the_site_draws(tmp_path, monkeypatc
     single = doc["lanes"][0]["sets"]["single"]
     assert single["rows"] == 181 and set(single["by_type"]) == {"choice", "score", "yesno"}
     assert sum(v["rows"] for v in single["by_type"].values()) == 181 and 0.0 <= single["balanced_accuracy"] <= 1.0
+    assert sum(v["correct"] for v in single["by_type"].values()) == single["correct"]  # each row in one type
+    assert all(v["correct"] <= v["rows"] for v in single["by_type"].values())
     # the same answers judged the same way: the two fake lanes agree exactly
     assert doc["lanes"][0]["sets"] == {k: {**v, "records": doc["lanes"][0]["sets"][k]["records"]}
                                        for k, v in doc["lanes"][0]["sets"].items()}
