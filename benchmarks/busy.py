@@ -62,6 +62,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.decision_latency import llama_cpp_lib_dir  # noqa: E402
 from scorer.core import threads as threading_policy  # noqa: E402
 from scorer.core.io import refuse_overwrite  # noqa: E402
 from scorer.core.machine import load_average  # noqa: E402
@@ -457,19 +458,6 @@ def serve_lane(lane: Lane, args: argparse.Namespace, work: Path) -> Iterator[Lan
         lane.pgids = [pid]
         lane.run = _systemone_run(base, args.model)
         yield lane
-
-
-def llama_cpp_lib_dir() -> Path:
-    """llama-cpp-python's bundled shared libraries (libllama.so, libggml*.so): typed-gguf's runtime here."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("llama-cpp-python is not installed in this environment")
-    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
-    if not (lib / "libllama.so").is_file():
-        raise RuntimeError(f"{lib} holds no libllama.so")
-    return lib
 
 
 @contextlib.contextmanager
