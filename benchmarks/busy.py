@@ -63,6 +63,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.decision_latency import llama_cpp_lib_dir  # noqa: E402
+from benchmarks.decision_latency import server_process as dl_server_process  # noqa: E402
 from scorer.core import threads as threading_policy  # noqa: E402
 from scorer.core.io import refuse_overwrite  # noqa: E402
 from scorer.core.machine import load_average  # noqa: E402
@@ -377,36 +378,11 @@ def worker_lane(lane: Lane, args: argparse.Namespace, work: Path) -> Iterator[La
 
 @contextlib.contextmanager
 def server_process(cmd: list[str], env: dict[str, str], health: str, log: Path) -> Iterator[tuple[int, float]]:
-    """Run a server (its own process group, output into ``log``) until the block ends; yields its pid and the
-    seconds until ``health`` answered 200."""
-    import httpx
-
-    t0 = time.perf_counter()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                cwd=ROOT, start_new_session=True)
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{cmd[0]} exited {proc.returncode} before it was ready; its log ({log}):\n"
-                                   f"{_tail(log)}")
-            if time.perf_counter() - t0 > READY_TIMEOUT_S:
-                raise RuntimeError(f"{cmd[0]} was not ready within {READY_TIMEOUT_S:.0f} s; its log ({log}):\n"
-                                   f"{_tail(log)}")
-            try:
-                if httpx.get(health, timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        yield proc.pid, round(time.perf_counter() - t0, 2)
-    finally:
-        _kill_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
-            proc.wait(timeout=30)
+    """:func:`benchmarks.decision_latency.server_process` (its own process group, output into ``log``, stopped when
+    the block ends), yielding the server's pid (its process group, which the load accounting reads) and its ready
+    seconds."""
+    with dl_server_process(cmd, env, health, log, READY_TIMEOUT_S) as (proc, ready):
+        yield proc.pid, ready
 
 
 def _systemone_run(base: str, model: str) -> Callable[[list[dict[str, Any]]], dict[str, Any]]:
