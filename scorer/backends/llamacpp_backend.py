@@ -7,17 +7,31 @@ cell 0, exactly as a fresh run does):
 * ``score_fresh`` (direct): the prompt in one sequence, logits at its last token only.
 * ``prefill``: the prefix decoded once, its state saved off the cache (``llama_state_seq_get_data``).
 * ``score_with_prefix`` (serial): the saved prefix restored into cells 0… (``…set_data``), the suffix
-  decoded after it. Same cell layout as a fresh run, so serial equals direct exactly (measured: 0.0).
+  decoded after it. Same cell layout as a fresh run.
 * ``extend`` (the radix prefix cache): a saved prefix restored into cells 0…, cut to its first ``keep``
   positions (``llama_memory_seq_rm``, which frees the cells after them, so the new tokens land in the cells a
   fresh run would give them), the new tokens decoded after it, the state saved again.
 * ``fan_out`` (shared, kernel ``llamacpp.seq-cp-batch``): per packed pass the prefix is restored once and
-  ``seq_cp``-ed to one branch per suffix (branches share the prefix's cells; no data is copied), then ALL
-  suffixes go through ONE ``llama_decode`` (each token tagged with its branch's sequence id and its
-  position), logits only at each branch's last token (at every token for ``--slots sequence``:
-  ``fan_out_logprobs``); every sequence is removed afterwards. Branches
-  after the first sit behind the other branches' cells, and llama.cpp's attention over that layout is
-  not bit-identical to a fresh run: the drift is measured (tests, ``semif compare``), never assumed 0.
+  ``seq_cp``-ed to one branch per suffix, each branch in its own KV stream (cells 0… of its own, as in a fresh
+  run), then ALL suffixes go through ONE ``llama_decode`` (each token tagged with its branch's sequence id and
+  its position), logits only at each branch's last token (at every token for ``--slots sequence``:
+  ``fan_out_logprobs``); every sequence is removed afterwards.
+
+Canonical computation (why direct = serial = shared to the last bit on the CPU). llama.cpp's logits for a token
+depend on how it was batched, not only on its context; measured on this project's GGUFs
+(``benchmarks/llamacpp_batch_probe.py``, data/results/llamacpp-batch-probe-*.json) and removed by three rules:
+
+1. **No weight repacking** (``use_extra_bufts = false``): the repacked Q4_K kernels multiply groups of four batch
+   rows by one kernel and the rest by another, so a token's numbers depended on where it fell in its batch.
+2. **One KV stream per sequence** (``kv_unified = false``): in a unified cache a branch's suffix sits behind the
+   other branches' cells and attention sums its terms in another order; in its own stream every branch has the
+   layout of a fresh run (the prefix is copied into it, not shared).
+3. **No decode of fewer than** :data:`MIN_PIECE` **tokens of one sequence**: the smallest batches take other
+   matrix kernels. A short suffix is decoded together with the last prefix tokens (cut back off the restored
+   prefix and decoded again), and a long prompt is split into pieces of at most ``n_ubatch`` whose last one
+   is never short. Generation (``decode_next``, one token at a time) is exempt: nothing compares it.
+
+The drift that is left is still measured (tests, ``semif drift``, the ``--exact`` probe), never assumed 0.
 * ``decode_start/next/end``: greedy generation in its own sequence.
 
 The context (KV cells, sequences, batch) is sized from the rows by :meth:`LlamaCppBackend.plan_memory`
@@ -59,11 +73,17 @@ from scorer.prompting.tokenizer import HFTokenizer, load_reference_tokenizer
 KERNEL = "llamacpp.seq-cp-batch"
 _CELL_ROUND = 256  # llama.cpp pads the KV cache to 256 cells anyway
 # Until a run plans the cache (plan_memory), room for a typical state and its criteria fanned out at once.
-_DEFAULT_CELLS = 4096
-_DEFAULT_SEQS = 64
+_DEFAULT_CELLS = 2048  # per stream
+_DEFAULT_SEQS = 8
 _DEFAULT_BATCH = 2048
 _MAX_BATCH = 8192  # longer inputs are decoded in successive n_batch pieces
 _N_UBATCH = 512  # fixed, so the physical batch split (and its numerics) does not depend on the plan
+MIN_PIECE = 8  # the fewest tokens of one sequence decoded together (canonical rule 3 of the module doc)
+REPACK_WEIGHTS = False  # canonical rule 1; llama.cpp's own default is True
+UNIFIED_KV = False  # canonical rule 2; a unified cache shares the prefix's cells between branches
+# Above this many KV cells in all streams together a pass is split into fewer branches (memory: ~29 kB per cell
+# for qwen2.5-1.5b's f16 K and V).
+_MAX_TOTAL_CELLS = 131072
 _GEN_HEADROOM = 1024  # cells kept free for generated tokens when decode_start has to size the cache
 _FLASH_ATTN_DISABLED = 0  # enum llama_flash_attn_type: -1 auto, 0 disabled, 1 enabled
 _GGML_TYPE_F16 = 1
@@ -82,6 +102,8 @@ class _PrefixState:
     """The sequence's saved state: its tokens' K/V in every layer."""
     n_past: int
     """Number of prefix tokens it holds."""
+    streams: int
+    """KV streams of the context it was saved from: llama.cpp restores a state only into as many."""
 
 
 @dataclass
@@ -92,6 +114,8 @@ class _Seq:
     """Sequence id in the KV cache."""
     n_past: int
     """Tokens it holds (positions 0..n_past-1)."""
+    tokens: list[int]
+    """Their ids (to decode the last ones again: canonical rule 3)."""
 
 
 def _gpu_layers(value: str, supported: bool) -> int:
@@ -109,6 +133,31 @@ def _gpu_layers(value: str, supported: bool) -> int:
 
 def _round_up(n: int, k: int) -> int:
     return max(k, -(-n // k) * k)
+
+
+def pass_width(part: list[list[int]]) -> int:
+    """How many tokens every branch of a packed pass decodes (canonical rule 3, and equal: :meth:`LlamaCppBackend.
+    _packed_batch`)."""
+    return max(MIN_PIECE, *(len(x) for x in part))
+
+
+def pad_to(ids: list[int], width: int) -> list[int]:
+    """``ids`` followed by copies of its last token up to ``width`` tokens. A pad token comes after every real one,
+    so causal attention keeps it out of their logits; it is only there to give the batch its canonical shape."""
+    return ids + [ids[-1]] * (width - len(ids))
+
+
+def pieces(n: int, size: int) -> list[int]:
+    """Sizes of the pieces ``n`` tokens of one sequence are decoded in: at most ``size`` each, none under
+    :data:`MIN_PIECE` unless ``n`` itself is (the last full piece gives the remainder what it lacks)."""
+    out = [size] * (n // size)
+    rest = n % size
+    if rest:
+        if rest < MIN_PIECE and out:
+            out[-1] -= MIN_PIECE - rest
+            rest = MIN_PIECE
+        out.append(rest)
+    return out
 
 
 class LlamaCppBackend(Backend):
@@ -157,6 +206,7 @@ class LlamaCppBackend(Backend):
         self._gpu_layers = _gpu_layers(cfg.llama_gpu_layers, self.gpu_offload_supported)
         mp = lib.llama_model_default_params()
         mp.n_gpu_layers = self._gpu_layers
+        mp.use_extra_bufts = REPACK_WEIGHTS
         mark = LLAMA_LOG.mark()
         t0 = time.perf_counter()
         self._model = lib.llama_model_load_from_file(str(path).encode(), mp)
@@ -218,7 +268,8 @@ class LlamaCppBackend(Backend):
         return buf.value.decode("utf-8", "replace") if n >= 0 else None
 
     def _make_context(self, cells: int, seqs: int, batch: int) -> None:
-        """(Re)create the context; only allowed while no sequence is live (their KV would be lost)."""
+        """(Re)create the context with ``cells`` KV cells for each of ``seqs`` sequences; only allowed while no
+        sequence is live (their KV would be lost)."""
         lib = self._lib
         if self._live:
             raise ModelError("llama.cpp context resize requested while prefixes/sessions are live")
@@ -226,12 +277,16 @@ class LlamaCppBackend(Backend):
             lib.llama_free(self._ctx)
             self._ctx = None
         cp = lib.llama_context_default_params()
-        cp.n_ctx = _round_up(cells, _CELL_ROUND)
         cp.n_seq_max = max(1, min(seqs, int(lib.llama_max_parallel_sequences())))
+        # a unified cache holds every sequence in one stream of n_ctx cells; otherwise each stream gets n_ctx/n_seq
+        cp.n_ctx = _round_up(cells, _CELL_ROUND) * (1 if UNIFIED_KV else cp.n_seq_max)
         cp.n_batch = max(batch, 1)
-        cp.n_ubatch = min(_N_UBATCH, cp.n_batch)
+        # A packed pass goes through as one physical batch (llama.cpp would split it into batches of as many tokens
+        # of each stream, cutting branches into short pieces: rule 3); one sequence's tokens are cut into pieces
+        # of at most _N_UBATCH by _decode itself.
+        cp.n_ubatch = cp.n_batch
         cp.n_threads = cp.n_threads_batch = self.threads
-        cp.kv_unified = True  # all branches share the prefix's cells (seq_cp copies no data)
+        cp.kv_unified = UNIFIED_KV
         # Measured on SmolLM2 Q4_1 (CPU): with flash attention ("auto" turns it on) a prompt scored as
         # prefix + 1-token suffix differs from the same prompt scored fresh by up to 0.6 in a logit; without
         # it the two paths agree exactly. Direct = serial = shared matters more here than FA's speed.
@@ -249,8 +304,11 @@ class LlamaCppBackend(Backend):
             "kv_cells": int(lib.llama_n_ctx(ctx)), "n_seq_max": int(lib.llama_n_seq_max(ctx)),
             "n_batch": int(lib.llama_n_batch(ctx)), "n_ubatch": int(lib.llama_n_ubatch(ctx)),
             "n_threads": int(lib.llama_n_threads(ctx)), "n_threads_batch": int(lib.llama_n_threads_batch(ctx)),
-            "kv_unified": True, "flash_attn": flash[-1] if flash else None, "type_k": "f16", "type_v": "f16",
+            "kv_unified": UNIFIED_KV, "flash_attn": flash[-1] if flash else None, "type_k": "f16", "type_v": "f16",
+            "weight_repack": REPACK_WEIGHTS, "min_piece": MIN_PIECE,
         }
+        n_seq = self._ctx_info["n_seq_max"]
+        self._stream_cells = self._ctx_info["kv_cells"] // (1 if UNIFIED_KV else n_seq)
         self._free = list(range(self._ctx_info["n_seq_max"] - 1, -1, -1))
 
     def plan_memory(self, need: dict[str, int]) -> None:
@@ -259,39 +317,48 @@ class LlamaCppBackend(Backend):
         Prefixes are held as saved states, not in the cache, so the cache only ever holds one prompt
         (direct, serial) or one prefix and one packed pass of branches (shared), or one held state being cut or
         extended (``longest_held``: a radix cache's longest, from an earlier run, restored to build a shorter one).
+        Each sequence has a stream of its own (unless :data:`UNIFIED_KV`): ``cells`` is what one stream holds.
         """
         mode = need["mode"]
+        # a pass's branches each decode as many tokens as its longest and at least MIN_PIECE (rule 3)
+        widened = max(need["pass_rectangle"], MIN_PIECE * need["pass_branches"])
         if need.get("sequence"):  # --slots sequence: a prompt's state (or a held one) and its options' pass
-            cells, seqs = max(need["pass_cells"], need["longest_prompt"]), need["pass_branches"] + 1
-            batch = max(need["longest_prompt"], need["pass_tokens"])
+            cells, seqs = max(need["longest_branch"], need["longest_prompt"]), need["pass_branches"] + 1
+            batch = max(need["longest_prompt"], widened)
         elif mode == "shared":
-            cells, seqs = need["pass_cells"], need["pass_branches"] + 1
-            batch = max(need["longest_prefix"], need["pass_tokens"])
+            cells, seqs = need["longest_branch"], need["pass_branches"] + 1
+            batch = max(need["longest_prefix"], widened)
         else:
             cells, seqs, batch = need["longest_prompt"], 1, need["longest_prompt"]
-        cells = max(cells, need.get("longest_held", 0))
+        cells = max(cells, need.get("longest_held", 0)) + MIN_PIECE  # + the pads of a short decode (rule 3)
+        if UNIFIED_KV:
+            cells = max(cells, need["pass_cells"])
         self._resize(cells, seqs, batch)
         self._plan = {"mode": mode, "cells": cells, "sequences": seqs, "batch": batch}
 
     def _resize(self, cells: int, seqs: int, batch: int) -> None:
         cells = _round_up(max(1, cells), _CELL_ROUND)
         seqs = max(1, min(seqs, int(self._lib.llama_max_parallel_sequences())))
+        if not UNIFIED_KV:  # fewer branches per pass rather than more memory than the cap
+            seqs = max(2, min(seqs, _MAX_TOTAL_CELLS // cells))
         batch = _round_up(min(max(1, batch), _MAX_BATCH), _N_UBATCH)
         cur = self._ctx_info
-        if (cur["kv_cells"], cur["n_seq_max"], cur["n_batch"]) != (cells, seqs, batch):
+        if (self._stream_cells, cur["n_seq_max"], cur["n_batch"]) != (cells, seqs, batch):
             self._make_context(cells, seqs, batch)
 
-    def _ensure(self, cells: int, seqs: int) -> None:
-        """Grow the context for a call no plan covered (possible only while no generation session is live)."""
+    def _ensure(self, cells: int, seqs: int, batch: int = 0) -> None:
+        """Grow the context for a call no plan covered (possible only while no generation session is live):
+        ``seqs`` sequences, the longest holding ``cells`` tokens, ``batch`` tokens decoded at once."""
         cur = self._ctx_info
-        held = sum(s.n_past for s in self._live.values())
-        if held + cells <= cur["kv_cells"] and seqs <= len(self._free):
+        cells += MIN_PIECE  # room for the pads of a short decode (rule 3)
+        held = sum(s.n_past for s in self._live.values()) if UNIFIED_KV else 0
+        if held + cells <= self._stream_cells and seqs <= len(self._free) and batch <= cur["n_batch"]:
             return
         if self._live:
-            raise ModelError(f"the llama.cpp KV cache holds {cur['kv_cells']} cells and {cur['n_seq_max']} sequences; "
-                             f"this call needs {held + cells} cells and {len(self._live) + seqs} sequences while a "
-                             "generation session is live")
-        self._resize(max(cur["kv_cells"], cells), max(cur["n_seq_max"], seqs), max(cur["n_batch"], cells))
+            raise ModelError(f"the llama.cpp KV cache holds {self._stream_cells} cells per sequence and "
+                             f"{cur['n_seq_max']} sequences; this call needs {held + cells} cells and "
+                             f"{len(self._live) + seqs} sequences while a generation session is live")
+        self._resize(max(self._stream_cells, cells), max(cur["n_seq_max"], seqs), max(cur["n_batch"], cells, batch))
 
     def _idle_reset(self) -> None:
         """With nothing live, clear the cache so the next tokens land in cells 0, 1, … as in a fresh run.
@@ -303,10 +370,11 @@ class LlamaCppBackend(Backend):
         if not self._live:
             self._lib.llama_memory_clear(self._mem, False)
 
-    def _take(self, n_past: int = 0) -> _Seq:
+    def _take(self, tokens: Sequence[int] = ()) -> _Seq:
+        """A free sequence, said to hold ``tokens`` (the caller puts their KV there)."""
         if not self._free:
             raise ModelError(f"no free llama.cpp sequence (n_seq_max {self._ctx_info['n_seq_max']})")
-        s = _Seq(self._free.pop(), n_past)
+        s = _Seq(self._free.pop(), len(tokens), list(tokens))
         self._live[s.seq] = s
         return s
 
@@ -324,9 +392,20 @@ class LlamaCppBackend(Backend):
             raise ModelError(f"llama.cpp saved {got} of {size} bytes of a prefix state")
         return bytes(buf)
 
-    def _restore(self, state: _PrefixState) -> _Seq:
-        """Load a saved prefix into a new sequence (cells 0… when nothing else is live)."""
-        s = self._take(state.n_past)
+    def _restore(self, prefix: Prefix) -> _Seq:
+        """Load a saved prefix into a new sequence (cells 0… of its stream). A state saved under another number of
+        streams (the context was resized since) is decoded again from its tokens, the same way, and kept."""
+        state = self._state(prefix)
+        if state.streams != self._ctx_info["n_seq_max"]:
+            s = self._take()
+            try:
+                self._run(s, prefix.ids, logits=False)
+                prefix.handle = _PrefixState(self._save(s), s.n_past, self._ctx_info["n_seq_max"])
+            except BaseException:
+                self._drop(s)
+                raise
+            return s
+        s = self._take(prefix.ids)
         buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
         if int(self._lib.llama_state_seq_set_data(self._ctx, buf, len(state.data), s.seq)) == 0:
             self._drop(s)
@@ -334,14 +413,19 @@ class LlamaCppBackend(Backend):
         return s
 
     def _decode(self, tokens: list[int], pos: list[int], seqs: list[int], want: list[int]) -> list[np.ndarray]:
-        """One logical batch (split into ``n_batch`` pieces if needed); logits of the ``want`` indices, in order."""
+        """One logical batch; logits of the ``want`` indices, in order. One sequence's tokens go in pieces of
+        at most ``n_ubatch`` of which none is short (:func:`pieces`); a packed pass of several in ``n_batch``
+        pieces."""
         lib = self._lib
         n_vocab = self._vocab.n_vocab
         wanted = set(want)
         out: dict[int, np.ndarray] = {}
-        step = self._ctx_info["n_batch"]
-        for start in range(0, len(tokens), step):
-            end = min(start + step, len(tokens))
+        if len(set(seqs)) == 1:
+            sizes = pieces(len(tokens), _N_UBATCH)
+        else:
+            step = self._ctx_info["n_batch"]
+            sizes = [min(step, len(tokens) - a) for a in range(0, len(tokens), step)]
+        for start, end in itertools.pairwise(np.cumsum([0, *sizes]).tolist()):
             n = end - start
             batch = lib.llama_batch_init(n, 0, 1)
             try:
@@ -367,12 +451,24 @@ class LlamaCppBackend(Backend):
                 lib.llama_batch_free(batch)
         return [out[i] for i in want]
 
-    def _run(self, s: _Seq, ids: list[int], logits: bool) -> np.ndarray | None:
-        """Append ``ids`` to sequence ``s``; logits of the last one if asked."""
+    def _run(self, s: _Seq, ids: list[int], logits: bool, canonical: bool = True) -> np.ndarray | None:
+        """Append ``ids`` to sequence ``s``; logits of the last one if asked. ``canonical``: fewer than
+        :data:`MIN_PIECE` tokens are decoded with pad tokens after them (rule 3), whose cells are freed again."""
+        ids = list(ids)
         n = len(ids)
-        got = self._decode(list(ids), list(range(s.n_past, s.n_past + n)), [s.seq] * n, [n - 1] if logits else [])
+        batch = pad_to(ids, MIN_PIECE) if canonical else ids
+        got = self._decode(batch, list(range(s.n_past, s.n_past + len(batch))), [s.seq] * len(batch),
+                           [n - 1] if logits else [])
+        if len(batch) > n:
+            self._cut(s, s.n_past + n)
         s.n_past += n
+        s.tokens += ids
         return got[0] if logits else None
+
+    def _cut(self, s: _Seq, keep: int) -> None:
+        """Free every cell of ``s`` from position ``keep`` on."""
+        if not self._lib.llama_memory_seq_rm(self._mem, s.seq, keep, -1):
+            raise ModelError(f"llama.cpp could not cut a sequence back to its first {keep} positions")
 
     def _free_resources(self) -> None:
         """Free the context and the model (:meth:`close`; also done when the object is collected)."""
@@ -429,19 +525,17 @@ class LlamaCppBackend(Backend):
     def _saved_prefix(self, base: Prefix | None, keep: int, ids: list[int]) -> Prefix:
         """A new saved prefix: the first ``keep`` positions of ``base`` (none without one), then ``ids`` decoded
         after them; the cache is left empty."""
-        state = None if base is None else self._state(base)
-        self._ensure(max(keep + len(ids), 0 if state is None else state.n_past), 1)
+        self._ensure(max(keep + len(ids), 0 if base is None else len(base.ids)), 1)
         t0 = time.perf_counter()
         self._idle_reset()
-        s = self._take() if state is None else self._restore(state)
+        s = self._take() if base is None else self._restore(base)
         try:
             if keep < s.n_past:
-                if not self._lib.llama_memory_seq_rm(self._mem, s.seq, keep, -1):
-                    raise ModelError(f"llama.cpp could not cut a saved prefix to its first {keep} positions")
-                s.n_past = keep
+                self._cut(s, keep)
+                s.n_past, s.tokens = keep, s.tokens[:keep]
             if ids:
                 self._run(s, ids, logits=False)
-            saved = _PrefixState(self._save(s), s.n_past)
+            saved = _PrefixState(self._save(s), s.n_past, self._ctx_info["n_seq_max"])
         finally:
             self._drop(s)
         head = [] if base is None else base.ids[:keep]
@@ -455,11 +549,10 @@ class LlamaCppBackend(Backend):
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
                            ) -> tuple[np.ndarray, float]:
         """Serial: restore the saved prefix into cells 0…, decode the suffix after it, drop the sequence."""
-        state = self._state(prefix)
-        self._ensure(state.n_past + len(suffix), 1)
+        self._ensure(len(prefix.ids) + len(suffix), 1)
         t0 = time.perf_counter()
         self._idle_reset()
-        s = self._restore(state)
+        s = self._restore(prefix)
         copy_s = time.perf_counter() - t0
         try:
             out = self._run(s, suffix, logits=True)
@@ -469,18 +562,23 @@ class LlamaCppBackend(Backend):
         return out, copy_s
 
     def _max_branches(self) -> int:
-        return int(self._lib.llama_max_parallel_sequences()) - 1  # one more sequence holds the restored prefix
+        seqs = int(self._lib.llama_max_parallel_sequences())
+        if not UNIFIED_KV:  # every branch holds its own copy of the prefix: as many as fit under the memory cap
+            seqs = max(2, min(seqs, _MAX_TOTAL_CELLS // self._stream_cells))
+        return seqs - 1  # one more sequence holds the restored prefix
 
     def _branch(self, prefix: Prefix, part: list[list[int]]) -> list[_Seq]:
-        """Shared: restore the prefix once and ``seq_cp`` it to one branch per suffix (the branches share the
-        prefix's cells; no data is copied). Returns the prefix's sequence, then the branches."""
-        state = self._state(prefix)
-        self._ensure(state.n_past + sum(len(x) for x in part), len(part) + 1)
+        """Shared: restore the prefix once and ``seq_cp`` it to one branch per suffix (each in its own stream, so
+        the prefix is copied; in a unified cache the branches would share its cells). Returns the prefix's
+        sequence, then the branches."""
+        width = pass_width(part)
+        self._ensure(len(prefix.ids) + (len(part) * width if UNIFIED_KV else width), len(part) + 1,
+                     batch=len(part) * width)
         self._idle_reset()
-        seqs = [self._restore(state)]
+        seqs = [self._restore(prefix)]
         try:
             for _ in part:
-                b = self._take(state.n_past)
+                b = self._take(prefix.ids)
                 self._lib.llama_memory_seq_cp(self._mem, seqs[0].seq, b.seq, -1, -1)
                 seqs.append(b)
         except BaseException:
@@ -492,28 +590,35 @@ class LlamaCppBackend(Backend):
               wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
         """Every suffix in ONE batch (each token tagged with its branch's sequence and position), logits at
         each branch's last token only."""
-        tokens, pos, seqs = self._packed_batch(branched, part)
-        return self._decode(tokens, pos, seqs, [int(e) - 1 for e in np.cumsum([len(s) for s in part])])
+        tokens, pos, seqs, ends = self._packed_batch(branched, part)
+        return self._decode(tokens, pos, seqs, [e - 1 for e in ends])
 
     def _pass_all(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]]) -> list[np.ndarray]:
         """The batch of :meth:`_pass`, logits at every suffix token (``--slots sequence``)."""
-        tokens, pos, seqs = self._packed_batch(branched, part)
-        rows = self._decode(tokens, pos, seqs, list(range(len(tokens))))
+        tokens, pos, seqs, ends = self._packed_batch(branched, part)
+        want = [i for e, suf in zip(ends, part, strict=True) for i in range(e - len(suf), e)]
+        rows = self._decode(tokens, pos, seqs, want)
         starts = np.cumsum([0, *(len(s) for s in part)])
         return [np.stack(rows[a:b]) for a, b in itertools.pairwise(starts)]
 
-    def _packed_batch(self, branched: list[_Seq], part: list[list[int]]) -> tuple[list[int], list[int], list[int]]:
-        """The tokens of a packed pass, each one's position (restarting after the prefix for every suffix) and
-        sequence (its branch's)."""
-        p = branched[0].n_past
+    def _packed_batch(self, branched: list[_Seq], part: list[list[int]]
+                      ) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The tokens of a packed pass, each one's position (continuing its branch) and sequence (its branch's),
+        and where each branch's suffix ends in it. Every branch decodes as many tokens as the longest suffix, and at
+        least :data:`MIN_PIECE`, padded after its suffix (:func:`pad_to`): llama.cpp splits a pass over several
+        streams into batches of as many tokens of each, and a branch whose last tokens went into a batch of their
+        own would be computed differently (rule 3)."""
         tokens: list[int] = []
         pos: list[int] = []
         seqs: list[int] = []
+        ends: list[int] = []
+        width = pass_width(part)
         for b, suf in zip(branched[1:], part, strict=True):
-            tokens += suf
-            pos += range(p, p + len(suf))
-            seqs += [b.seq] * len(suf)
-        return tokens, pos, seqs
+            ends.append(len(tokens) + len(suf))
+            tokens += pad_to(list(suf), width)
+            pos += range(b.n_past, b.n_past + width)
+            seqs += [b.seq] * width
+        return tokens, pos, seqs, ends
 
     def _unbranch(self, branched: list[_Seq]) -> None:
         for s in [*branched[1:], branched[0]]:  # the prefix's sequence last: it is the next one taken
@@ -532,7 +637,7 @@ class LlamaCppBackend(Backend):
         return s, out
 
     def decode_next(self, session: Any, token_id: int) -> np.ndarray:
-        out = self._run(session, [int(token_id)], logits=True)
+        out = self._run(session, [int(token_id)], logits=True, canonical=False)
         assert out is not None
         return out
 

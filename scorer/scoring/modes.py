@@ -203,7 +203,8 @@ def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MA
     """The most a run of ``mode`` over ``items`` puts through a backend at once, for backends that size a
     fixed state up front (llama.cpp's KV cache): the longest prompt, prefix and suffix, how many distinct
     prefixes a serial run may keep (a radix cache holds them off the KV cache, within its budget), and the
-    largest packed pass (prefix + suffix tokens, suffixes, suffix tokens)."""
+    largest packed pass (prefix + suffix tokens, suffixes, suffix tokens), its longest branch (prefix + longest
+    suffix) and rectangle (suffixes × longest suffix)."""
     groups: OrderedDict[str, list[Item]] = OrderedDict()
     for it in items:
         groups.setdefault(sha256_tokens(it.prefix), []).append(it)
@@ -212,7 +213,8 @@ def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MA
         "longest_prefix": max(len(it.prefix) for it in items),
         "longest_suffix": max(len(it.prompt.ids) - len(it.prefix) for it in items),
         "held_prefixes": len(groups) if mode == "serial" else 0,
-        "pass_cells": 0, "pass_branches": 0, "pass_tokens": 0,
+        "pass_cells": 0, "pass_branches": 0, "pass_tokens": 0, "longest_branch": 0,
+        "pass_rectangle": 0,
     }
     if any(it.prompt.continuations for it in items):  # --slots sequence: every row's options pass, in every mode
         need.update(pass_need([it.prompt for it in items], max_batch_tokens))
@@ -222,6 +224,8 @@ def memory_need(items: list[Item], mode: str, max_batch_tokens: int = DEFAULT_MA
             for chunk in pack_chunks([it.prompt.ids[p:] for it in g], max_batch_tokens):
                 n = sum(len(x) for x in chunk)
                 need["pass_cells"] = max(need["pass_cells"], p + n)
+                need["longest_branch"] = max(need["longest_branch"], p + max(len(x) for x in chunk))
+                need["pass_rectangle"] = max(need["pass_rectangle"], len(chunk) * max(len(x) for x in chunk))
                 need["pass_branches"] = max(need["pass_branches"], len(chunk))
                 need["pass_tokens"] = max(need["pass_tokens"], n)
     return need

@@ -99,13 +99,17 @@ def check_sequence_options(permute: int, exact: object | None, route: object | N
 
 def pass_need(prompts: list[Prompt], max_batch_tokens: int) -> dict[str, Any]:
     """The largest packed pass of any row's options (for :func:`scorer.scoring.modes.memory_need`): ``pass_cells`` (the
-    forked state and the pass's tokens), ``pass_branches``, ``pass_tokens``, and ``sequence: True``."""
-    need: dict[str, Any] = {"pass_cells": 0, "pass_branches": 0, "pass_tokens": 0, "sequence": True}
+    forked state and the pass's tokens), ``longest_branch`` (the state and one option's tokens), ``pass_branches``,
+    ``pass_tokens``, ``pass_rectangle`` (options × longest option) and ``sequence: True``."""
+    need: dict[str, Any] = {"pass_cells": 0, "pass_branches": 0, "pass_tokens": 0, "longest_branch": 0,
+                            "pass_rectangle": 0, "sequence": True}
     for prompt in prompts:
         suffixes, _ = option_passes(prompt)
         for chunk in pack_chunks(suffixes, max_batch_tokens):
             n = sum(len(s) for s in chunk)
             need["pass_cells"] = max(need["pass_cells"], len(prompt.ids) - 1 + n)
+            need["longest_branch"] = max(need["longest_branch"], len(prompt.ids) - 1 + max(len(s) for s in chunk))
+            need["pass_rectangle"] = max(need["pass_rectangle"], len(chunk) * max(len(s) for s in chunk))
             need["pass_branches"] = max(need["pass_branches"], len(chunk))
             need["pass_tokens"] = max(need["pass_tokens"], n)
     return need

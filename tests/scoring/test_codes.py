@@ -164,7 +164,7 @@ REAL_ROWS = [Decision("r1", "I was charged twice for my order, please give me my
                       "Which department should handle this message?", REAL_MANY, {}, "mem:1"),
              Decision("r2", "The parcel arrived but the mug inside was broken.",
                       "Which department should handle this message?", REAL_MANY, {}, "mem:2")]
-CODES_TOL = {"torch": 1e-4, "llamacpp": 0.2}
+CODES_TOL = {"torch": 1e-4, "llamacpp": 0.0}
 """Largest |Δ| between a record's token log-probability and the fresh full-sequence one: the sequence readout's
 bounds (tests/scoring/test_sequence.py SEQ_TOL, measured there), which this readout shares."""
 
