@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Which llama.cpp setting makes the answer-position logits depend on the batch's shape: the same rows scored fresh
 (direct: one prompt per pass), with prefix reuse (serial) and packed (shared: many suffixes in one pass), under each
-variant of the backend's settings, and the largest |Δp| and |Δlogit| of each fast mode against direct.
+variant of the backend's canonical rules (:mod:`scorer.backends.llamacpp_backend`), and the largest |Δp| and
+|Δlogit| of each fast mode against direct.
 
 Variants (each a fresh load of the same GGUF; nothing else changes):
 
-* ``default`` — the backend as it ships (llama.cpp's CPU weight repacking on: ``use_extra_bufts``, which lays Q4_K
-  and friends out for its gemm kernels on AVX2/AVX-512, whose accumulation order differs from the one-row gemv path);
-* ``no-repack`` — ``llama_model_params.use_extra_bufts = false``: the weights stay in the GGUF's layout and every
-  matrix product goes through the same per-row dot products whatever the batch.
+* ``canonical`` — the backend as it ships: no weight repacking, one KV stream per sequence, no decode of fewer than
+  ``MIN_PIECE`` tokens of a sequence (short ones padded after their last token, packed branches to the pass's longest);
+* ``repack`` — rule 1 off: llama.cpp's CPU weight repacking (``use_extra_bufts``: Q4_K and friends laid out for its
+  gemm kernels, which multiply groups of four batch rows one way and the rest another);
+* ``unified`` — rule 2 off: one KV stream shared by every branch (a branch's suffix sits behind the other branches'
+  cells);
+* ``short-pieces`` — rule 3 off: suffixes decoded as they are, however short;
+* ``before`` — all three off (packed branches are still padded to the pass's longest): the backend before the rules.
 
     PYTHONPATH=. .venv/bin/python benchmarks/llamacpp_batch_probe.py --model qwen2.5-0.5b \\
-        --input data/eval/authored.jsonl --rows 0:40 --output data/results/llamacpp-batch-probe-qwen2.5-0.5b.json
+        --input data/workloads/shape-small.jsonl --output data/results/llamacpp-batch-probe-qwen2.5-0.5b.json
 
 Writes one report (the common envelope, kind ``llamacpp-batch-probe``); progress on stderr.
 """
@@ -38,31 +43,32 @@ from scorer.formats.envelope import make_report, write_report  # noqa: E402
 from scorer.formats.rows import load_decisions  # noqa: E402
 from scorer.scoring.drift import compare, parse_rows, run_mode  # noqa: E402
 
-FORMAT = "semif-llamacpp-batch-probe-v1"
-VARIANTS = ("default", "no-repack")
+FORMAT = "semif-llamacpp-batch-probe-v2"
+# each variant: the backend module's settings it changes
+SETTINGS: dict[str, dict[str, Any]] = {
+    "canonical": {},
+    "repack": {"REPACK_WEIGHTS": True},
+    "unified": {"UNIFIED_KV": True},
+    "short-pieces": {"MIN_PIECE": 1},
+    "before": {"REPACK_WEIGHTS": True, "UNIFIED_KV": True, "MIN_PIECE": 1},
+}
+VARIANTS = tuple(SETTINGS)
 
 
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[dict[str, Any]]:
-    """The model parameters of ``name`` applied to every llama.cpp model loaded inside the block."""
-    import llama_cpp
+    """The backend's canonical rules as ``name`` sets them, for every llama.cpp backend loaded inside the block."""
+    from scorer.backends import llamacpp_backend as module
 
-    real = llama_cpp.llama_model_default_params
-    settings: dict[str, Any] = {}
-    if name == "no-repack":
-        settings["use_extra_bufts"] = False
-
-    def params() -> Any:
-        mp = real()
-        for k, v in settings.items():
-            setattr(mp, k, v)
-        return mp
-
-    llama_cpp.llama_model_default_params = params
+    settings = SETTINGS[name]
+    saved = {k: getattr(module, k) for k in settings}
+    for k, v in settings.items():
+        setattr(module, k, v)
     try:
-        yield settings
+        yield dict(settings)
     finally:
-        llama_cpp.llama_model_default_params = real
+        for k, v in saved.items():
+            setattr(module, k, v)
 
 
 def max_logit_delta(fresh: list[dict[str, Any]], fast: list[dict[str, Any]]) -> float:
@@ -74,7 +80,7 @@ def max_logit_delta(fresh: list[dict[str, Any]], fast: list[dict[str, Any]]) -> 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="qwen2.5-0.5b")
-    ap.add_argument("--input", default=str(ROOT / "data" / "eval" / "authored.jsonl"))
+    ap.add_argument("--input", default=str(ROOT / "data" / "workloads" / "shape-small.jsonl"))
     ap.add_argument("--rows", default=None, help="START:END slice of the input")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
     ap.add_argument("--max-batch-tokens", type=int, default=DEFAULT_MAX_BATCH_TOKENS)

@@ -1,30 +1,24 @@
-"""``semif route`` (the two-path margin policy judged on two runs) and ``semif route-score`` (run live)."""
+"""``semif route``: the two-path margin policy judged on two finished runs (live routing is ``semif score --fast SPEC
+--accurate SPEC --escalate-below M``, :mod:`scorer.scoring.routing`)."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from scorer.backends.registry import BACKENDS
 from scorer.cli.arguments import (
-    add_layout_args,
-    add_mode_arg,
     add_report_args,
-    choice,
-    layout_options,
     positive_int,
-    threads_arg,
 )
 from scorer.core.errors import InputError
 from scorer.evaluation.route_report import DEFAULT_THRESHOLDS
 
 
 def register(sub: Any) -> None:
-    """Add ``semif route`` and ``semif route-score``."""
+    """Add ``semif route``."""
     p = sub.add_parser("route", help="two-path routing: fast path, escalate low-margin decisions to the reference")
     p.add_argument("--fast", required=True, help="records of the fast path")
     p.add_argument("--reference", required=True, help="records of the reference (accurate) path on the same rows")
@@ -39,23 +33,6 @@ def register(sub: Any) -> None:
     add_report_args(p)
     p.set_defaults(func=_cmd_route)
 
-    p = sub.add_parser("route-score", help="score rows with the two-path policy: fast path first, rows with "
-                                           "margin below --margin re-scored on the reference path")
-    p.add_argument("--input", required=True, help="decisions, one JSON object per line")
-    p.add_argument("--output", required=True, help="routed records (JSONL); never overwritten")
-    p.add_argument("--margin", type=float, required=True, help="escalate decisions whose fast margin is below this")
-    p.add_argument("--fast-model", required=True, help="the fast path's model: registry key, .gguf, HF name or folder")
-    p.add_argument("--fast-backend", type=choice(BACKENDS), choices=BACKENDS, default="llamacpp",
-                   help="the fast path's backend (default llamacpp)")
-    add_mode_arg(p, "direct", "--fast-mode", help="the fast path's scoring mode (default direct)")
-    p.add_argument("--reference-model", required=True,
-                   help="the reference path's model: registry key, .gguf, HF name or folder")
-    p.add_argument("--reference-backend", type=choice(BACKENDS), choices=BACKENDS, default="torch",
-                   help="the reference path's backend (default torch)")
-    p.add_argument("--threads", type=threads_arg, metavar="N|auto",
-                   help="CPU threads for both backends: N >= 1 or auto (the cores free when each loads)")
-    add_layout_args(p)
-    p.set_defaults(func=_cmd_route_score)
 
 
 def _cmd_route(args: argparse.Namespace) -> int:
@@ -114,43 +91,4 @@ def _cmd_route(args: argparse.Namespace) -> int:
         write_atomic(out, b"".join(dumps_record(r) for r in recs))
         print(f"[semif] wrote {len(recs)} routed records (margin < {args.apply:g} escalated) to {out}",
               file=sys.stderr)
-    return 0
-
-
-def _cmd_route_score(args: argparse.Namespace) -> int:
-    from scorer import __version__
-    from scorer.backends import BackendConfig, load_backend
-    from scorer.core.hashing import sha256_file
-    from scorer.core.io import check_writable, write_atomic
-    from scorer.formats.records import dumps_record
-    from scorer.formats.rows import load_decisions
-    from scorer.scoring.options import config_sha256, resolve_layout
-    from scorer.scoring.routing import route_live
-
-    inp, out = Path(args.input), Path(args.output)
-    decisions = load_decisions(inp)
-    layout, demos = layout_options(args)  # a bad demonstrations file is refused before any model loads
-    check_writable(out)
-    if not (math.isfinite(args.margin) and args.margin >= 0):
-        raise InputError("--margin", None, None, f"{args.margin!r}", "a number >= 0")
-    fast = load_backend(BackendConfig(model=args.fast_model, backend=args.fast_backend, threads=args.threads))
-    ref = load_backend(BackendConfig(model=args.reference_model, backend=args.reference_backend,
-                                     threads=args.threads))
-    parts = {"input_sha256": sha256_file(inp), "semif": __version__, "route": {"margin": args.margin},
-             "fast": fast.model_info().get("key"), "fast_backend": args.fast_backend, "fast_mode": args.fast_mode,
-             "reference": ref.model_info().get("key"), "reference_backend": args.reference_backend}
-    layout, picked = resolve_layout(fast, decisions, layout, demos)  # auto: chosen on the path every row takes
-    if picked is not None:
-        print(f"[semif] {picked.describe()}", file=sys.stderr)
-    if layout != "state-major":
-        parts["layout"] = layout
-    if demos is not None:
-        parts["demos"] = demos.config()
-    run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3), "resumed_from": 0}
-    recs = route_live(decisions, fast, ref, args.margin, run, args.fast_mode, layout=layout, demos=demos)
-    write_atomic(out, b"".join(dumps_record(r) for r in recs))
-    n_esc = sum(r["escalated"] for r in recs)
-    total = sum(r["timing"]["total_s"] for r in recs)
-    print(f"[semif] wrote {out}: {len(recs)} decisions, {n_esc} escalated (margin < {args.margin:g}), "
-          f"{total:.1f} s", file=sys.stderr)
     return 0

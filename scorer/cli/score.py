@@ -139,8 +139,7 @@ def _route_policy(args: argparse.Namespace) -> tuple[Any, Any, str | None] | Non
                          "together")
     for flag, on in (("--engine ray", args.engine == "ray"), ("--batch-calibrate", bool(args.batch_calibrate)),
                      ("--calibration", args.calibration is not None), ("--permute", args.permute > 1),
-                     ("--temperature", args.temperature is not None), ("--slots", args.slots != "letters"),
-                     ("--demos", args.demos is not None), (f"--layout {args.layout}", args.layout != "state-major")):
+                     ("--temperature", args.temperature is not None), ("--slots", args.slots != "letters")):
         if on:
             raise InputError(flag, None, None, "given with live routing",
                              "per-engine calibration in the SPECs (calibration=FILE); no --permute/--temperature; "
@@ -153,10 +152,11 @@ def _route_policy(args: argparse.Namespace) -> tuple[Any, Any, str | None] | Non
     cal_f = load_calibration(fast_cal) if fast_cal else None  # bad files refused before any model loads
     cal_a = load_calibration(acc_cal) if acc_cal else None
 
-    def make(accurate: Any) -> Any:
+    def make(accurate: Any, demos: Any) -> Any:
         from scorer.scoring.routing import RoutePolicy
 
-        return RoutePolicy(accurate, threshold, acc_mode or "direct", cal_f, cal_a, args.max_batch_tokens, source)
+        return RoutePolicy(accurate, threshold, acc_mode or "direct", cal_f, cal_a, args.max_batch_tokens, source,
+                           demos)
 
     return (fast_cfg, acc_cfg), make, fast_mode
 
@@ -409,7 +409,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
                     (fast_cfg, acc_cfg), make, _ = routing
                     backend = cli.load_backend(fast_cfg)
-                    policy = make(cli.load_backend(acc_cfg))
+                    policy = make(cli.load_backend(acc_cfg), demos)
                     run_score(decisions, backend, sink, replace(cfg, route=policy),
                               on_record=lambda _r: bar.update(1), on_start=start)
                     print(f"[semif] routing: {policy.escalated} decisions escalated to the accurate engine "

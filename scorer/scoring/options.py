@@ -267,9 +267,6 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
         if slots != "letters":
             raise ValidationError(f"live routing (--fast/--accurate) reads the letters; it does not take --slots "
                                   f"{slots}")
-        if layout != STATE_MAJOR or demos is not None:
-            raise ValidationError("live routing (--fast/--accurate) renders the state-major layout without "
-                                  "demonstrations (no --layout question-major, no --demos)")
         if permute > 1 or calibration is not None or temperature is not None:
             raise ValidationError("live routing (--fast/--accurate) takes its calibrations in the SPECs "
                                   "(calibration=FILE) and does not combine with --permute, --temperature or "

@@ -26,8 +26,8 @@ from scorer.calibration.temperature import group_folds
 from scorer.core.errors import InputError, ValidationError
 from scorer.decision.policy import acting, escalates
 from scorer.evaluation import metrics
-from scorer.evaluation.route_report import route_records
-from scorer.formats.rows import Decision
+from scorer.prompting.demos import Demos
+from scorer.prompting.layouts import STATE_MAJOR
 from scorer.scoring.modes import DEFAULT_MAX_BATCH_TOKENS, Item, prepare, score_items
 
 WINDOW = 32
@@ -88,6 +88,8 @@ class RoutePolicy:
     """Shared mode on the accurate engine: suffix tokens per pass."""
     threshold_source: str | None = None
     """Where the threshold came from (a number given, or a `semif route` threshold file and its sha256)."""
+    demos: Demos | None = None
+    """The run's demonstrations, rendered for the accurate engine too."""
     _items: list[Item] = field(default_factory=list)
     escalated: int = 0
     """Decisions escalated so far (this process)."""
@@ -106,10 +108,12 @@ class RoutePolicy:
                                          if self.accurate_calibration else None)}
 
     def calibrate(self, backend: Backend, items: list[Item], mode: str, max_batch_tokens: int) -> None:
-        """Render and validate every row for the accurate engine (before any record is written); check that
-        the calibrations cover the rows on their own engine."""
+        """Render and validate every row for the accurate engine in the fast run's layout, with its demonstrations
+        (before any record is written); check that the calibrations cover the rows on their own engine."""
         decisions = [it.decision for it in items]
-        self._items = prepare(self.accurate, decisions, with_prefix=self.accurate_mode != "direct")
+        layout = items[0].prompt.layout if items else STATE_MAJOR  # resolved: what the fast engine renders
+        self._items = prepare(self.accurate, decisions, with_prefix=self.accurate_mode != "direct", layout=layout,
+                              demos=self.demos)
 
         if self.fast_calibration is not None:
             check_decisions(self.fast_calibration, decisions, backend.model_info(), 1)
@@ -240,20 +244,3 @@ def choose_threshold(fast: list[dict[str, Any]], ref: list[dict[str, Any]], labe
             "in_sample_at_threshold": {"balanced_accuracy": ba_all, "escalated_share": share_all},
             "fast_only": {"balanced_accuracy": metrics.family_balanced_accuracy(fast_t)},
             "reference_only": {"balanced_accuracy": metrics.family_balanced_accuracy(ref_t)}}
-
-
-def route_live(decisions: list[Decision], fast: Any, reference: Any, threshold: float, run: dict[str, Any],
-               fast_mode: str = "direct", max_batch_tokens: int = 4096, layout: str = "state-major",
-               demos: Any = None) -> list[dict[str, Any]]:
-    """The margin policy as it runs in production: score every row on the fast backend, then only the
-    escalated rows on the reference backend (fresh passes). Returns the routed records in input order.
-    Both paths render ``layout`` (a resolved one) with ``demos``' demonstrations (:mod:`scorer.prompting.demos`)."""
-    fast_items = prepare(fast, decisions, with_prefix=fast_mode != "direct", layout=layout, demos=demos)
-    fast_recs = list(score_items(fast, fast_items, fast_mode, run, 0, max_batch_tokens))
-    escalated = [d for d, r in zip(decisions, fast_recs, strict=True) if escalates(r, threshold, readout="raw")]
-    ref_recs = list(score_items(reference, prepare(reference, escalated, with_prefix=False, layout=layout,
-                                                   demos=demos), "direct", run)) if escalated else []
-    out = route_records(fast_recs, ref_recs, threshold)
-    for i, rec in enumerate(out):
-        rec["run"] = {**rec["run"], "index": i}
-    return out

@@ -17,6 +17,7 @@ from scorer.formats.records import validate_records
 from scorer.formats.rows import load_decisions
 from scorer.models import store
 from scorer.prompting.layouts import LAYOUTS
+from scorer.scoring.exact import ExactPolicy
 from scorer.scoring.modes import prepare, score_items
 
 pytestmark = [pytest.mark.slow, pytest.mark.llamacpp]
@@ -107,3 +108,19 @@ def test_validations_fail_on_a_constructed_mismatch(smol_llamacpp: Any, rows: li
         smol_llamacpp.validate_prompt(prompt)
     monkeypatch.setattr(vocab, "encode", real)
     smol_llamacpp.validate_prompt(prompt)
+
+
+@pytest.mark.parametrize("mode", ["serial", "shared"])
+def test_exact_escalates_nothing_on_the_shape_workload(smol_llamacpp: Any, data_dir: Any, mode: str) -> None:
+    """A regression guard for the canonical batch shapes: on the committed shape workload (42 rows, states of up to
+    ten criteria) the --exact probe measures no drift at all, so its bound is the float32 floor and no decision is
+    re-scored; a drift would raise the bound and escalate the near-ties."""
+    rows = load_decisions(data_dir / "workloads" / "shape-small.jsonl")
+    items = prepare(smol_llamacpp, rows)
+    policy = ExactPolicy(safety=2.0, probe_rows=len(rows))
+    policy.calibrate(smol_llamacpp, items, mode, 4096)
+    assert policy.block["max_abs_dp"] == 0.0
+    assert policy.bound is not None and policy.bound < 1e-5
+    recs = list(policy.apply(smol_llamacpp, items, mode, score_items(smol_llamacpp, items, mode, {"config_sha256": "t"})))
+    assert len(recs) == 42 and not any(r["tie"] for r in recs)
+    assert policy.escalated == 0 and not any(r.get("escalated") for r in recs)

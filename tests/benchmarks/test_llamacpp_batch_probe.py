@@ -1,22 +1,31 @@
-"""benchmarks/llamacpp_batch_probe.py: its variants change only the model parameters they name, inside the block."""
+"""benchmarks/llamacpp_batch_probe.py: its variants change only the backend settings they name, inside the block."""
 
 from __future__ import annotations
 
-import llama_cpp
-
 from benchmarks import llamacpp_batch_probe as probe
+from scorer.backends import llamacpp_backend as module
 
 
-def test_no_repack_turns_weight_repacking_off_for_loads_inside_the_block_only():
-    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
-    with probe.variant("no-repack") as settings:
-        assert settings == {"use_extra_bufts": False}
-        assert llama_cpp.llama_model_default_params().use_extra_bufts is False
-    with probe.variant("default") as settings:
-        assert settings == {} and llama_cpp.llama_model_default_params().use_extra_bufts is True
-    assert llama_cpp.llama_model_default_params().use_extra_bufts is True
+def _rules() -> tuple[bool, bool, int]:
+    return module.REPACK_WEIGHTS, module.UNIFIED_KV, module.MIN_PIECE
+
+
+def test_each_variant_turns_off_the_rules_it_names_inside_the_block_only() -> None:
+    shipped = _rules()
+    assert shipped == (False, False, 8)
+    with probe.variant("repack") as settings:
+        assert settings == {"REPACK_WEIGHTS": True} and _rules() == (True, False, 8)
+    with probe.variant("unified"):
+        assert _rules() == (False, True, 8)
+    with probe.variant("short-pieces"):
+        assert _rules() == (False, False, 1)
+    with probe.variant("before"):
+        assert _rules() == (True, True, 1)
+    with probe.variant("canonical") as settings:
+        assert settings == {} and _rules() == shipped
+    assert _rules() == shipped
 
 
 def test_unknown_variants_are_refused(tmp_path, capsys):
     assert probe.main(["--variants", "fast", "--output", str(tmp_path / "p.json")]) == 2
-    assert "--variants: expected some of default, no-repack" in capsys.readouterr().err
+    assert "--variants: expected some of canonical, repack, unified, short-pieces, before" in capsys.readouterr().err

@@ -320,14 +320,3 @@ def test_question_major_passes_the_three_gguf_validations(smol_reference, tmp_pa
         assert len(p.demo_ids) == 2
         check_slots(p, vocab)
         check_row(p, vocab)
-
-
-
-def test_live_routing_renders_the_layout_on_both_paths():
-    from scorer.scoring.routing import route_live
-
-    recs = route_live(_queue(4), FakeBackend(), FakeBackend(), 1.01, {"config_sha256": "t"}, "shared",
-                      layout="question-major")
-    assert all(r["escalated"] for r in recs)  # every row re-scored on the reference path, in the same layout
-    assert {r["layout"] for r in recs} == {"question-major"}
-    assert {r["prompt_version"] for r in recs} == {layouts.QUESTION_MAJOR_VERSION}

@@ -10,7 +10,6 @@ import pytest
 from scorer import cli
 from scorer.evaluation import route_report as ev
 from scorer.formats.records import SCORE_KIND
-from scorer.scoring.routing import route_live
 
 IDS = ["yes", "no"]
 
@@ -95,31 +94,51 @@ def test_route_cli_rejects_bad_thresholds(tmp_path):
     assert cli.main(["route", "--fast", str(f), "--reference", str(f), "--thresholds", "-0.1"]) == 2
 
 
-def test_live_policy_scores_only_escalated_rows_on_the_reference():
+@pytest.mark.parametrize(("layout", "with_demos"), [("state-major", False), ("question-major", True)])
+def test_live_routing_scores_only_escalated_rows_on_the_accurate_engine(tmp_path, monkeypatch, layout, with_demos):
+    """`semif score --fast SPEC --accurate SPEC --escalate-below M`, the one live-routing interface, over fakes: only
+    the decisions under the margin go to the accurate engine, rendered in the fast run's layout with its
+    demonstrations; records stay in input order."""
     from pathlib import Path
 
     from fakes import FakeBackend
 
-    from scorer.formats.records import validate_records
+    from scorer.formats.records import read_records, validate_records
     from scorer.formats.rows import load_decisions
+    from scorer.prompting.demos import load_demos
     from scorer.scoring.modes import prepare, score_items
 
-    rows = load_decisions(Path(__file__).resolve().parents[2] / "data" / "eval" / "authored.jsonl")[:12]
+    root = Path(__file__).resolve().parents[2]
+    authored = root / "data" / "eval" / "authored.jsonl"
+    rows = load_decisions(authored)[:12]
+    inp = tmp_path / "rows.jsonl"
+    inp.write_bytes(b"".join(authored.read_bytes().splitlines(keepends=True)[:12]))
+    demos_file = root / "scorer" / "data" / "demos" / "decisions.jsonl"
+    demos = load_demos(demos_file) if with_demos else None
     fast, ref = FakeBackend(), FakeBackend(bias={"B": 4.0})
-    plain = list(score_items(FakeBackend(), prepare(FakeBackend(), rows, with_prefix=False), "direct", {"x": 1}))
+    plain = list(score_items(FakeBackend(), prepare(FakeBackend(), rows, with_prefix=False, layout=layout,
+                                                    demos=demos), "direct", {"x": 1}))
     threshold = float(np.median([r["margin"] for r in plain]))
     expect = [r["id"] for r in plain if r["margin"] < threshold]
     assert 0 < len(expect) < len(rows)
-    run = {"config_sha256": "0" * 64}
-    out = route_live(rows, fast, ref, threshold, run)
-    validate_records(out)
-    assert [r["id"] for r in out] == [d.id for d in rows]
-    assert [r["run"]["index"] for r in out] == list(range(len(rows)))
-    assert [r["id"] for r in out if r["escalated"]] == expect
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: {"fast": fast, "ref": ref}[cfg.model])
+    out = tmp_path / "routed.jsonl"
+    args = ["score", "--input", str(inp), "--output", str(out), "--layout", layout,
+            "--fast", "backend=torch,model=fast", "--accurate", "backend=torch,model=ref",
+            "--escalate-below", repr(threshold)] + (["--demos", str(demos_file)] if with_demos else [])
+    assert cli.main(args) == 0
+    recs = read_records(out)
+    validate_records(recs)
+    assert [r["id"] for r in recs] == [d.id for d in rows]
+    assert [r["run"]["index"] for r in recs] == list(range(len(rows)))
+    assert [r["id"] for r in recs if r["escalated"]] == expect
     assert ref.calls["fresh"] == len(expect) and fast.calls["fresh"] == len(rows)
-    for r, p in zip(out, plain, strict=True):
+    assert {r["layout"] for r in recs} == {layout}  # the accurate engine renders the fast run's layout
+    assert all(bool(r.get("demos")) == with_demos for r in recs)
+    for r, p in zip(recs, plain, strict=True):
         if r["escalated"]:
             assert r["choice"] == r["option_ids"][1]  # the reference leans on B by construction
-            assert r["route"]["fast_margin"] == p["margin"]
+            assert r["route"]["fast_margin"] == p["margin"] and r["route"]["decided_by"] == "accurate"
+            assert r["prompt_sha256"] == p["prompt_sha256"]
         else:
-            assert r["probabilities"] == p["probabilities"]
+            assert r["probabilities"] == p["probabilities"] and r["route"]["decided_by"] == "fast"

@@ -85,7 +85,7 @@ def test_every_link_of_a_docs_page_resolves_inside_the_site(real: Path) -> None:
 def test_the_cli_reference_page_keeps_its_tables_and_anchors(real: Path) -> None:
     html = (real / "docs/cli.html").read_text()
     assert '<h2 id="semif-calibrate-thresholds">semif calibrate thresholds</h2>' in html
-    assert '<a href="#semif-route-score"><code>semif route-score</code></a>' in html
+    assert '<a href="#semif-engine-start"><code>semif engine start</code></a>' in html
     assert html.count('<div class="table-scroll" tabindex="0"><table>') > 20
     assert "<code>--llama-threads</code>" in html
 
@@ -149,10 +149,10 @@ def test_a_bad_docs_page_stops_the_build_naming_it(tmp_path: Path, pages: dict[s
 
 def test_heading_ids_are_githubs() -> None:
     taken: set[str] = set()
-    assert heading_id("semif route-score", taken) == "semif-route-score"
+    assert heading_id("semif engine-start", taken) == "semif-engine-start"
     assert heading_id("A remote API: TypeSafe System One", taken) == "a-remote-api-typesafe-system-one"
     assert heading_id("`--exact` and drift", taken) == "--exact-and-drift"
-    assert heading_id("semif route-score", taken) == "semif-route-score-1"
+    assert heading_id("semif engine-start", taken) == "semif-engine-start-1"
 
 
 def test_a_build_without_docs_has_no_docs_section(tmp_path: Path) -> None:
