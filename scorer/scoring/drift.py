@@ -132,6 +132,9 @@ def exact_bound(max_abs_dp: float, dtype: str, safety: float) -> float:
 
 
 # --- identity: which drift measurement may stand in for which run ---------------------------------------------
+_LLAMA_KEYS = ("weight_repack", "kv_unified", "min_piece", "flash_attn", "type_k", "type_v")
+
+
 def simd_flags() -> list[str]:
     """SIMD features of the CPU (they choose the math kernels, hence the numerics)."""
     have = cpu_flags() or set()
@@ -152,6 +155,8 @@ def numerics_identity(backend: Backend, mode: str, max_batch_tokens: int) -> dic
         "kernel": kernel_name(backend, mode),
         "max_batch_tokens": max_batch_tokens if mode == "shared" else None,
         "prompt_version": PROMPT_VERSION,
+        # llama.cpp's settings that shape its batches (the canonical rules of scorer.backends.llamacpp_backend)
+        **({"llama": {k: info["llama"].get(k) for k in _LLAMA_KEYS}} if isinstance(info.get("llama"), dict) else {}),
     }
 
 
