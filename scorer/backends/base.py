@@ -291,7 +291,7 @@ class Backend(ABC):
         part's first suffix)`` and unbranched, timed."""
         timing = FanOutTiming()
         results: list[_R] = []
-        width = self._max_branches()
+        width = self._max_branches(prefix)
         at = 0
         for chunk in pack_chunks(suffixes, max_batch_tokens):
             for k in range(0, len(chunk), width):
@@ -386,8 +386,9 @@ class Backend(ABC):
     def _unbranch(self, branched: Any) -> None:  # noqa: B027 (a no-op default on purpose)
         """Free what :meth:`_branch` made (called even when :meth:`_pass` raised)."""
 
-    def _max_branches(self) -> int:
-        """Most suffixes one pass may hold (a backend with a fixed number of sequences lowers it)."""
+    def _max_branches(self, prefix: Prefix) -> int:
+        """Most suffixes one pass continuing ``prefix`` may hold (a backend with a fixed number of sequences, or
+        memory per branch, lowers it)."""
         return sys.maxsize
 
     @abstractmethod

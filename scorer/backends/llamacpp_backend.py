@@ -135,6 +135,12 @@ def _round_up(n: int, k: int) -> int:
     return max(k, -(-n // k) * k)
 
 
+def _stream_cap(seqs: int, cells: int) -> int:
+    """``seqs`` sequences of ``cells`` cells each, fewer if they would hold more than :data:`_MAX_TOTAL_CELLS`
+    (never under 2: a prefix and one branch)."""
+    return max(2, min(seqs, _MAX_TOTAL_CELLS // _round_up(cells, _CELL_ROUND)))
+
+
 def pass_width(part: list[list[int]]) -> int:
     """How many tokens every branch of a packed pass decodes (canonical rule 3, and equal: :meth:`LlamaCppBackend.
     _packed_batch`)."""
@@ -333,14 +339,14 @@ class LlamaCppBackend(Backend):
         cells = max(cells, need.get("longest_held", 0)) + MIN_PIECE  # + the pads of a short decode (rule 3)
         if UNIFIED_KV:
             cells = max(cells, need["pass_cells"])
+        else:  # fewer branches per pass rather than more memory than the cap (fan_out splits to match)
+            seqs = _stream_cap(seqs, cells)
         self._resize(cells, seqs, batch)
         self._plan = {"mode": mode, "cells": cells, "sequences": seqs, "batch": batch}
 
     def _resize(self, cells: int, seqs: int, batch: int) -> None:
         cells = _round_up(max(1, cells), _CELL_ROUND)
         seqs = max(1, min(seqs, int(self._lib.llama_max_parallel_sequences())))
-        if not UNIFIED_KV:  # fewer branches per pass rather than more memory than the cap
-            seqs = max(2, min(seqs, _MAX_TOTAL_CELLS // cells))
         batch = _round_up(min(max(1, batch), _MAX_BATCH), _N_UBATCH)
         cur = self._ctx_info
         if (self._stream_cells, cur["n_seq_max"], cur["n_batch"]) != (cells, seqs, batch):
@@ -561,10 +567,10 @@ class LlamaCppBackend(Backend):
         assert out is not None
         return out, copy_s
 
-    def _max_branches(self) -> int:
+    def _max_branches(self, prefix: Prefix) -> int:
         seqs = int(self._lib.llama_max_parallel_sequences())
         if not UNIFIED_KV:  # every branch holds its own copy of the prefix: as many as fit under the memory cap
-            seqs = max(2, min(seqs, _MAX_TOTAL_CELLS // self._stream_cells))
+            seqs = _stream_cap(seqs, max(self._stream_cells, len(prefix.ids) + MIN_PIECE))
         return seqs - 1  # one more sequence holds the restored prefix
 
     def _branch(self, prefix: Prefix, part: list[list[int]]) -> list[_Seq]:

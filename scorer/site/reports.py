@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scorer.core.hashing import sha256_hex
+from scorer.site.batch_probe_charts import draw_batch_probe
 from scorer.site.busy_charts import draw_busy
 from scorer.site.calibration_charts import draw_calibration
 from scorer.site.charts import draw_bench, draw_calibrate, draw_eval, draw_order, draw_peers, draw_quant, draw_route
@@ -68,7 +69,7 @@ _KINDS: dict[str, _Kind] = {
     "single-request-peer": _Kind("single-request", "One request per state: SemIf beside typed-gguf",
                                  draw_single_request_peer),
     "single-request-study": _Kind("single-request", "Label-free corrections of one request"),
-    "llamacpp-batch-probe": _Kind("drift", "llama.cpp batch-shape dependence by setting"),
+    "llamacpp-batch-probe": _Kind("drift", "llama.cpp: which rule keeps the fast paths exact", draw_batch_probe),
 }
 
 # Index-page sections, in reading order: speed first, then agreement between paths, then quality.
