@@ -121,6 +121,7 @@ def test_exact_escalates_nothing_on_the_shape_workload(smol_llamacpp: Any, data_
     policy.calibrate(smol_llamacpp, items, mode, 4096)
     assert policy.block["max_abs_dp"] == 0.0
     assert policy.bound is not None and policy.bound < 1e-5
-    recs = list(policy.apply(smol_llamacpp, items, mode, score_items(smol_llamacpp, items, mode, {"config_sha256": "t"})))
+    fast = score_items(smol_llamacpp, items, mode, {"config_sha256": "t"})
+    recs = list(policy.apply(smol_llamacpp, items, mode, fast))
     assert len(recs) == 42 and not any(r["tie"] for r in recs)
     assert policy.escalated == 0 and not any(r.get("escalated") for r in recs)

@@ -308,7 +308,8 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
     (b'{"kind": "llamacpp-batch-probe", "results": []}',
      r"results/r\.json: a llamacpp-batch-probe report needs 'results'"),
     (b'{"kind": "llamacpp-batch-probe", "results": [{"variant": "canonical", "modes": {"serial": {"max_abs_dp": 0}, '
-     b'"shared": {}}}]}', r"results/r\.json: results\[0\]\.modes\.shared\.max_abs_dp: None \(expected a finite number\)"),
+     b'"shared": {}}}]}',
+     r"results/r\.json: results\[0\]\.modes\.shared\.max_abs_dp: None \(expected a finite number\)"),
     (b'{"kind": "decision-latency", "results": []}', r"results/r\.json: a decision-latency report needs 'results'"),
     (b'{"kind": "decision-latency", "results": [{"model": "m", "lane": "semif-torch", "size": 0, "cache": "warm"}]}',
      r"results/r\.json: results\[0\]\.size: 0 \(expected a number of questions >= 1\)"),
