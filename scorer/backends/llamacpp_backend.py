@@ -1,6 +1,6 @@
 """The llama.cpp kernel (GGUF weights), through llama-cpp-python's low-level C API.
 
-What runs, per protocol call (one context, a unified KV cache; nothing stays in the cache between calls
+What runs, per protocol call (one context, one KV stream per sequence; nothing stays in the cache between calls
 except a live generation session, and an idle cache is cleared so every call lays its tokens out from
 cell 0, exactly as a fresh run does):
 
