@@ -25,6 +25,7 @@ prompts and tokens per decision).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from scorer import Scorer  # noqa: E402
 from scorer.calibration.label_free import CONTENT_FREE_STATES, DOMAIN_SAMPLES, calibrate, shuffled_state  # noqa: E402
+from scorer.core.checks import SLOTS  # noqa: E402
 from scorer.core.io import check_writable  # noqa: E402
 from scorer.decision.confidence import choice_confidence  # noqa: E402
 from scorer.evaluation import metrics  # noqa: E402
@@ -46,6 +48,7 @@ from scorer.evaluation.confidence import summary as confidence_summary  # noqa: 
 from scorer.formats.envelope import make_report, write_report  # noqa: E402
 from scorer.formats.records import dumps_record, read_records  # noqa: E402
 from scorer.formats.rows import Decision, load_decisions  # noqa: E402
+from scorer.prompting.prompt import slots_for  # noqa: E402
 
 SETS = {"authored": ROOT / "data" / "eval" / "authored.jsonl", "boundary": ROOT / "data" / "eval" / "boundary.jsonl",
         "shape-small": ROOT / "data" / "workloads" / "shape-small.jsonl",
@@ -152,6 +155,23 @@ def evaluate(rows: Sequence[Decision], recs: dict[str, dict[str, Any]]) -> dict[
     return out
 
 
+def _reusable(report: Path, name: str, slots: str) -> dict[str, dict[str, Any]]:
+    """The records of set ``name`` an earlier study (``report``) scored that this run, reading through ``slots``, would
+    score the same way: the same model, and for each prompt the same resolved readout (so the same prompt version,
+    prompt and tokens — what each record names, checked here)."""
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    earlier_slots = str(doc.get("slots") or "letters")
+    block = doc["sets"].get(name)
+    if block is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for r in read_records(ROOT / block["records"]["path"]):
+        n, ids = len(r["option_ids"]), list(r["option_ids"])
+        if slots_for(slots, n, ids) == slots_for(earlier_slots, n, ids):
+            out[str(r["id"])] = r
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="qwen2.5-1.5b")
@@ -159,6 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default="authored,boundary,shape-small")
     ap.add_argument("--output", type=Path, required=True)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--slots", default="letters", choices=SLOTS,
+                    help="the readout every prompt of the study is read through (letters: the default's)")
+    ap.add_argument("--reuse", type=Path, metavar="REPORT",
+                    help="an earlier study report of the same model and sets, read through other slots: every prompt "
+                         "this run would read exactly as that run did (the same resolved readout, so the same prompt "
+                         "and tokens) is taken from its records instead of being scored again (auto after letters "
+                         "scores only the yes/no questions)")
     ap.add_argument("--from-records", type=Path, metavar="DIR",
                     help="judge the records an earlier run kept (DIR/SET.jsonl) again, without a model")
     args = ap.parse_args(argv)
@@ -171,26 +198,33 @@ def main(argv: list[str] | None = None) -> int:
     inputs: dict[str, Path] = {}
     opts = {"threads": args.threads} if args.threads else {}
     scorer = None if args.from_records else Scorer(args.model, args.backend, mode="shared", label_free="none",
-                                                   **opts)
+                                                   slots=args.slots, **opts)
     info: dict[str, Any] = {}
     for name in names:
         path = SETS.get(name, Path(name))
         rows = load_decisions(path)
         extra = derived(rows)
         t0 = time.perf_counter()
+        reused = 0
         if scorer is None:
             out = args.from_records / f"{name}.jsonl"
             got = read_records(out)
             info = got[0]["model"]
         else:
-            got = scorer.score_decisions(extra, {"input_sha256": name, "semif": "single-request-study"})
+            earlier = _reusable(args.reuse, name, args.slots) if args.reuse else {}
+            todo = [e for e in extra if e.id not in earlier]
+            scored = {r["id"]: r for r in scorer.score_decisions(todo, {"input_sha256": name,
+                                                                        "semif": "single-request-study"})}
+            got = [scored[e.id] if e.id in scored else earlier[e.id] for e in extra]
+            reused = len(extra) - len(todo)
             out = records_dir / f"{name}.jsonl"
             out.write_bytes(b"".join(dumps_record(r) for r in got))
             info = scorer.model_info()
         seconds = time.perf_counter() - t0
         recs = {r["id"]: r for r in got}
         tokens = sum(int(r["input_tokens"]) for r in got)
-        sets[name] = {"rows": len(rows), "derived_rows": len(extra), "seconds": seconds if scorer else None,
+        sets[name] = {"rows": len(rows), "derived_rows": len(extra), "reused_rows": reused,
+                      "seconds": seconds if scorer else None,
                       "prompt_tokens": tokens, "records": {"path": str(out.relative_to(ROOT))
                                                            if out.is_relative_to(ROOT) else str(out)},
                       "methods": evaluate(rows, recs)}
@@ -201,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     if scorer is not None:
         scorer.close()
     report = make_report("single-request-study", FORMAT, inputs, {
-        "title": f"Label-free corrections of one request, {args.model} {args.backend}",
+        "title": f"Label-free corrections of one request, {args.model} {args.backend}, read through {args.slots}",
+        "slots": args.slots,
         "model": info, "methods": METHODS,
         "content_free_states": list(CONTENT_FREE), "domain_samples": DOMAIN_SAMPLES,
         "metric": "balanced accuracy within each family, averaged over families; every row answered alone",

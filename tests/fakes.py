@@ -380,7 +380,7 @@ def prior_for(backend: FakeBackend, question: str) -> Any:
     from scorer.calibration.core import Calibration, Entry
     from scorer.formats.signature import identity_sha256, model_identity
 
-    with Scorer(backend=backend, mode="shared") as s:
+    with Scorer(backend=backend, mode="shared", slots="letters") as s:  # a calibration file's readout
         sig = s.ask("a state to ask about", {"q": YesNo(question)})["q"].record["signature"]
     ident = model_identity(backend.model_info())
     msha = identity_sha256(ident)

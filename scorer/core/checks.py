@@ -27,11 +27,15 @@ DTYPES = ("float32", "bfloat16", "float16")
 """torch dtypes (default: fp32 on cpu, bf16 on cuda, fp16 on mps)."""
 DEFAULT_MAX_BATCH_TOKENS = 4096
 """Shared mode: suffix tokens per packed pass."""
-SLOTS = ("letters", "ids", "sequence", "codes")
+SLOTS = ("letters", "ids", "sequence", "codes", "auto")
 """Answer slots a decision is read out through (:mod:`scorer.prompting.prompt`): the letters A–P, the option ids (one
 token each), the option ids scored as token sequences (``sequence``: :func:`scorer.decision.readout.read_sequences`),
-or the options' numbers scored as token sequences (``codes``: what a question with more than 16 options is read
-through when the run reads letters)."""
+the options' numbers scored as token sequences (``codes``: what a question with more than 16 options is read
+through when the run reads letters), or ``auto``: per question, a yes/no question (options ``yes`` and ``no``) read
+by its words as ``sequence`` reads them and every other question by letters
+(:func:`scorer.prompting.prompt.slots_for`; chosen by the single-request study, ``docs/results.md``)."""
+AUTO_SLOTS = "auto"
+"""The per-question readout (:data:`SLOTS`)."""
 SEQUENCE_SLOTS = ("sequence", "codes")
 """The slots read as continuations of the prompt (every position of a pass), not one token at the answer position."""
 SEQUENCE_NORMS = ("sum", "mean")
@@ -171,9 +175,10 @@ def check_sequence_norm(norm: Any, slots: str) -> str | None:
     """The length normalisation of a run read out through ``slots`` (``--sequence-norm``; ``Scorer(sequence_norm=…)``):
     :data:`DEFAULT_SEQUENCE_NORM` when ``slots`` is ``sequence`` and none was given, None for the other slots (which
     score one token per option: a normalisation given with them is refused, naming the slots)."""
-    if slots != "sequence":
+    if slots not in ("sequence", AUTO_SLOTS):
         if norm is not None:
-            raise OptionError("sequence_norm", f"{brief(norm)} applies to slots sequence only (got slots {slots})")
+            raise OptionError("sequence_norm", f"{brief(norm)} applies to slots sequence and auto only (got slots "
+                              f"{slots})")
         return None
     return DEFAULT_SEQUENCE_NORM if norm is None else one_of(norm, SEQUENCE_NORMS, "sequence_norm")
 
@@ -181,7 +186,7 @@ def check_sequence_norm(norm: Any, slots: str) -> str | None:
 def check_slots_backend(slots: str, backend: str) -> None:
     """``--slots sequence`` reads every position of a pass, which the ``openai`` backend (a remote engine returning
     one position's log-probabilities) cannot give: refused before anything loads, naming the slots."""
-    if slots in SEQUENCE_SLOTS and backend == "openai":
+    if (slots in SEQUENCE_SLOTS or slots == AUTO_SLOTS) and backend == "openai":
         raise OptionError("slots", f"{slots} scores each option's tokens at every position of a pass, which the openai "
                           "backend does not return (it reads one position's log-probabilities); use the torch or "
                           "llamacpp backend, or --slots ids")

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from scorer.core.checks import SEQUENCE_SLOTS, SLOTS
+from scorer.core.checks import AUTO_SLOTS, SEQUENCE_SLOTS, SLOTS
 from scorer.core.errors import InputError, ValidationError
 from scorer.core.hashing import sha256_chunks, sha256_text
 from scorer.formats.rows import Decision, Option, codes
@@ -110,9 +110,18 @@ def state_block(decision: Decision) -> str:
     return f"{_STATE_HEAD}{state_text(decision.state)}"
 
 
-def slots_for(slots: str, n: int) -> str:
-    """The answer slots a decision with ``n`` options is read through when the run reads ``slots``: a question with
-    more options than there are letters is numbered (``codes``) instead of lettered; every other case as asked."""
+YES_NO_IDS = frozenset(("yes", "no"))
+"""The option ids of a yes/no question, which ``auto`` reads by their words (:func:`slots_for`)."""
+
+
+def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
+    """The answer slots a decision with ``n`` options (ids ``ids``) is read through when the run reads ``slots``:
+    ``auto`` reads a yes/no question (exactly the ids ``yes`` and ``no``, in either order, whatever its ``type``) as
+    ``sequence`` — the ids prompt, each word scored as a continuation — and every other question by letters (the
+    single-request study: letters lean towards ``A. Yes``, the words do not); a question with more options than
+    there are letters is numbered (``codes``) instead of lettered; every other case as asked."""
+    if slots == AUTO_SLOTS:
+        slots = "sequence" if len(ids) == 2 and set(ids) == YES_NO_IDS else "letters"
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 
@@ -430,7 +439,7 @@ def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt
     (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are);
     with ``slots="ids"`` an option id that breaks a slot rule is an :class:`InputError` naming its field.
     """
-    slots = slots_for(slots, len(decision.options))
+    slots = slots_for(slots, len(decision.options), decision.option_ids)
     msgs, head_len = messages_for(decision, slots)
     return render_messages(tok, msgs, Head(-1, head_len), decision, prompt_version(slots), slots=slots)
 

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scorer.backends.base import Backend
 from scorer.calibration.apply import check_decisions, check_on_uncovered
 from scorer.core.checks import (
+    AUTO_SLOTS,
     DEFAULT_MAX_BATCH_TOKENS,
+    OptionError,
     check_run_options,
     check_sequence_norm,
     check_slots,
@@ -45,6 +47,20 @@ from scorer.scoring.sequence import check_sequence_options
 
 DEFAULT_LABEL_FREE = "none"
 """The label-free correction a scorer applies unless told otherwise."""
+DEFAULT_SLOTS = AUTO_SLOTS
+"""The readout a scorer uses unless told otherwise (:func:`default_slots`): ``auto``, chosen by the single-request
+study (``data/results/single-request-study-*.json``)."""
+
+
+def default_slots(backend: Any, calibration: Any = None) -> str:
+    """The readout of a scorer given none: :data:`DEFAULT_SLOTS` where it can be read — a backend that scores
+    continuations (``torch``, ``llamacpp``, or a built backend that says so) and no calibration file, whose
+    signatures name one prompt version — else ``letters``."""
+    if calibration is not None:
+        return "letters"
+    sequences = backend in ("torch", "llamacpp") if isinstance(backend, str) else \
+        isinstance(backend, Backend) and backend.scores_continuations
+    return DEFAULT_SLOTS if sequences else "letters"
 
 if TYPE_CHECKING:
     from scorer.calibration.core import Calibration
@@ -83,7 +99,8 @@ class ScorerOptions:
     echo: bool | str | None = None
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
-    """The readout: ``letters`` (default), ``ids`` or ``sequence`` (:data:`scorer.core.checks.SLOTS`)."""
+    """The readout: ``letters``, ``ids``, ``sequence``, ``codes`` or ``auto`` (:data:`scorer.core.checks.SLOTS`;
+    default :func:`default_slots`: ``auto`` on torch and llama.cpp without a calibration file, else ``letters``)."""
     sequence_norm: str | None = None
     """``slots="sequence"``: ``sum`` (default) or ``mean`` per token."""
     layout: str | None = None
@@ -247,6 +264,10 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if temperature is not None:
         parts["temperature"] = temperature
     if calibration is not None:
+        if slots == AUTO_SLOTS:
+            raise OptionError("slots", "auto reads each question in one of two prompts, and a calibration file names "
+                              "one prompt version; give slots letters (or the slots the file was fitted with) "
+                              "with a calibration file")
         check_decisions(calibration, decisions, info, permute, on_uncovered,
                         prompt_version=signature_version(layout, demos.k if demos is not None else 0, slots),
                         readout=signature_readout(permute, slots, sequence_norm))

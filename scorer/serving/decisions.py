@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, St
 
 from scorer.decision.confidence import choice_confidence, expected_level, score_confidence
 from scorer.decision.questions import NO, YES
-from scorer.serving.wire import AskResult, extension, probabilities, text_of, usage
+from scorer.serving.wire import AskResult, extension, named_description, probabilities, text_of, usage
 
 MAX_QUESTIONS = 400
 MAX_CHOICES = 255
@@ -263,7 +263,7 @@ def to_ask(req: DecisionsRequest) -> tuple[dict[str, dict[str, Any]], dict[int, 
                               "option by its id, so they cannot be told apart")
                 continue
             out[f"q{i}"] = {"type": "choice", "question": text, "options": [
-                {"id": oid, "description": f"{oid}: {c.description}" if c.description else oid}
+                {"id": oid, "description": named_description(oid, c.description)}
                 for oid, c in zip(ids, q.choices, strict=True)]}
         else:
             out[f"q{i}"] = {"type": "score", "question": text, "options": [

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from scorer.decision.confidence import choice_confidence, expected_level, score_confidence
 from scorer.decision.questions import NO, YES, YES_NO_OPTIONS
-from scorer.serving.wire import AskResult, extension, probabilities, text_of, usage
+from scorer.serving.wire import AskResult, extension, named_description, probabilities, text_of, usage
 
 JSONText = StrictStr | dict[str, Any] | list[Any]
 """A text field that may also be JSON (instructions, descriptions)."""
@@ -111,7 +111,7 @@ def to_ask(req: SystemOneRequest) -> dict[str, dict[str, Any]]:
             raise Unsupported(["body", "questions", name, "box"],
                               "box questions locate things in images: SemIf serves text models")
         if isinstance(q, ChoiceQuestion):
-            options = [{"id": k, "description": k if v is None else f"{k}: {text_of(v)}"}
+            options = [{"id": k, "description": named_description(k, None if v is None else text_of(v))}
                        for k, v in q.criteria.items()]
             out[name] = {"type": "choice", "question": question, "options": options}
         elif isinstance(q, ScoreQuestion):

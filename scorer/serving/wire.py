@@ -30,6 +30,16 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
+def named_description(name: str, description: str | None) -> str:
+    """What an option named ``name`` (a criteria key, a choice value) is described as to the model: its name and
+    description (``refund: asks for money back``), the name alone without a description, and the description alone
+    when it only spells the name again (``yes`` described ``Yes``), so a prompt that lists options under their ids
+    does not read ``yes: yes: Yes``."""
+    if not description:
+        return name
+    return description if description.strip().casefold() == name.strip().casefold() else f"{name}: {description}"
+
+
 @dataclass(frozen=True)
 class Asked:
     """One question's answer and where it came from."""

@@ -40,7 +40,7 @@ def _cli_records(tmp_path: Path, rows: list[dict], mode: str, monkeypatch) -> li
 @pytest.mark.parametrize("mode", ["direct", "serial", "shared"])
 def test_decide_many_equals_cli_records(tmp_path, monkeypatch, mode):
     rows = _rows()
-    with Scorer(backend=FakeBackend(), mode=mode) as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode=mode) as s:
         got = s.decide_many(rows)
     want = _cli_records(tmp_path, rows, mode, monkeypatch)
     validate_records([d.record for d in got])
@@ -55,7 +55,7 @@ def test_shared_mode_prefills_each_state_once():
     rows = _rows()
     states = {orjson.dumps(r["state"]) for r in rows}
     fake = FakeBackend()
-    with Scorer(backend=fake, mode="shared") as s:
+    with Scorer(backend=fake, slots="letters", mode="shared") as s:
         s.decide_many(rows)
     # one state built per state: the first prefilled, the others extended from the instructions they share
     assert fake.calls["prefill"] == 1 and fake.calls["prefill"] + fake.calls["extend"] == len(states) < len(rows)
@@ -63,7 +63,7 @@ def test_shared_mode_prefills_each_state_once():
 
 
 def test_decide_with_an_option_mapping_is_typed_and_frozen():
-    with Scorer(backend=FakeBackend(), mode="direct") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="direct") as s:
         d = s.decide("The user wrote: where is my money back?", "Is the user asking for a refund?",
                      {"yes": "a refund is asked for", "no": "anything else"}, family="support")
     assert isinstance(d, DecisionRecord)
@@ -100,7 +100,7 @@ def test_bad_rows_get_the_jsonl_field_messages(tmp_path, breakage):
     rows = _rows()[:3]
     rows[1] = {**rows[1], **breakage}
     fake = FakeBackend()
-    with Scorer(backend=fake) as s, pytest.raises(InputError) as e:
+    with Scorer(backend=fake, slots="letters") as s, pytest.raises(InputError) as e:
         s.decide_many(rows)
     assert str(e.value) == "rows:" + _jsonl_error(tmp_path, rows)
     assert e.value.line == 2 and e.value.field is not None
@@ -109,7 +109,7 @@ def test_bad_rows_get_the_jsonl_field_messages(tmp_path, breakage):
 
 def test_duplicate_ids_and_non_json_values_are_refused():
     rows = _rows()[:2]
-    with Scorer(backend=FakeBackend()) as s:
+    with Scorer(backend=FakeBackend(), slots="letters") as s:
         with pytest.raises(InputError, match=r"^rows:2: field 'id': duplicate id"):
             s.decide_many([rows[0], {**rows[1], "id": rows[0]["id"]}])
         with pytest.raises(InputError, match=r"^rows:1: field 'tags': not JSON: a set"):
@@ -145,7 +145,7 @@ def test_scorer_loads_once_and_closes_what_it_owns(monkeypatch):
 def test_a_backend_passed_in_is_not_closed():
     fake = FakeBackend()
     fake.close = lambda: pytest.fail("closed a backend it does not own")  # type: ignore[attr-defined]
-    with Scorer(backend=fake) as s:
+    with Scorer(backend=fake, slots="letters") as s:
         s.decide("a state", "q?", {"a": "x", "b": "y"})
 
 
@@ -159,7 +159,7 @@ def test_a_backend_passed_in_is_not_closed():
 ])
 def test_bad_configuration_is_a_clear_error(kwargs, message):
     with pytest.raises(SemifError, match=message):
-        Scorer(backend=FakeBackend(), **kwargs)
+        Scorer(backend=FakeBackend(), slots="letters", **kwargs)
 
 
 def test_import_scorer_is_cheap_and_the_api_has_no_argparse():
@@ -208,7 +208,7 @@ def test_a_calibration_for_other_questions_is_refused_before_scoring(tmp_path, m
     fake = FakeBackend()
     calls = []
     fake.score_fresh = lambda ids: calls.append(ids) or pytest.fail("scored before the check")  # type: ignore
-    with Scorer(backend=fake, mode="direct", calibration=str(prior)) as s, \
+    with Scorer(backend=fake, slots="letters", mode="direct", calibration=str(prior)) as s, \
             pytest.raises(SemifError, match="no calibration for signature") as err:
         s.decide_many(_rows()[:3])  # shape questions: not in the boundary prior
     assert str(prior) in str(err.value) and not calls

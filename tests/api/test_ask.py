@@ -49,7 +49,8 @@ def _score_file(tmp_path: Path, rows: list[dict], monkeypatch, backend, *extra: 
 
 def test_ask_prefills_the_state_once_and_types_every_answer():
     fake = FakeBackend()
-    with Scorer(backend=fake, mode="direct") as s:  # ask scores in shared mode whatever the scorer's mode
+    # ask scores in shared mode whatever the scorer's mode
+    with Scorer(backend=fake, slots="letters", mode="direct") as s:
         answers = s.ask(STATE, QUESTIONS)
     assert fake.calls["prefill"] == 1 and fake.calls["fresh"] == 0 and fake.calls["fan_out"] == 1
     assert list(answers) == ["team", "refund", "severity"]
@@ -71,7 +72,7 @@ def test_ask_prefills_the_state_once_and_types_every_answer():
 
 
 def test_ask_equals_semif_score_shared_on_its_rows(tmp_path, monkeypatch):
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         rows = s.ask_rows(STATE, QUESTIONS, id="t41", ticket="t41")
         answers = s.ask(STATE, QUESTIONS, id="t41", ticket="t41")
         many = s.decide_many(rows)
@@ -88,7 +89,7 @@ def test_the_three_option_forms_are_one_question():
     forms = [["billing", "tech"], {"billing": "billing", "tech": "tech"},
              [{"id": "billing", "description": "billing"}, {"id": "tech", "description": "tech"}],
              ["billing", {"id": "tech", "description": "tech"}]]
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         sigs = {s.ask(STATE, {"team": Choice("Which team?", f)})["team"].record["signature"] for f in forms}
         via_decide = {s.decide(STATE, "Which team?", f).record["signature"] for f in forms}
         via_row = {s.decide_row({"id": "r", "state": STATE, "question": "Which team?", "options": f}).record[
@@ -97,7 +98,7 @@ def test_the_three_option_forms_are_one_question():
 
 
 def test_yesno_wording_is_documented_and_overridable():
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         plain = s.ask(STATE, {"r": YesNo("Refund?")})["r"]
         worded = s.ask(STATE, {"r": YesNo("Refund?", yes="money back is asked for", no="anything else")})["r"]
         as_row = s.decide_row({"id": "r", "state": STATE, "question": "Refund?", "type": "yesno"})
@@ -126,14 +127,14 @@ def test_yesno_wording_is_documented_and_overridable():
 ])
 def test_bad_questions_name_their_field(questions, field, fragment):
     fake = FakeBackend()
-    with Scorer(backend=fake, mode="shared") as s, pytest.raises(InputError) as exc:
+    with Scorer(backend=fake, slots="letters", mode="shared") as s, pytest.raises(InputError) as exc:
         s.ask(STATE, questions)
     assert exc.value.field == field and fragment in str(exc.value), str(exc.value)
     assert str(exc.value).startswith("ask: ") and fake.calls["prefill"] == fake.calls["fresh"] == 0
 
 
 def test_bad_state_id_and_extra_fields_name_their_field():
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         for kwargs, field in (({"state": " "}, "state"), ({"state": STATE, "id": ""}, "id"),
                               ({"state": STATE, "type": "x"}, "type"), ({"state": STATE, "meta": {1, 2}}, "meta")):
             with pytest.raises(InputError) as exc:
@@ -164,11 +165,11 @@ def test_rows_with_a_type_validate_and_type_their_records(tmp_path, monkeypatch,
 
 def test_echo_stores_question_options_and_the_state_digest_or_the_state(tmp_path, monkeypatch):
     state = {"ticket": 41, "text": "charged twice"}
-    with Scorer(backend=FakeBackend(), mode="shared", echo=True) as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo=True) as s:
         digest = s.ask(state, QUESTIONS)
-    with Scorer(backend=FakeBackend(), mode="shared", echo="full") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo="full") as s:
         full = s.ask(state, QUESTIONS)
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         plain = s.ask(state, QUESTIONS)
     rec = dict(digest["team"].record)
     assert rec["echo"] == {"level": "digest", "question": "Which team should handle this ticket?",
@@ -181,7 +182,7 @@ def test_echo_stores_question_options_and_the_state_digest_or_the_state(tmp_path
     assert len({a["team"].record["run"]["config_sha256"] for a in (digest, full, plain)}) == 3
     validate_records([dict(r) for a in (digest, full) for r in a.records])
     with pytest.raises(SemifError, match="echo"):
-        Scorer(backend=FakeBackend(), echo="yes")
+        Scorer(backend=FakeBackend(), slots="letters", echo="yes")
     rows = [{"id": "a", "state": "text state", "question": "Refund?", "type": "yesno"}]
     recs = _score_file(tmp_path, rows, monkeypatch, FakeBackend(), "--echo")
     assert recs[0]["echo"]["state_sha256"] == state_sha256("text state") and "state" not in recs[0]["echo"]
@@ -191,10 +192,10 @@ def test_on_uncovered_raw_flags_the_record_and_error_refuses_before_scoring():
     fake = FakeBackend()
     cal = prior_for(FakeBackend(), "Refund?")
     qs = {"covered": YesNo("Refund?"), "reworded": YesNo("Is it a refund?")}
-    with Scorer(backend=fake, mode="shared", calibration=cal) as s, pytest.raises(InputError) as exc:
+    with Scorer(backend=fake, slots="letters", mode="shared", calibration=cal) as s, pytest.raises(InputError) as exc:
         s.ask(STATE, qs)
     assert "no calibration for signature" in str(exc.value) and fake.calls["prefill"] == 0
-    with Scorer(backend=fake, mode="shared", calibration=cal, on_uncovered="raw") as s:
+    with Scorer(backend=fake, slots="letters", mode="shared", calibration=cal, on_uncovered="raw") as s:
         answers = s.ask(STATE, qs)
     cov, new = answers["covered"], answers["reworded"]
     assert cov.calibrated and not cov.uncovered and cov.record["calibrated"]["applied"]
@@ -206,7 +207,7 @@ def test_on_uncovered_raw_flags_the_record_and_error_refuses_before_scoring():
     with pytest.raises(InputError):  # uncovered says applied is false
         validate_records([{**dict(new.record), "calibrated": {**new.record["calibrated"], "applied": True}}])
     with pytest.raises(SemifError, match="on_uncovered"):
-        Scorer(backend=fake, on_uncovered="skip")
+        Scorer(backend=fake, slots="letters", on_uncovered="skip")
 
 
 def test_a_calibration_for_another_model_is_refused_before_the_model_loads(tmp_path, monkeypatch, capsys):
@@ -254,7 +255,7 @@ def test_semif_ask_prints_the_api_answers(tmp_path, monkeypatch):
                          "--score", "severity=How severe is the problem?:cosmetic|minor|major|critical",
                          "--policy", "0.05", "--records", str(tmp_path / "r.jsonl"))
     assert code == 0 and doc is not None
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), mode="shared") as s:  # semif ask's default readout is the API's
         want = s.ask(STATE, QUESTIONS)
     for name, a in want.items():
         got = dict(doc["answers"][name])
@@ -330,7 +331,7 @@ def test_the_service_ask_endpoint_equals_the_api(monkeypatch):
         "refund": {"type": "yesno", "question": "Is the customer asking for a refund?"},
         "severity": {"type": "score", "question": "How severe is the problem?",
                      "options": ["cosmetic", "minor", "major", "critical"]}}}
-    with Scorer(backend=FakeBackend(), mode="direct") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="direct") as s:
         want = s.ask(STATE, QUESTIONS, id="t41", ticket=41)
         same = s.ask(STATE, body["questions"], id="t41", ticket=41)  # the same rows, byte for byte
         with _live(build_app(s)) as url:
@@ -355,7 +356,7 @@ def test_the_service_ask_endpoint_equals_the_api(monkeypatch):
 
 @pytest.mark.slow
 def test_ask_on_smollm2_equals_semif_score_shared(tmp_path, monkeypatch, smol_torch):
-    with Scorer(backend=smol_torch, mode="shared") as s:
+    with Scorer(backend=smol_torch, slots="letters", mode="shared") as s:
         rows = s.ask_rows(STATE, QUESTIONS)
         answers = s.ask(STATE, QUESTIONS)
     want = _score_file(tmp_path, rows, monkeypatch, smol_torch)
@@ -377,10 +378,11 @@ def test_the_service_scores_an_uncovered_row_raw_when_asked(monkeypatch, capsys)
 
     cal = prior_for(FakeBackend(), "Refund?")
     row = {"id": "r", "state": STATE, "question": "Is it a refund?", "type": "yesno"}
-    with Scorer(backend=FakeBackend(), mode="shared", calibration=cal) as strict, _live(build_app(strict)) as url:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", calibration=cal) as strict, \
+            _live(build_app(strict)) as url:
         r = httpx.post(f"{url}/v1/decide", json=row)
         assert r.status_code == 422 and "no calibration for signature" in r.json()["error"]
-    with Scorer(backend=FakeBackend(), mode="shared", calibration=cal, on_uncovered="raw") as lax, \
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", calibration=cal, on_uncovered="raw") as lax, \
             _live(build_app(lax)) as url:
         r = httpx.post(f"{url}/v1/decide", json=row)
         assert r.status_code == 200 and r.json()["calibrated"]["uncovered"] is True

@@ -54,7 +54,7 @@ def _rows(n_states: int = 3) -> list[dict[str, Any]]:
 
 
 def _records(backend: Any, mode: str, rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    with Scorer(backend=backend, mode=mode) as s:
+    with Scorer(backend=backend, mode=mode, slots="letters") as s:  # one position: the remote engine's readout
         return [d.record for d in s.decide_many(rows or _rows())]
 
 

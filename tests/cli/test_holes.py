@@ -286,7 +286,7 @@ _NOT_JSON = [
 def test_decide_refuses_extras_a_json_line_could_not_hold(kind, value, field, problem):
     top = field.split(".")[0].split("[")[0]
     fake = FakeBackend()
-    with Scorer(backend=fake) as s:
+    with Scorer(backend=fake, slots="letters") as s:  # compared with semif score's records (letters)
         with pytest.raises(InputError) as e:
             s.decide("a state", "q?", {"a": "x", "b": "y"}, **{top: value})
         assert str(e.value).startswith(f"decision: field '{field}': {problem}")
@@ -319,7 +319,7 @@ def test_plain_json_extras_still_equal_the_jsonl_records(tmp_path):
     from scorer.formats.records import read_records
 
     want = read_records(out)
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), mode="shared", slots="letters") as s:  # semif score's readout
         got = s.decide_many(rows)
     assert [g.record["extra"] for g in got] == [w["extra"] for w in want]
     assert all(w["extra"].items() >= extra.items() for w in want)

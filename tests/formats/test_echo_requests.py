@@ -45,20 +45,20 @@ def _stable(rec: dict[str, Any]) -> dict[str, Any]:
 
 def _scorer_records(echo: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What a scorer made with ``echo`` gives for each row alone (the reference every entry is held to)."""
-    with Scorer(backend=FakeBackend(), mode="shared", echo=echo) as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo=echo) as s:
         return [s.decide_row(r, "body").record for r in rows]
 
 
 # --- the API -------------------------------------------------------------------------------------------------------
 def test_a_calls_echo_equals_a_scorer_made_with_it_and_overrides_the_scorers():
     rows = workload_rows()[:3]
-    with Scorer(backend=FakeBackend(), mode="shared") as plain, \
-            Scorer(backend=FakeBackend(), mode="shared", echo="full") as full:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as plain, \
+            Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo="full") as full:
         for echo in (True, "digest", "full"):
             want = _scorer_records(echo, rows)
             assert [_stable(plain.decide_row(r, "body", echo=echo).record) for r in rows] == list(map(_stable, want))
             assert [_stable(d.record) for d in plain.decide_many(rows, echo=echo)] == [
-                _stable(d.record) for d in Scorer(backend=FakeBackend(), echo=echo).decide_many(rows)]
+                _stable(d.record) for d in Scorer(backend=FakeBackend(), slots="letters", echo=echo).decide_many(rows)]
         off = full.decide(STATE, QUESTION, OPTIONS, echo=False).record
         assert "echo" not in off and _stable(off) == _stable(plain.decide(STATE, QUESTION, OPTIONS).record)
         inherited = full.decide(STATE, QUESTION, OPTIONS).record  # None: the scorer's own
@@ -79,7 +79,7 @@ def test_a_calls_echo_equals_semif_score_echo(tmp_path: Path, monkeypatch: pytes
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
     assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", "shared", "--echo", "full"]) == 0
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         got = [d.record for d in s.decide_many(rows, echo="full")]
     assert list(map(_stable, got)) == list(map(_stable, read_records(out)))
 
@@ -88,13 +88,14 @@ def test_a_calls_echo_equals_semif_score_echo(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.parametrize("window_ms", [0.0, 5.0])
 def test_the_services_echo_query_equals_the_api(window_ms: float):
     rows = workload_rows()[:2]
-    with Scorer(backend=FakeBackend(), mode="shared") as s, live(build_app(s, batch_window_ms=window_ms)) as url:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s, \
+            live(build_app(s, batch_window_ms=window_ms)) as url:
         for query, echo in (("true", True), ("digest", "digest"), ("full", "full")):
             r = httpx.post(f"{url}/v1/decide", params={"echo": query}, json=rows[0])
             assert r.status_code == 200, r.text
             assert _stable(r.json()) == _stable(_scorer_records(echo, rows[:1])[0])
             r = httpx.post(f"{url}/v1/decide/batch", params={"echo": query}, json={"rows": rows})
-            with Scorer(backend=FakeBackend(), mode="shared", echo=echo) as ref:
+            with Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo=echo) as ref:
                 want = [d.record for d in ref.decide_many(rows)]
                 want_ask = ref.ask(STATE, ASK, id="t7").records
             assert r.status_code == 200 and list(map(_stable, r.json()["records"])) == list(map(_stable, want))
@@ -107,7 +108,7 @@ def test_the_services_echo_query_equals_the_api(window_ms: float):
 
 def test_a_request_turns_the_servers_echo_off_or_up():
     row = workload_rows()[0]
-    with Scorer(backend=FakeBackend(), mode="shared", echo="digest") as s, live(build_app(s)) as url:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo="digest") as s, live(build_app(s)) as url:
         assert httpx.get(f"{url}/v1/models").json()["echo"] == "digest"
         default = httpx.post(f"{url}/v1/decide", json=row).json()
         off = httpx.post(f"{url}/v1/decide", params={"echo": "false"}, json=row).json()
@@ -128,7 +129,7 @@ def test_a_request_turns_the_servers_echo_off_or_up():
 ])
 def test_a_bad_echo_query_is_422_naming_the_field_and_nothing_is_scored(params: Any, problem: str):
     backend = FakeBackend()
-    with Scorer(backend=backend, mode="shared") as s, live(build_app(s, batch_window_ms=5)) as url:
+    with Scorer(backend=backend, slots="letters", mode="shared") as s, live(build_app(s, batch_window_ms=5)) as url:
         for path, body in (("/v1/decide", workload_rows()[0]), ("/v1/decide/batch", {"rows": workload_rows()[:2]}),
                            ("/v1/ask", {"state": STATE, "questions": ASK})):
             r = httpx.post(f"{url}{path}", params=params, json=body)
@@ -141,7 +142,7 @@ def test_batched_requests_each_get_their_own_echo_and_run():
     rows = workload_rows()[1:4]  # three questions about one state: one packed pass when batched
     levels = ["full", None, "digest"]
     backend = GatedBackend()
-    with Scorer(backend=backend, mode="shared") as s, live(build_app(s, batch_window_ms=1)) as url, \
+    with Scorer(backend=backend, slots="letters", mode="shared") as s, live(build_app(s, batch_window_ms=1)) as url, \
             ThreadPoolExecutor(4) as pool:
         head = pool.submit(httpx.post, f"{url}/v1/decide", json=workload_rows()[0], timeout=60)
         assert backend.entered.wait(30)  # the worker is held: the three below queue up and are scored together
@@ -164,13 +165,13 @@ def test_batched_requests_each_get_their_own_echo_and_run():
 # --- MCP -----------------------------------------------------------------------------------------------------------
 def test_the_mcp_tools_echo_argument_equals_the_api():
     tools = {t.name: t for t in TOOLS}
-    with Scorer(backend=FakeBackend(), mode="shared", echo="digest") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo="digest") as s:
         for echo in (True, "digest", "full", False, None):
             args = {"state": STATE, "question": QUESTION, "options": OPTIONS, "echo": echo}
             jsonschema.Draft202012Validator(tools["decide"].input_schema).validate(args)
             got, _, err = call_tool(s, "decide", args)
             assert not err and got is not None
-            with Scorer(backend=FakeBackend(), mode="shared", echo="digest") as ref:
+            with Scorer(backend=FakeBackend(), slots="letters", mode="shared", echo="digest") as ref:
                 want = ref.decide(STATE, QUESTION, OPTIONS, echo=echo)
                 want_ask = ref.ask(STATE, ASK, echo=echo)
             assert _stable(got["record"]) == _stable(want.record)
@@ -194,7 +195,7 @@ def test_the_mcp_tools_echo_argument_equals_the_api():
 ])
 def test_a_bad_echo_argument_is_a_tool_error_naming_the_field(tool: str, args: dict[str, Any], message: str):
     backend = FakeBackend()
-    with Scorer(backend=backend, mode="shared") as s:
+    with Scorer(backend=backend, slots="letters", mode="shared") as s:
         got, text, err = call_tool(s, tool, args)
     assert err and got is None and text.startswith(message) and "Traceback" not in text, text
     assert backend.calls["prefill"] == backend.calls["fresh"] == 0
@@ -202,7 +203,7 @@ def test_a_bad_echo_argument_is_a_tool_error_naming_the_field(tool: str, args: d
 
 # --- the client and the command lines -------------------------------------------------------------------------------
 def test_the_clients_echo_and_ask_equal_the_api():
-    with Scorer(backend=FakeBackend(), mode="shared") as s, live(build_app(s)) as url:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s, live(build_app(s)) as url:
         async def go() -> tuple[Any, ...]:
             async with AsyncClient(url) as c:
                 one = await c.decide(STATE, QUESTION, OPTIONS, id="t7", echo="full")
@@ -216,7 +217,7 @@ def test_the_clients_echo_and_ask_equal_the_api():
                 raise AssertionError("a bad echo was accepted")
 
         one, many, asked, bad = asyncio.run(go())
-    with Scorer(backend=FakeBackend(), mode="shared") as ref:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as ref:
         assert _stable(one.record) == _stable(ref.decide(STATE, QUESTION, OPTIONS, id="t7", echo="full").record)
         assert [_stable(d.record) for d in many] == [_stable(d.record) for d in ref.decide_many(workload_rows()[:2],
                                                                                                echo=True)]

@@ -44,7 +44,7 @@ def _by_hand(method: str, name: str) -> np.ndarray:
     """The correction of question ``name`` computed from prompts scored one request each (label_free none)."""
     ids = list(QUESTIONS[name].get("options", ["yes", "no"]))
     n = len(ids)
-    with Scorer(backend=FakeBackend(), mode="shared", label_free="none") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", label_free="none") as s:
         rot = [_aligned(s.ask(STATE, {name: _rotated_questions(k)[name]})[name].probabilities, ids)
                for k in range(n)]
         cf = [[_aligned(s.ask(state, {name: _rotated_questions(k)[name]})[name].probabilities, ids)
@@ -76,9 +76,9 @@ def _by_hand(method: str, name: str) -> np.ndarray:
 
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "none"])
 def test_every_method_equals_the_correction_computed_by_hand_and_keeps_the_raw_readout(method):
-    with Scorer(backend=FakeBackend(), mode="shared", label_free=method) as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", label_free=method) as s:
         got = s.ask(STATE, QUESTIONS)
-    with Scorer(backend=FakeBackend(), mode="shared", label_free="none") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", label_free="none") as s:
         raw = s.ask(STATE, QUESTIONS)
     validate_records(got.records)
     for name in QUESTIONS:
@@ -97,7 +97,7 @@ def test_every_method_equals_the_correction_computed_by_hand_and_keeps_the_raw_r
 
 def test_content_free_priors_are_cached_per_question():
     backend = FakeBackend()
-    with Scorer(backend=backend, mode="shared", label_free="content-free") as s:
+    with Scorer(backend=backend, slots="letters", mode="shared", label_free="content-free") as s:
         first = s.ask(STATE, QUESTIONS)
         passes = dict(backend.calls)
         again = s.ask("A different ticket: the app crashes when I log in.", QUESTIONS)
@@ -111,7 +111,7 @@ def test_content_free_priors_are_cached_per_question():
 
 def test_a_calibration_file_wins_where_it_covers_and_the_label_free_one_covers_the_rest():
     cal = prior_for(FakeBackend(), "Does the customer ask for a refund?")
-    with Scorer(backend=FakeBackend(), mode="shared", calibration=cal, label_free="rotations") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", calibration=cal, label_free="rotations") as s:
         got = s.ask(STATE, {"refund": YesNo("Does the customer ask for a refund?"),
                             "other": YesNo("Is the customer angry?")})
     assert got["refund"].record["calibrated"]["method"] == "prior"  # the file covered it
@@ -120,9 +120,9 @@ def test_a_calibration_file_wins_where_it_covers_and_the_label_free_one_covers_t
 
 
 def test_off_means_the_raw_readout_and_the_run_is_named_by_the_method():
-    with Scorer(backend=FakeBackend(), mode="shared", label_free="none") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", label_free="none") as s:
         off = s.ask(STATE, QUESTIONS)
-    with Scorer(backend=FakeBackend(), mode="shared", label_free="rotations") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", label_free="rotations") as s:
         on = s.ask(STATE, QUESTIONS)
     assert all("calibrated" not in a.record for a in off.values())
     assert off["team"].record["run"]["config_sha256"] != on["team"].record["run"]["config_sha256"]
@@ -130,4 +130,4 @@ def test_off_means_the_raw_readout_and_the_run_is_named_by_the_method():
 
 def test_a_bad_method_is_a_field_named_error():
     with pytest.raises(SemifError, match=r"label_free: 'guess' is not one of none, rotations"):
-        Scorer(backend=FakeBackend(), label_free="guess")
+        Scorer(backend=FakeBackend(), slots="letters", label_free="guess")

@@ -318,7 +318,8 @@ def test_a_record_whose_cache_block_does_not_add_up_is_refused():
 @pytest.mark.parametrize("mode", ["serial", "shared"])
 def test_the_api_reuses_prefixes_across_calls(mode):
     fb = FakeBackend()
-    with Scorer(backend=fb, mode=mode) as s, Scorer(backend=FakeBackend(), mode="direct") as fresh:
+    with Scorer(backend=fb, slots="letters", mode=mode) as s, \
+            Scorer(backend=FakeBackend(), slots="letters", mode="direct") as fresh:
         first = s.decide(_STATES[0], _QUESTIONS[0], {"yes": "Yes", "no": "No"})
         second = s.decide(_STATES[0], _QUESTIONS[1], {"yes": "Yes", "no": "No"})
         again = s.decide(_STATES[0], _QUESTIONS[1], {"yes": "Yes", "no": "No"})
@@ -340,8 +341,8 @@ def test_the_api_reuses_prefixes_across_calls(mode):
 
 def test_the_api_budget_option_is_checked_and_used():
     with pytest.raises(OptionError, match="prefix_cache_bytes: 0 is not a number of bytes"):
-        Scorer(backend=FakeBackend(), prefix_cache_bytes=0)
-    s = Scorer(backend=FakeBackend(), mode="serial", prefix_cache_bytes="1K")
+        Scorer(backend=FakeBackend(), slots="letters", prefix_cache_bytes=0)
+    s = Scorer(backend=FakeBackend(), slots="letters", mode="serial", prefix_cache_bytes="1K")
     assert s.prefix_cache.budget_bytes == 1024
     rec = s.decide(_STATES[1], _QUESTIONS[0], {"yes": "Yes", "no": "No"}).record
     assert rec["cache"]["budget_bytes"] == 1024 and s.prefix_cache.stats.evictions == 1  # over 1 KiB: used once
@@ -354,7 +355,8 @@ def test_the_service_reuses_prefixes_across_requests():
     from scorer.serving.service import build_app
 
     row = {"id": "r", "state": _STATES[0], "question": _QUESTIONS[0], "options": _OPTS}
-    with Scorer(backend=FakeBackend(), mode="shared") as scorer, TestClient(build_app(scorer)) as client:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as scorer, \
+            TestClient(build_app(scorer)) as client:
         one = client.post("/v1/decide", json=row).json()
         two = client.post("/v1/decide", json={**row, "question": _QUESTIONS[2]}).json()
         batch = client.post("/v1/decide/batch", json={"rows": [{**row, "id": "a"}, {**row, "id": "b",

@@ -219,7 +219,8 @@ def test_the_openai_backend_is_refused_naming_the_slots(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("args", "words"), [
-    (["--sequence-norm", "mean"], "sequence_norm: 'mean' applies to slots sequence only (got slots letters)"),
+    (["--sequence-norm", "mean"],
+     "sequence_norm: 'mean' applies to slots sequence and auto only (got slots letters)"),
     (["--slots", "sequence", "--permute", "2"], "permute: does not combine with slots sequence"),
     (["--slots", "sequence", "--mode", "shared", "--exact"], "exact: does not combine with slots sequence"),
     (["--slots", "sequence", "--engine", "ray"], "--slots sequence is not supported with --engine ray"),
@@ -238,7 +239,7 @@ def test_bad_combinations_exit_2_naming_the_field_before_anything_runs(tmp_path,
 def test_the_api_and_configs_refuse_the_same_combinations():
     with pytest.raises(OptionError, match="sequence_norm: 'max' is not one of sum, mean"):
         Scorer(backend=FakeBackend(), slots="sequence", sequence_norm="max")
-    with pytest.raises(OptionError, match="sequence_norm: 'sum' applies to slots sequence only"):
+    with pytest.raises(OptionError, match="sequence_norm: 'sum' applies to slots sequence and auto only"):
         Scorer(backend=FakeBackend(), slots="ids", sequence_norm="sum")
     with pytest.raises(OptionError, match="permute: does not combine"):
         ScoreConfig(slots="sequence", permute=3)

@@ -105,6 +105,9 @@ class _Boom(FakeBackend):
     def fan_out(self, *a: Any, **k: Any) -> Any:
         raise RuntimeError("secret internals /home/user/model.bin")
 
+    def fan_out_logprobs(self, *a: Any, **k: Any) -> Any:  # a yes/no question's words (the default readout)
+        raise RuntimeError("secret internals /home/user/model.bin")
+
 
 def test_unexpected_failures_and_unknown_tools_are_errors_without_internals(capsys):
     with Scorer(backend=_Boom(), mode="shared") as s:

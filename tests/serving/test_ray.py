@@ -52,7 +52,7 @@ def _unit_rows(decisions, mode, order=None, repeat=()):
     """What the Ray actors would hand back: one row of JSONL records per unit (optionally reordered and with
     units delivered twice, as a retried task may)."""
     units = work_units(decisions, mode)
-    with Scorer(backend=FakeBackend(), mode=mode) as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode=mode) as s:
         rows = [{"records": b"".join(dumps_record(r) for r in s.score_decisions([decisions[i] for i in u], PARTS,
                                                                                 0, u))} for u in units]
     rows += [rows[k] for k in repeat]

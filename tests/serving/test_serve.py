@@ -50,7 +50,7 @@ def _cli_records(tmp_path: Path, rows: list[dict], mode: str, monkeypatch, backe
 
 @pytest.fixture
 def fake_url() -> Iterator[str]:
-    with Scorer(backend=FakeBackend(), mode="shared") as s, _live(build_app(s)) as url:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s, _live(build_app(s)) as url:
         yield url
 
 
@@ -105,7 +105,8 @@ def test_bad_bodies_get_4xx_with_the_cli_field_messages(tmp_path, fake_url):
 
 def test_size_limits_answer_413():
     rows = _rows()
-    with Scorer(backend=FakeBackend()) as s, _live(build_app(s, Limits(max_body_bytes=20_000, max_rows=3))) as url:
+    with Scorer(backend=FakeBackend(), slots="letters") as s, \
+            _live(build_app(s, Limits(max_body_bytes=20_000, max_rows=3))) as url:
         r = httpx.post(f"{url}/v1/decide/batch", json={"rows": rows[:4]})
         assert r.status_code == 413 and r.json()["error"] == (
             "body: field 'rows': 4 rows (expected at most 3 rows per request)")
@@ -128,7 +129,7 @@ class _Boom(FakeBackend):
 
 
 def test_an_unexpected_error_is_500_without_a_traceback(capsys):
-    with Scorer(backend=_Boom()) as s, _live(build_app(s)) as url:
+    with Scorer(backend=_Boom(), slots="letters") as s, _live(build_app(s)) as url:
         r = httpx.post(f"{url}/v1/decide", json=_rows()[0])
     assert r.status_code == 500
     assert r.json()["error"].startswith("internal error") and "secret" not in r.text and "Traceback" not in r.text
@@ -137,7 +138,7 @@ def test_an_unexpected_error_is_500_without_a_traceback(capsys):
 
 def test_eight_concurrent_clients_25_requests_each_all_correct(fake_url):
     rows = _rows()
-    with Scorer(backend=FakeBackend()) as s:
+    with Scorer(backend=FakeBackend(), slots="letters") as s:
         want = {r["id"]: _stable(s.decide_row(r).record) for r in rows}
 
     def client(k: int) -> list[bool]:
@@ -171,7 +172,8 @@ def test_a_full_queue_answers_503_with_retry_after():
     backend = _Gated()
     row = _rows()[0]
     limits = Limits(queue_size=1, retry_after_s=7)
-    with Scorer(backend=backend) as s, _live(build_app(s, limits)) as url, ThreadPoolExecutor(2) as pool:
+    with Scorer(backend=backend, slots="letters") as s, \
+            _live(build_app(s, limits)) as url, ThreadPoolExecutor(2) as pool:
         first = pool.submit(httpx.post, f"{url}/v1/decide", json=row, timeout=60)
         assert backend.entered.wait(30)  # the worker is busy with the first request
         second = pool.submit(httpx.post, f"{url}/v1/decide", json=row, timeout=60)
@@ -189,7 +191,7 @@ def test_a_full_queue_answers_503_with_retry_after():
 
 
 def test_the_token_is_required_when_set():
-    with Scorer(backend=FakeBackend()) as s, _live(build_app(s, token="s3cret")) as url:
+    with Scorer(backend=FakeBackend(), slots="letters") as s, _live(build_app(s, token="s3cret")) as url:
         row = _rows()[0]
         assert httpx.post(f"{url}/v1/decide", json=row).status_code == 401
         bad = httpx.post(f"{url}/v1/decide", json=row, headers={"Authorization": "Bearer wrong"})

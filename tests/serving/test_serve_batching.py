@@ -38,7 +38,7 @@ def _answer(rec: dict[str, Any]) -> dict[str, Any]:
 
 def _alone(backend: Any, rows: list[dict[str, Any]], **kw: Any) -> dict[str, dict[str, Any]]:
     """Each row scored by itself, as the service scores it without batching."""
-    with Scorer(backend=backend, mode="shared", **kw) as s:
+    with Scorer(backend=backend, slots="letters", mode="shared", **kw) as s:
         return {r["id"]: s.decide_row(r, "body").record for r in rows}
 
 
@@ -67,7 +67,7 @@ def test_requests_queued_together_are_scored_in_one_pass_per_state_with_unbatche
     batch = rows[1:4] + rows[21:24]  # three questions about each of the two states
     want = _alone(FakeBackend(), [rows[0], *batch])
     backend = GatedBackend()
-    with Scorer(backend=backend, mode="shared") as s, live(build_app(s, batch_window_ms=1)) as url:
+    with Scorer(backend=backend, slots="letters", mode="shared") as s, live(build_app(s, batch_window_ms=1)) as url:
         head, answers = _behind_a_busy_worker(backend, url, rows[0], batch)
         passes = backend.calls["fan_out"]
     assert head.status_code == 200 and all(a.status_code == 200 for a in answers), [a.text for a in answers]
@@ -92,7 +92,7 @@ def test_a_row_that_cannot_be_scored_fails_alone_and_the_others_are_answered():
     rows = [ok, {**ok, "id": "long", "state": "x" * 3000}, {**ok, "id": "ok2", "question": "Is it a ticket?"}]
     want = _alone(FakeBackend(n_ctx=1000), [ok, rows[2]])
     backend = GatedBackend(n_ctx=1000)
-    with Scorer(backend=backend, mode="shared") as s, live(build_app(s, batch_window_ms=1)) as url:
+    with Scorer(backend=backend, slots="letters", mode="shared") as s, live(build_app(s, batch_window_ms=1)) as url:
         _, (a, long, b) = _behind_a_busy_worker(backend, url, {**ok, "id": "first"}, rows)
     assert long.status_code == 422 and "the model's context holds 1000" in long.json()["error"]
     assert "Traceback" not in long.text
@@ -112,7 +112,7 @@ def test_a_row_the_calibration_does_not_cover_fails_alone(tmp_path, monkeypatch)
     covered = rows[:2]
     want = _alone(FakeBackend(), covered, calibration=prior)
     backend = GatedBackend()
-    with Scorer(backend=backend, mode="shared", calibration=prior) as s, \
+    with Scorer(backend=backend, slots="letters", mode="shared", calibration=prior) as s, \
             live(build_app(s, batch_window_ms=1)) as url:
         _, (a, bad, b) = _behind_a_busy_worker(backend, url, rows[2], [covered[0], workload_rows()[0], covered[1]])
     assert bad.status_code == 422 and "no calibration for signature" in bad.json()["error"]
@@ -125,7 +125,8 @@ def test_a_row_the_calibration_does_not_cover_fails_alone(tmp_path, monkeypatch)
 
 def test_requests_sent_within_the_window_wait_for_each_other():
     rows = workload_rows()[:4]
-    with Scorer(backend=FakeBackend(), mode="shared") as s, live(build_app(s, batch_window_ms=1000)) as url, \
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s, \
+            live(build_app(s, batch_window_ms=1000)) as url, \
             ThreadPoolExecutor(4) as pool:
         answers = list(pool.map(lambda r: httpx.post(f"{url}/v1/decide", json=r, timeout=60), rows))
         assert httpx.get(f"{url}/v1/models").json()["batch_window_ms"] == 1000
@@ -135,7 +136,7 @@ def test_requests_sent_within_the_window_wait_for_each_other():
 
 def test_window_zero_scores_each_request_alone_as_before():
     row = workload_rows()[0]
-    with Scorer(backend=FakeBackend(), mode="shared") as s, live(build_app(s)) as url:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s, live(build_app(s)) as url:
         rec = httpx.post(f"{url}/v1/decide", json=row).json()
         assert httpx.get(f"{url}/v1/models").json()["batch_window_ms"] == 0
     assert "batch" not in rec and rec["timing"]["group_rows"] == 1
@@ -143,7 +144,8 @@ def test_window_zero_scores_each_request_alone_as_before():
 
 
 def test_bad_rows_are_refused_before_they_queue():
-    with Scorer(backend=FakeBackend(), mode="shared") as s, live(build_app(s, batch_window_ms=5)) as url:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s, \
+            live(build_app(s, batch_window_ms=5)) as url:
         r = httpx.post(f"{url}/v1/decide", json={**workload_rows()[0], "options": []})
         assert r.status_code == 422 and r.json()["field"] == "options" and r.json()["error"].startswith("body: ")
         assert httpx.get(f"{url}/healthz").json()["queued"] == 0
@@ -181,7 +183,8 @@ def test_the_window_is_checked_against_the_mode():
         check_batch_window(-1, "shared")
     with pytest.raises(OptionError, match="is more than 1000 ms"):
         check_batch_window(1500, "shared")
-    with Scorer(backend=FakeBackend(), mode="direct") as s, pytest.raises(OptionError, match="needs mode shared"):
+    with Scorer(backend=FakeBackend(), slots="letters", mode="direct") as s, \
+            pytest.raises(OptionError, match="needs mode shared"):
         build_app(s, batch_window_ms=5)
 
 
@@ -202,7 +205,8 @@ def test_batched_answers_on_smollm2_equal_unbatched_within_the_packed_tolerance(
     batch = rows[1:4] + rows[21:24]
     want = _alone(smol_torch, batch)
     # nothing can hold the real backend's worker, so a long window gathers the requests sent at once
-    with Scorer(backend=smol_torch, mode="shared") as s, live(build_app(s, batch_window_ms=1000)) as url, \
+    with Scorer(backend=smol_torch, slots="letters", mode="shared") as s, \
+            live(build_app(s, batch_window_ms=1000)) as url, \
             ThreadPoolExecutor(len(batch)) as pool:
         answers = list(pool.map(lambda r: httpx.post(f"{url}/v1/decide", json=r, timeout=600), batch))
     got = [a.json() for a in answers]

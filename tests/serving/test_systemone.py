@@ -62,7 +62,7 @@ ASK = {
 
 @pytest.fixture
 def url():
-    with Scorer(backend=FakeBackend(), mode="shared") as s, live(build_app(s)) as u:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s, live(build_app(s)) as u:
         yield u
 
 
@@ -88,7 +88,7 @@ def test_every_question_type_answers_as_scorer_ask_and_fits_the_sdks_models(url)
     with _client(url) as c:
         got = c.system_one(state=STATE, questions=QUESTIONS)
         again = c.system_one(state=STATE, questions=sdk_questions)
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         want = s.ask(STATE, ASK)
     assert got.model == "qwen2.5-0.5b"  # the SDK's default name, jev-latest, is an alias of the default model
     team, urgency = got.answers["team"], got.answers["urgency"]
@@ -111,7 +111,7 @@ def test_255_criteria_are_read_by_number_and_answered_as_scorer_ask(url):
     with _client(url) as c:
         got = c.system_one(state=STATE, questions={"item": Choice(instructions="Which item is it about?",
                                                                   criteria=criteria), "refund": QUESTIONS["refund"]})
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         want = s.ask(STATE, {"item": {"type": "choice", "question": "Which item is it about?", "options": [
             {"id": k, "description": f"{k}: {v}"} for k, v in criteria.items()]}, "refund": ASK["refund"]})
     item = got.answers["item"]
@@ -134,7 +134,7 @@ def test_json_state_is_the_state_scorer_ask_gets(url):
     state = {"customer": "Ada", "messages": ["charged twice", "refund please"], "order": {"id": 1182}}
     with _client(url) as c:
         got = c.system_one(state=state, questions={"refund": QUESTIONS["refund"]})
-    with Scorer(backend=FakeBackend(), mode="shared") as s:
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared") as s:
         want = s.ask(state, {"refund": ASK["refund"]})
     assert got.answers["refund"].noul == want["refund"].probabilities["yes"]
 
@@ -156,7 +156,7 @@ def test_an_unknown_model_is_an_sdk_not_found_error_listing_the_served_names(url
 
 
 def test_a_wrong_token_is_an_sdk_authentication_error():
-    with Scorer(backend=FakeBackend()) as s, live(build_app(s, token="sesame")) as u:
+    with Scorer(backend=FakeBackend(), slots="letters") as s, live(build_app(s, token="sesame")) as u:
         with _client(u, "sesame") as ok:
             assert ok.system_one(state=STATE, questions={"refund": QUESTIONS["refund"]}).answers["refund"]
         with _client(u, "wrong") as bad, pytest.raises(TypeSafeAuthenticationError, match="bearer token"):
@@ -232,7 +232,7 @@ def _nested(levels: int) -> Any:
 
 def test_hostile_clients_get_4xx_and_the_server_keeps_serving():
     lim = Limits(max_body_bytes=200_000, max_rows=64, header_timeout_s=1.0)
-    with Scorer(backend=FakeBackend()) as s, live(build_app(s, lim)) as u:
+    with Scorer(backend=FakeBackend(), slots="letters") as s, live(build_app(s, lim)) as u:
         good = {"model": "jev-latest", "state": STATE, "questions": {"q": QUESTIONS["refund"]}}
         cases = [
             (b"x" * 300_000, 413),  # over the limit: drained, answered
@@ -257,7 +257,7 @@ def test_hostile_clients_get_4xx_and_the_server_keeps_serving():
 
 def test_an_identical_request_in_flight_is_joined_not_scored_twice():
     backend = GatedBackend()
-    with Scorer(backend=backend) as s, live(build_app(s)) as u:
+    with Scorer(backend=backend, slots="letters") as s, live(build_app(s)) as u:
         body = {"model": "jev-latest", "state": STATE, "questions": {"q": QUESTIONS["refund"]}}
         out: list[httpx.Response] = []
         threads = [threading.Thread(target=lambda: out.append(_raw(u, body))) for _ in range(3)]
@@ -276,7 +276,7 @@ def test_an_identical_request_in_flight_is_joined_not_scored_twice():
 
 def test_a_full_queue_answers_503_with_retry_after():
     backend = GatedBackend()
-    with Scorer(backend=backend) as s, live(build_app(s, Limits(queue_size=1, retry_after_s=3))) as u:
+    with Scorer(backend=backend, slots="letters") as s, live(build_app(s, Limits(queue_size=1, retry_after_s=3))) as u:
         bodies = [{"model": "jev-latest", "state": f"{STATE} #{i}", "questions": {"q": QUESTIONS["refund"]}}
                   for i in range(3)]
         out: list[httpx.Response] = []
@@ -302,7 +302,7 @@ class _Sure(FakeBackend):
 
 
 def test_a_route_asks_fast_first_and_escalates_low_margins_to_the_accurate_model():
-    with Scorer(backend=FakeBackend()) as fast, Scorer(backend=_Sure()) as accurate:
+    with Scorer(backend=FakeBackend(), slots="letters") as fast, Scorer(backend=_Sure(), slots="letters") as accurate:
         served = ServedModels({"fast": fast, "accurate": accurate},
                               routes={"auto": parse_route("auto=fast>accurate@0.99")})
         with live(build_app(served)) as u:
@@ -316,9 +316,9 @@ def test_a_route_asks_fast_first_and_escalates_low_margins_to_the_accurate_model
 
 @pytest.mark.slow
 def test_on_smollm2_the_answers_equal_scorer_ask(smol_torch):
-    with Scorer(backend=smol_torch, mode="shared") as s, live(build_app(s)) as u, _client(u) as c:
+    with Scorer(backend=smol_torch, slots="letters", mode="shared") as s, live(build_app(s)) as u, _client(u) as c:
         got = c.system_one(state=STATE, questions=QUESTIONS)
-    with Scorer(backend=smol_torch, mode="shared") as s:
+    with Scorer(backend=smol_torch, slots="letters", mode="shared") as s:
         want = s.ask(STATE, ASK)
     for name in ("team", "legal", "refund"):
         assert list(got.answers[name].probabilities.values() if name == "team" else

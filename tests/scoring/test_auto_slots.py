@@ -1,0 +1,122 @@
+"""``slots="auto"``, the readout a scorer uses by default: a yes/no question read by its words (``sequence`` on the
+ids prompt), every other question by letters (numbers past 16 options).
+
+Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``sequence`` run and
+a ``letters`` run of the same rows (the independent paths), the default and when it falls back to letters (a
+calibration file, a backend that cannot score continuations, a preset's own slots), the refusals naming ``slots``,
+and the option descriptions the two wire dialects give the model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from fakes import FakeBackend, row_of
+
+from scorer import Scorer
+from scorer.core.checks import SLOTS, OptionError, check_slots_backend
+from scorer.formats.rows import Decision, Option
+from scorer.prompting.prompt import IDS_PROMPT_VERSION, PROMPT_VERSION, slots_for
+from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import default_slots
+from scorer.serving.wire import named_description
+
+YES_NO = (Option("yes", "Yes"), Option("no", "No"))
+TEAMS = (Option("billing", "Billing"), Option("tech", "Technical support"), Option("legal", "Legal"))
+STATES = ["I was charged twice, refund me.", "My router keeps dropping the connection."]
+
+
+def _rows() -> list[Decision]:
+    out = []
+    for i, s in enumerate(STATES):
+        out += [Decision(f"s{i}-refund", s, "Does the customer ask for a refund?", YES_NO, {"type": "yesno"}),
+                Decision(f"s{i}-team", s, "Which team should answer?", TEAMS, {}),
+                Decision(f"s{i}-swapped", s, "Is the customer angry?", YES_NO[::-1], {})]
+    return out
+
+
+def test_auto_reads_yes_no_by_its_words_and_the_rest_by_letters() -> None:
+    assert "auto" in SLOTS
+    assert slots_for("auto", 2, ["yes", "no"]) == "sequence"
+    assert slots_for("auto", 2, ["no", "yes"]) == "sequence"
+    assert slots_for("auto", 3, ["yes", "no", "unknown"]) == "letters"
+    assert slots_for("auto", 2, ["Yes", "No"]) == "letters"  # ids are compared exactly: the words SemIf scores
+    assert slots_for("auto", 17, [f"o{i}" for i in range(17)]) == "codes"
+    assert slots_for("letters", 2, ["yes", "no"]) == "letters"  # the other slots as asked
+
+
+@pytest.mark.parametrize("mode", ["direct", "shared"])
+def test_a_mixed_run_equals_the_sequence_and_letters_runs_row_for_row(mode: str) -> None:
+    rows = _rows()
+    b = FakeBackend()
+    run = {"config_sha256": "test"}
+
+    def records(slots: str) -> dict[str, dict]:
+        items = prepare(b, rows, with_prefix=mode != "direct", slots=slots)
+        return {r["id"]: r for r in score_items(b, items, mode, run)}
+
+    auto, seq, letters = records("auto"), records("sequence"), records("letters")
+    for d in rows:
+        ref = seq[d.id] if {o.id for o in d.options} == {"yes", "no"} else letters[d.id]
+        got = auto[d.id]
+        assert got["prompt_version"] == ref["prompt_version"]
+        assert got["slots"]["readout"] == ref["slots"]["readout"]
+        assert got["signature"] == ref["signature"]
+        np.testing.assert_array_equal(got["probabilities"], ref["probabilities"])
+    assert auto["s0-refund"]["prompt_version"] == IDS_PROMPT_VERSION
+    assert auto["s0-team"]["prompt_version"] == PROMPT_VERSION
+
+
+def test_the_default_is_auto_where_it_can_be_read() -> None:
+    assert Scorer(backend=FakeBackend()).slots == "auto"
+    assert Scorer("smollm2-135m", "llamacpp").slots == "auto"
+    assert Scorer("smollm2-135m", "torch").slots == "auto"
+    assert Scorer("smollm2-135m", "llamacpp", slots="letters").slots == "letters"
+    assert default_slots("openai") == "letters"  # a remote engine reads one position
+    assert default_slots("llamacpp", calibration="prior.json") == "letters"  # the file names one prompt version
+
+    class OnePosition(FakeBackend):
+        scores_continuations = False
+
+    assert Scorer(backend=OnePosition()).slots == "letters"
+
+
+def test_ask_answers_every_type_under_the_default() -> None:
+    s = Scorer(backend=FakeBackend())
+    got = s.ask(STATES[0], {"refund": {"type": "yesno", "question": "Refund?"},
+                            "team": {"type": "choice", "question": "Team?", "options": {"billing": "Billing",
+                                                                                        "tech": "Tech"}},
+                            "urgency": {"type": "score", "question": "Urgency?", "options": ["low", "high"]}})
+    readouts = {r["id"].split("/")[-1]: r["slots"]["readout"] for r in got.records}
+    assert sorted(readouts.values()) == ["letters", "letters", "sequence"]
+    assert 0.0 <= got["refund"].p_yes <= 1.0
+
+
+def test_auto_with_a_calibration_file_or_the_openai_backend_is_refused_naming_slots(tmp_path: Path) -> None:
+    with pytest.raises(OptionError, match="slots"):
+        check_slots_backend("auto", "openai")
+    from scorer.scoring.options import checked_config_parts
+
+    class Cal:
+        source: ClassVar[dict[str, str]] = {"sha256": "x"}
+
+    with pytest.raises(OptionError, match="slots: auto reads each question in one of two prompts"):
+        checked_config_parts({}, _rows(), {}, "direct", 4096, calibration=Cal(), slots="auto")  # type: ignore[arg-type]
+
+
+def test_wire_options_do_not_spell_their_name_twice() -> None:
+    assert named_description("yes", "Yes") == "Yes"
+    assert named_description("refund", "asks for money back") == "refund: asks for money back"
+    assert named_description("refund", None) == "refund"
+    assert named_description("refund", "") == "refund"
+    assert named_description("Legal", " legal ") == " legal "
+
+
+def test_rows_keep_their_row_form() -> None:
+    # the fixture rows are valid input rows (the API validates what the faces send)
+    s = Scorer(backend=FakeBackend())
+    recs = s.decide_many([row_of(d) for d in _rows()])
+    assert [r.record["slots"]["readout"] for r in recs] == ["sequence", "letters", "sequence"] * 2
