@@ -15,8 +15,8 @@ the rows of one state are one request (``noul`` for yes/no rows, ``score`` for s
 nothing is fitted on other rows and no labels are seen; the lane's answers become records, and every lane is judged
 by the same code (balanced accuracy per family, averaged; accuracy; per question type; the ECE of the wire confidence
 and the answers at confidence ≥ 0.9). The records are kept beside the report (``<output stem>.records/``): a lane
-whose records of every set an earlier run left is judged from them, not asked again (``--force`` asks every lane
-again); a file that holds only part of a set is refused.
+asks only the sets an earlier run did not leave records of; the others are judged from those records (``--force`` asks
+every lane every set again); a file that holds only part of a set is refused.
 
     PYTHONPATH=. .venv/bin/python benchmarks/single_request_peer.py --model qwen2.5-1.5b --sets single \\
         --semif default= --output data/results/single-request-peer-qwen2.5-1.5b.json
@@ -158,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         plans.append(("typed-gguf", "typed-gguf", []))
     for name, tool, flags in plans:
         done = {} if args.force else {s: kept(records_path(out_dir, name, s), rows) for s, rows in sets.items()}
-        if done and all(v is not None for v in done.values()):  # an earlier run asked this lane every set: judged again
-            results = {s: {**judge(sets[s], recs or []), "records": str(records_path(out_dir, name, s)),
-                           "kept_from_an_earlier_run": True} for s, recs in done.items()}
-            lanes.append({"name": name, "tool": tool, "flags": flags, "server": None, "sets": results})
+        # the sets an earlier run asked this lane are judged again from its records; the lane asks only the others
+        kept_results = {s: {**judge(sets[s], recs), "records": str(records_path(out_dir, name, s)),
+                            "kept_from_an_earlier_run": True} for s, recs in done.items() if recs is not None}
+        missing = {s: rows for s, rows in sets.items() if s not in kept_results}
+        if not missing:
+            lanes.append({"name": name, "tool": tool, "flags": flags, "server": None, "sets": kept_results})
             continue
         lane = dl.Lane(name, tool, "llamacpp", served_model=args.model)
         ns = argparse.Namespace(threads=args.threads, semif_flags=flags,
@@ -172,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             else:  # its home holds a unix socket, whose path must stay short (108 bytes): a short folder of its own
                 home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tg-")))
                 dl._start_typed_gguf(lane, args.model, gguf, ns, home, stack)
-            results = run_lane(lane, sets, out_dir, args.timeout, args.force)
+            asked = run_lane(lane, missing, out_dir, args.timeout, args.force)
+        results = {s: kept_results[s] if s in kept_results else asked[s] for s in sets}
         lanes.append({"name": name, "tool": tool, "flags": flags, "server": lane.info, "sets": results})
     report = make_report("single-request-peer", FORMAT, {s: SETS[s] for s in sets}, {
                          "title": f"One request per state, SemIf beside typed-gguf 0.3.0 on {args.model} (llama.cpp)",

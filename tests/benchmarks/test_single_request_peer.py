@@ -84,6 +84,26 @@ def test_a_run_on_fake_lanes_writes_a_report_the_site_draws(tmp_path, monkeypatc
     out.unlink()
     with pytest.raises(SystemExit, match=r"holds 5 records, not one per row of its set"):
         peer.main(["--model", "smollm2-135m", "--sets", "boundary", "--output", str(out)])
+    # a set no earlier run asked is asked; the kept sets are judged from their records, not asked again
+    part.unlink()
+    asked: list[int] = []
+    real_run_lane = peer.run_lane
+
+    def counting(lane: Any, sets: dict[str, Any], *rest: Any) -> dict[str, Any]:
+        asked.append(len(sets))
+        assert set(sets) == {"boundary"}
+        return real_run_lane(lane, sets, *rest)
+
+    monkeypatch.setattr(peer, "run_lane", counting)
+    monkeypatch.setattr(peer.dl, "_start_semif", _fake_start("semif"))
+    monkeypatch.setattr(peer.dl, "_start_typed_gguf", _fake_start("typed-gguf"))
+    assert peer.main(["--model", "smollm2-135m", "--sets", "boundary,single", "--output", str(out)]) == 0
+    mixed = json.loads(out.read_text())
+    assert asked == [1]  # only typed-gguf's boundary file was missing
+    assert mixed["lanes"][1]["sets"]["single"]["kept_from_an_earlier_run"]
+    assert "kept_from_an_earlier_run" not in mixed["lanes"][1]["sets"]["boundary"]
+    out.unlink()
+    monkeypatch.setattr(peer, "run_lane", real_run_lane)
     # with --force every lane is asked again, its records replaced
     monkeypatch.setattr(peer.dl, "_start_semif", _fake_start("semif"))
     monkeypatch.setattr(peer.dl, "_start_typed_gguf", _fake_start("typed-gguf"))
