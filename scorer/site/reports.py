@@ -20,7 +20,7 @@ from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.latency_charts import draw_decision_latency
 from scorer.site.quant_charts import draw_quant_schemes
-from scorer.site.single_request_charts import draw_single_request_peer
+from scorer.site.single_request_charts import draw_single_request_peer, draw_single_request_study
 from scorer.site.study_charts import draw_quality_study
 
 _GENERIC_MAX_ROWS = 200
@@ -68,7 +68,8 @@ _KINDS: dict[str, _Kind] = {
     "busy": _Kind("busy", "Scoring on a busy machine", draw_busy),
     "single-request-peer": _Kind("single-request", "One request per state: SemIf beside typed-gguf",
                                  draw_single_request_peer),
-    "single-request-study": _Kind("single-request", "Label-free corrections of one request"),
+    "single-request-study": _Kind("single-request", "Label-free corrections of one request",
+                                  draw_single_request_study),
     "llamacpp-batch-probe": _Kind("drift", "llama.cpp: which rule keeps the fast paths exact", draw_batch_probe),
 }
 

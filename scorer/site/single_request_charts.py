@@ -1,6 +1,8 @@
 """The single-request report (``kind: single-request-peer``, benchmarks/single_request_peer.py): per labelled set, each
 lane's balanced accuracy (SemIf's configurations beside the peer typed-gguf on the same GGUF, every state one
-request), then every lane, set and question type in a table."""
+request), then every lane, set and question type in a table; and the single-request study
+(``kind: single-request-study``, benchmarks/single_request_study.py): per set, each label-free method's balanced
+accuracy."""
 
 from __future__ import annotations
 
@@ -69,3 +71,47 @@ def draw_single_request_peer(rel: str, rep: ReportFile) -> None:
                           "rows": table,
                           "note": "confidence: (p_max − 1/K)/(1 − 1/K) of each answer's probabilities, as the open "
                                   "System One servers compute it"})
+
+
+def _study_sets(rel: str, obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    sets = obj.get("sets")
+    if not isinstance(sets, dict) or not sets:
+        raise BuildError(f"{rel}: a single-request-study report needs 'sets' (a non-empty object)")
+    for s, block in sets.items():
+        methods = block.get("methods") if isinstance(block, dict) else None
+        if not isinstance(methods, dict) or not methods:
+            raise BuildError(f"{rel}: sets.{s}.methods: expected a non-empty object")
+        for m, r in methods.items():
+            if not isinstance(r, dict) or finite(r.get("balanced_accuracy")) is None:
+                raise BuildError(f"{rel}: sets.{s}.methods.{m}.balanced_accuracy: expected a finite number")
+    return sets
+
+
+def draw_single_request_study(rel: str, rep: ReportFile) -> None:
+    """One bar chart per set (a bar per label-free method: its balanced accuracy, every row answered alone), then the
+    table per set, method and question type."""
+    sets = _study_sets(rel, rep.obj)
+    slots = fmt_value(rep.obj.get("slots") or "letters")
+    table = []
+    for s, block in sets.items():
+        methods = block["methods"]
+        bars = [(m, float(r["balanced_accuracy"]), f"accuracy {_pct(r.get('accuracy'))}") for m, r in methods.items()]
+        best = max(methods.items(), key=lambda kv: float(kv[1]["balanced_accuracy"]))
+        chart = svg_bars(bars, "balanced accuracy (per family, averaged)", f"Label-free corrections: {s}",
+                         label_w=220)
+        rep.charts.append(with_caption(chart, (
+            f"{s}, read through {slots}: each row answered alone, corrected by each label-free method from prompts "
+            f"about the same question only (no labels, no batch); best: {best[0]} {_pct(best[1]['balanced_accuracy'])}"
+            ".")))
+        for m, r in methods.items():
+            high = r.get("high") if isinstance(r.get("high"), dict) else {}
+            table.append([fmt_value(s), fmt_value(m), "all", _pct(r.get("balanced_accuracy")), _pct(r.get("accuracy")),
+                          fmt_value(finite(r.get("ece"))), _pct(high.get("share")), _pct(high.get("accuracy"))])
+            for t, v in (r.get("by_type") or {}).items():
+                table.append([fmt_value(s), fmt_value(m), fmt_value(t), _pct(v.get("balanced_accuracy")),
+                              _pct(v.get("accuracy")), "", "", ""])
+    rep.tables.insert(0, {"caption": f"every set, method and question type (read through {slots})",
+                          "columns": ["set", "method", "type", "balanced accuracy", "accuracy", "ECE",
+                                      "share at confidence ≥ 0.9", "right at ≥ 0.9"],
+                          "rows": table,
+                          "note": "methods: scorer.calibration.label_free; confidence: (p_max − 1/K)/(1 − 1/K)"})

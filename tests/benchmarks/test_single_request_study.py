@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from fakes import FakeBackend
 
 from benchmarks import single_request_study as study
@@ -70,3 +71,23 @@ def test_a_study_and_its_reuse_equal_a_study_that_scores_everything(tmp_path, mo
         assert readout == ("sequence" if rid.startswith("yn") else "letters")
         if readout == "letters":
             assert rec["probabilities"] == by_letters[rid]["probabilities"]
+
+
+def test_the_site_draws_a_study_report_and_refuses_a_broken_one(tmp_path, monkeypatch) -> None:
+    from scorer.site.inputs import BuildError, ReportFile
+    from scorer.site.reports import _KINDS
+
+    monkeypatch.setattr(study, "Scorer", lambda model, backend, **kw: Scorer(backend=FakeBackend(), **kw))
+    monkeypatch.setattr(study, "ROOT", tmp_path)
+    rows, out = _rows(tmp_path / "rows.jsonl"), tmp_path / "study.json"
+    assert study.main(["--sets", str(rows), "--slots", "auto", "--output", str(out)]) == 0
+    draw = _KINDS["single-request-study"].draw
+    assert draw is not None
+    rep = ReportFile(rel="r", slug="r", raw=out.read_bytes(), sha256="x", obj=json.loads(out.read_text()),
+                     kind="single-request-study")
+    draw("r", rep)
+    assert len(rep.charts) == 1 and "read through auto" in str(rep.charts[0])
+    assert len(rep.tables[0]["rows"]) == len(study.METHODS) * 3  # all, choice and yesno per method
+    with pytest.raises(BuildError, match=r"sets\.x\.methods\.none\.balanced_accuracy"):
+        draw("r", ReportFile(rel="r", slug="r", raw=b"", sha256="x", kind="single-request-study",
+                             obj={"sets": {"x": {"methods": {"none": {}}}}}))
