@@ -133,8 +133,7 @@ def add_slots_arg(p: Any, norm: bool = True, scorer: bool = False) -> None:
     """``--slots letters|ids|sequence|codes|auto`` (and, where records are scored, ``--sequence-norm sum|mean``): what
     the decision is read out through, by the API's rule; ``scorer``: a face built on ``Scorer`` (``ask``, ``serve``,
     ``mcp``), whose default is :func:`scorer.scoring.options.default_slots`'s."""
-    default = ("auto on torch and llama.cpp without --calibration or --preset, else letters" if scorer
-               else "letters")
+    default = "letters" if scorer else "letters, whatever the scorer faces' default"
     p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters", action=Given,
                    help="letters: the options lettered A, B, ... and each letter's token read; ids: the "
                         "options listed under their ids and each id's own token read (every id one token, e.g. "

@@ -1,9 +1,9 @@
-"""``slots="auto"``, the readout a scorer uses by default: a yes/no question read by its words (``sequence`` on the
-ids prompt), every other question by letters (numbers past 16 options).
+"""``slots="auto"``: a yes/no question read by its words (``sequence`` on the ids prompt), every other question by
+letters (numbers past 16 options).
 
 Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``sequence`` run and
-a ``letters`` run of the same rows (the independent paths), the default and when it falls back to letters (a
-calibration file, a backend that cannot score continuations, a preset's own slots), the refusals naming ``slots``,
+a ``letters`` run of the same rows (the independent paths), the default (letters) and where a default could not be
+auto (a calibration file, a backend that cannot score continuations), the refusals naming ``slots``,
 and the option descriptions the two wire dialects give the model.
 """
 
@@ -20,6 +20,7 @@ from scorer import Scorer
 from scorer.core.checks import SLOTS, OptionError, check_slots_backend
 from scorer.formats.rows import Decision, Option
 from scorer.prompting.prompt import IDS_PROMPT_VERSION, PROMPT_VERSION, slots_for
+from scorer.scoring import options
 from scorer.scoring.modes import prepare, score_items
 from scorer.scoring.options import default_slots
 from scorer.serving.wire import named_description
@@ -70,11 +71,10 @@ def test_a_mixed_run_equals_the_sequence_and_letters_runs_row_for_row(mode: str)
     assert auto["s0-team"]["prompt_version"] == PROMPT_VERSION
 
 
-def test_the_default_is_auto_where_it_can_be_read() -> None:
-    assert Scorer(backend=FakeBackend()).slots == "auto"
-    assert Scorer("smollm2-135m", "llamacpp").slots == "auto"
-    assert Scorer("smollm2-135m", "torch").slots == "auto"
-    assert Scorer("smollm2-135m", "llamacpp", slots="letters").slots == "letters"
+def test_the_default_is_letters_and_auto_is_asked_for_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Scorer(backend=FakeBackend()).slots == "letters"
+    assert Scorer("smollm2-135m", "llamacpp").slots == "letters"
+    assert Scorer("smollm2-135m", "torch", slots="auto").slots == "auto"
     assert default_slots("openai") == "letters"  # a remote engine reads one position
     assert default_slots("llamacpp", calibration="prior.json") == "letters"  # the file names one prompt version
 
@@ -82,10 +82,14 @@ def test_the_default_is_auto_where_it_can_be_read() -> None:
         scores_continuations = False
 
     assert Scorer(backend=OnePosition()).slots == "letters"
+    monkeypatch.setattr(options, "DEFAULT_SLOTS", "auto")  # were auto the default, these still read letters
+    assert default_slots("llamacpp") == "auto" and default_slots(FakeBackend()) == "auto"
+    assert default_slots("openai") == "letters" and default_slots(OnePosition()) == "letters"
+    assert default_slots("torch", calibration="prior.json") == "letters"
 
 
-def test_ask_answers_every_type_under_the_default() -> None:
-    s = Scorer(backend=FakeBackend())
+def test_ask_answers_every_type_under_auto() -> None:
+    s = Scorer(backend=FakeBackend(), slots="auto")
     got = s.ask(STATES[0], {"refund": {"type": "yesno", "question": "Refund?"},
                             "team": {"type": "choice", "question": "Team?", "options": {"billing": "Billing",
                                                                                         "tech": "Tech"}},
@@ -117,6 +121,6 @@ def test_wire_options_do_not_spell_their_name_twice() -> None:
 
 def test_rows_keep_their_row_form() -> None:
     # the fixture rows are valid input rows (the API validates what the faces send)
-    s = Scorer(backend=FakeBackend())
+    s = Scorer(backend=FakeBackend(), slots="auto")
     recs = s.decide_many([row_of(d) for d in _rows()])
     assert [r.record["slots"]["readout"] for r in recs] == ["sequence", "letters", "sequence"] * 2
