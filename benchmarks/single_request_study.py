@@ -25,6 +25,7 @@ prompts and tokens per decision).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 import time
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                          "and tokens) is taken from its records instead of being scored again (auto after letters "
                          "scores only the yes/no questions)")
     ap.add_argument("--from-records", type=Path, metavar="DIR",
-                    help="judge the records an earlier run kept (DIR/SET.jsonl) again, without a model")
+                    help="judge the records an earlier run kept (DIR/SET.jsonl.gz) again, without a model")
     args = ap.parse_args(argv)
     names = [s.strip() for s in args.sets.split(",") if s.strip()]
     records_dir = args.output.with_suffix(".records")
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         reused = 0
         if scorer is None:
-            out = args.from_records / f"{name}.jsonl"
+            out = args.from_records / f"{name}.jsonl.gz"
             got = read_records(out)
             info = got[0]["model"]
         else:
@@ -217,8 +218,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                         "semif": "single-request-study"})}
             got = [scored[e.id] if e.id in scored else earlier[e.id] for e in extra]
             reused = len(extra) - len(todo)
-            out = records_dir / f"{name}.jsonl"
-            out.write_bytes(b"".join(dumps_record(r) for r in got))
+            # compressed: a set's derived prompts are thousands of records, each naming the model in full
+            out = records_dir / f"{name}.jsonl.gz"
+            out.write_bytes(gzip.compress(b"".join(dumps_record(r) for r in got), mtime=0))
             info = scorer.model_info()
         seconds = time.perf_counter() - t0
         recs = {r["id"]: r for r in got}

@@ -7,7 +7,9 @@ then the consistency between its numbers that the commands rely on).
 
 from __future__ import annotations
 
+import gzip
 import math
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,12 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     """
     name = str(path)
     data = file_bytes(Path(path), name, "a JSONL file of SemIf records")
+    if name.endswith(".gz"):  # a large committed run is kept compressed (benchmarks/single_request_study.py)
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(name, None, None, f"not a gzip file ({exc})",
+                             "a gzip-compressed JSONL file of SemIf records (.jsonl.gz), or a plain .jsonl") from None
     out: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for lineno, raw in jsonl_lines(data, name):

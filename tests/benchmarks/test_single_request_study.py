@@ -91,3 +91,21 @@ def test_the_site_draws_a_study_report_and_refuses_a_broken_one(tmp_path, monkey
     with pytest.raises(BuildError, match=r"sets\.x\.methods\.none\.balanced_accuracy"):
         draw("r", ReportFile(rel="r", slug="r", raw=b"", sha256="x", kind="single-request-study",
                              obj={"sets": {"x": {"methods": {"none": {}}}}}))
+
+
+def test_records_are_read_gzipped_and_a_broken_gzip_file_is_named(tmp_path) -> None:
+    import gzip
+
+    from scorer.core.errors import InputError
+
+    monkey_rows = _rows(tmp_path / "rows.jsonl")
+    with Scorer(backend=FakeBackend(), slots="letters") as s:
+        recs = [d.record for d in s.decide_many([orjson.loads(x) for x in monkey_rows.read_bytes().splitlines()])]
+    plain, packed, broken = tmp_path / "r.jsonl", tmp_path / "r.jsonl.gz", tmp_path / "bad.jsonl.gz"
+    plain.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    broken.write_bytes(plain.read_bytes())
+    assert read_records(packed) == read_records(plain)
+    with pytest.raises(InputError, match=r"bad\.jsonl\.gz: not a gzip file") as e:
+        read_records(broken)
+    assert e.value.exit_code == 2
