@@ -59,7 +59,7 @@ from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
 from scorer.prompting.layouts import STATE_MAJOR, check_layout
 from scorer.scoring.label_free import ContentFreeCache, calibrate_records, derived_decisions
 from scorer.scoring.modes import prepare, score_items
-from scorer.scoring.options import ScorerOptions, checked_config_parts, config_sha256, default_slots, resolve_layout
+from scorer.scoring.options import ScorerOptions, checked_config_parts, config_sha256, resolve_layout
 from scorer.scoring.presets import Preset, check_states_disjoint, load_preset, with_preset
 from scorer.scoring.radix_cache import RadixCache
 
@@ -366,7 +366,7 @@ class Scorer:
                 filled["calibration"]
         # One validation for the API and the command line (scorer.core.checks): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(mode, max_batch_tokens)
-        self.slots = check_slots(default_slots(backend, calibration) if slots is None else slots)
+        self.slots = check_slots("letters" if slots is None else slots)
         self.sequence_norm = check_sequence_norm(sequence_norm, self.slots)
         self.prefix_cache = RadixCache(byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
         """The radix prefix cache every call of this scorer shares (``prefix_cache.stats``, ``.summary()``)."""

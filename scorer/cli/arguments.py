@@ -129,11 +129,9 @@ def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = 
     p.add_argument(flag, type=choice(MODES), choices=MODES, default=default, help=help)
 
 
-def add_slots_arg(p: Any, norm: bool = True, scorer: bool = False) -> None:
+def add_slots_arg(p: Any, norm: bool = True) -> None:
     """``--slots letters|ids|sequence|codes|auto`` (and, where records are scored, ``--sequence-norm sum|mean``): what
-    the decision is read out through, by the API's rule; ``scorer``: a face built on ``Scorer`` (``ask``, ``serve``,
-    ``mcp``), whose default is :func:`scorer.scoring.options.default_slots`'s."""
-    default = "letters" if scorer else "letters, whatever the scorer faces' default"
+    the decision is read out through, by the API's rule."""
     p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters", action=Given,
                    help="letters: the options lettered A, B, ... and each letter's token read; ids: the "
                         "options listed under their ids and each id's own token read (every id one token, e.g. "
@@ -141,7 +139,7 @@ def add_slots_arg(p: Any, norm: bool = True, scorer: bool = False) -> None:
                         "each id scored as a continuation of it (its tokens' log-probabilities, any length); codes: "
                         "the options numbered 01, 02, ... and each number scored as a continuation (how letters read "
                         "a question with more than 16 options, up to 255); auto: a yes/no question read by its words "
-                        f"(as sequence), every other question by letters (default: {default})")
+                        "(as sequence), every other question by letters (default letters)")
     if norm:
         p.add_argument("--sequence-norm", type=choice(rules.SEQUENCE_NORMS), choices=rules.SEQUENCE_NORMS,
                        action=Given,
@@ -292,7 +290,7 @@ def add_scorer_args(p: argparse.ArgumentParser) -> None:
     add_uncovered_arg(p)
     add_label_free_arg(p)
     add_echo_arg(p)
-    add_slots_arg(p, scorer=True)
+    add_slots_arg(p)
     add_layout_args(p)
     add_prefix_cache_arg(p)
     add_preset_arg(p)

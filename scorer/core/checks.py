@@ -33,7 +33,7 @@ token each), the option ids scored as token sequences (``sequence``: :func:`scor
 the options' numbers scored as token sequences (``codes``: what a question with more than 16 options is read
 through when the run reads letters), or ``auto``: per question, a yes/no question (options ``yes`` and ``no``) read
 by its words as ``sequence`` reads them and every other question by letters
-(:func:`scorer.prompting.prompt.slots_for`; chosen by the single-request study, ``docs/results.md``)."""
+(:func:`scorer.prompting.prompt.slots_for`; measured by the single-request study, ``docs/results.md``)."""
 AUTO_SLOTS = "auto"
 """The per-question readout (:data:`SLOTS`)."""
 SEQUENCE_SLOTS = ("sequence", "codes")

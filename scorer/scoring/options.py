@@ -47,22 +47,6 @@ from scorer.scoring.sequence import check_sequence_options
 
 DEFAULT_LABEL_FREE = "none"
 """The label-free correction a scorer applies unless told otherwise."""
-DEFAULT_SLOTS = "letters"
-"""The readout a scorer uses unless told otherwise (:func:`default_slots`). ``auto`` is right more often on
-qwen2.5-1.5b (the single-request study, ``data/results/single-request-study-*.json``) but answers the README's refund
-question wrong on the default model, qwen2.5-0.5b (p(yes) 0.24 against above 0.5 by letters): it is not the default
-until a study of every shipped model says so."""
-
-
-def default_slots(backend: Any, calibration: Any = None) -> str:
-    """The readout of a scorer given none: :data:`DEFAULT_SLOTS` where it can be read — a backend that scores
-    continuations (``torch``, ``llamacpp``, or a built backend that says so) and no calibration file, whose
-    signatures name one prompt version — else ``letters`` (what :data:`DEFAULT_SLOTS` may become needs both)."""
-    if calibration is not None:
-        return "letters"
-    sequences = backend in ("torch", "llamacpp") if isinstance(backend, str) else \
-        isinstance(backend, Backend) and backend.scores_continuations
-    return DEFAULT_SLOTS if sequences else "letters"
 
 if TYPE_CHECKING:
     from scorer.calibration.core import Calibration
@@ -101,8 +85,9 @@ class ScorerOptions:
     echo: bool | str | None = None
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
-    """The readout: ``letters`` (default: :func:`default_slots`), ``ids``, ``sequence``, ``codes`` or ``auto``
-    (:data:`scorer.core.checks.SLOTS`)."""
+    """The readout: ``letters`` (default), ``ids``, ``sequence``, ``codes`` or ``auto``
+    (:data:`scorer.core.checks.SLOTS`; ``auto`` is right more often on qwen2.5-1.5b but answers the README's refund
+    question wrong on the default model, qwen2.5-0.5b, so it is asked for by name)."""
     sequence_norm: str | None = None
     """``slots="sequence"``: ``sum`` (default) or ``mean`` per token."""
     layout: str | None = None

@@ -2,8 +2,7 @@
 letters (numbers past 16 options).
 
 Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``sequence`` run and
-a ``letters`` run of the same rows (the independent paths), the default (letters) and where a default could not be
-auto (a calibration file, a backend that cannot score continuations), the refusals naming ``slots``,
+a ``letters`` run of the same rows (the independent paths), the default (letters), the refusals naming ``slots``,
 and the option descriptions the two wire dialects give the model.
 """
 
@@ -20,9 +19,7 @@ from scorer import Scorer
 from scorer.core.checks import SLOTS, OptionError, check_slots_backend
 from scorer.formats.rows import Decision, Option
 from scorer.prompting.prompt import IDS_PROMPT_VERSION, PROMPT_VERSION, slots_for
-from scorer.scoring import options
 from scorer.scoring.modes import prepare, score_items
-from scorer.scoring.options import default_slots
 from scorer.serving.wire import named_description
 
 YES_NO = (Option("yes", "Yes"), Option("no", "No"))
@@ -71,21 +68,15 @@ def test_a_mixed_run_equals_the_sequence_and_letters_runs_row_for_row(mode: str)
     assert auto["s0-team"]["prompt_version"] == PROMPT_VERSION
 
 
-def test_the_default_is_letters_and_auto_is_asked_for_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_is_letters_and_auto_is_asked_for_by_name() -> None:
     assert Scorer(backend=FakeBackend()).slots == "letters"
     assert Scorer("smollm2-135m", "llamacpp").slots == "letters"
     assert Scorer("smollm2-135m", "torch", slots="auto").slots == "auto"
-    assert default_slots("openai") == "letters"  # a remote engine reads one position
-    assert default_slots("llamacpp", calibration="prior.json") == "letters"  # the file names one prompt version
 
     class OnePosition(FakeBackend):
         scores_continuations = False
 
     assert Scorer(backend=OnePosition()).slots == "letters"
-    monkeypatch.setattr(options, "DEFAULT_SLOTS", "auto")  # were auto the default, these still read letters
-    assert default_slots("llamacpp") == "auto" and default_slots(FakeBackend()) == "auto"
-    assert default_slots("openai") == "letters" and default_slots(OnePosition()) == "letters"
-    assert default_slots("torch", calibration="prior.json") == "letters"
 
 
 def test_ask_answers_every_type_under_auto() -> None:
