@@ -707,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return sha256_text(f"{args.seed}:{rnd}:{cond}")[:12]
 
+    # SIGTERM (a kill, a CI timeout) unwinds like Ctrl-C, so every background job, worker and server is stopped by
+    # its context manager instead of being left spinning beside the next benchmark
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     with tempfile.TemporaryDirectory(prefix="semif-busy-") as tmp:
         work = Path(tmp)
         for lane in lanes:
