@@ -536,6 +536,8 @@ class Scorer:
         """
 
         mode = self.mode if mode is None else check_run_options(mode, self.max_batch_tokens)[0]
+        if not decisions:
+            return []  # nothing to score: the model is not loaded for it
         if self.preset is not None and self._preset_demos:
             assert self.demos is not None
             check_states_disjoint(self.demos.states(), decisions, self.preset)

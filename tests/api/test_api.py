@@ -120,6 +120,13 @@ def test_duplicate_ids_and_non_json_values_are_refused():
             s.decide("state", "q?", {"only": "one"})
 
 
+def test_the_engine_level_entry_scores_nothing_without_loading_the_model():
+    fake = FakeBackend()
+    with Scorer(backend=fake, slots="letters") as s:
+        assert s.score_decisions([], {"input_sha256": "x", "semif": "test"}) == []
+        assert fake.calls == FakeBackend().calls  # no pass was run for it
+
+
 def test_scorer_loads_once_and_closes_what_it_owns(monkeypatch):
     import scorer.backends as backends
 
