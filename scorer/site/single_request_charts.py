@@ -91,10 +91,13 @@ def draw_single_request_study(rel: str, rep: ReportFile) -> None:
     """One bar chart per set (a bar per label-free method: its balanced accuracy, every row answered alone), then the
     table per set, method and question type."""
     sets = _study_sets(rel, rep.obj)
-    slots = fmt_value(rep.obj.get("slots") or "letters")
+    norm = rep.obj.get("sequence_norm")
+    slots = fmt_value(rep.obj.get("slots") or "letters") + (f" ({fmt_value(norm)})" if norm else "")
     table = []
     for s, block in sets.items():
         methods = block["methods"]
+        got = block.get("batch_calibrated")
+        batch: dict[str, Any] = got if isinstance(got, dict) else {}
         bars = [(m, float(r["balanced_accuracy"]), f"accuracy {_pct(r.get('accuracy'))}") for m, r in methods.items()]
         best = max(methods.items(), key=lambda kv: float(kv[1]["balanced_accuracy"]))
         chart = svg_bars(bars, "balanced accuracy (per family, averaged)", f"Label-free corrections: {s}",
@@ -102,8 +105,11 @@ def draw_single_request_study(rel: str, rep: ReportFile) -> None:
         rep.charts.append(with_caption(chart, (
             f"{s}, read through {slots}: each row answered alone, corrected by each label-free method from prompts "
             f"about the same question only (no labels, no batch); best: {best[0]} {_pct(best[1]['balanced_accuracy'])}"
-            ".")))
-        for m, r in methods.items():
+            + (f"; batch-calibrated on the whole set (the reference): {_pct(batch['none'].get('balanced_accuracy'))}"
+               if isinstance(batch.get("none"), dict) else "") + ".")))
+        named = {**methods, **{f"batch-calibrated, fallback {f} (reference: the whole set)": r
+                               for f, r in batch.items() if isinstance(r, dict)}}
+        for m, r in named.items():
             high = r.get("high") if isinstance(r.get("high"), dict) else {}
             table.append([fmt_value(s), fmt_value(m), "all", _pct(r.get("balanced_accuracy")), _pct(r.get("accuracy")),
                           fmt_value(finite(r.get("ece"))), _pct(high.get("share")), _pct(high.get("accuracy"))])

@@ -87,7 +87,9 @@ def test_the_site_draws_a_study_report_and_refuses_a_broken_one(tmp_path, monkey
                      kind="single-request-study")
     draw("r", rep)
     assert len(rep.charts) == 1 and "read through auto" in str(rep.charts[0])
-    assert len(rep.tables[0]["rows"]) == len(study.METHODS) * 3  # all, choice and yesno per method
+    # all, choice and yesno per method and per batch-calibrated reference (each fallback)
+    assert len(rep.tables[0]["rows"]) == (len(study.METHODS) + len(study.BATCH_FALLBACKS)) * 3
+    assert "batch-calibrated on the whole set (the reference)" in str(rep.charts[0])
     with pytest.raises(BuildError, match=r"sets\.x\.methods\.none\.balanced_accuracy"):
         draw("r", ReportFile(rel="r", slug="r", raw=b"", sha256="x", kind="single-request-study",
                              obj={"sets": {"x": {"methods": {"none": {}}}}}))
@@ -109,3 +111,97 @@ def test_records_are_read_gzipped_and_a_broken_gzip_file_is_named(tmp_path) -> N
     with pytest.raises(InputError, match=r"bad\.jsonl\.gz: not a gzip file") as e:
         read_records(broken)
     assert e.value.exit_code == 2
+
+
+def test_methods_score_only_the_prompts_they_read_and_judge_as_the_whole_study_does(tmp_path, monkeypatch) -> None:
+    scored: list[list[str]] = []
+
+    def fake_scorer(model: str, backend: str, **kw: Any) -> Scorer:
+        s = Scorer(backend=FakeBackend(), **kw)
+        score = s.score_decisions
+
+        def seen(decisions, *a: Any, **k: Any):  # type: ignore[no-untyped-def]
+            scored.append([d.id for d in decisions])
+            return score(decisions, *a, **k)
+        s.score_decisions = seen  # type: ignore[method-assign]
+        return s
+
+    monkeypatch.setattr(study, "Scorer", fake_scorer)
+    monkeypatch.setattr(study, "ROOT", tmp_path)
+    rows = _rows(tmp_path / "rows.jsonl")
+    whole, raw, cf = tmp_path / "whole.json", tmp_path / "raw.json", tmp_path / "cf.json"
+    assert study.main(["--sets", str(rows), "--output", str(whole)]) == 0
+    assert study.main(["--sets", str(rows), "--methods", "none", "--output", str(raw)]) == 0
+    assert study.main(["--sets", str(rows), "--methods", "none,content-free", "--output", str(cf)]) == 0
+    _, only_rows, with_cf = scored
+    assert sorted(only_rows) == sorted(f"{p}{i}#rot0" for p in ("yn", "team") for i in range(3))
+    # the content-free prompts of each question once, under the identity order only
+    assert sorted(set(with_cf) - set(only_rows)) == sorted(f"{q}0#cf{j}.rot0" for q in ("yn", "team")
+                                                           for j in range(len(study.CONTENT_FREE)))
+    docs = {p: json.loads(p.read_text()) for p in (whole, raw, cf)}
+    every = docs[whole]["sets"][str(rows)]["methods"]
+    assert list(docs[raw]["sets"][str(rows)]["methods"]) == ["none"] and list(docs[raw]["methods"]) == ["none"]
+    assert docs[raw]["sets"][str(rows)]["methods"]["none"] == every["none"]
+    assert docs[cf]["sets"][str(rows)]["methods"]["content-free"] == every["content-free"]
+
+
+def test_a_sequence_norm_is_recorded_and_reuse_reads_sum_records_again_as_a_mean_run_would(tmp_path,
+                                                                                            monkeypatch) -> None:
+    counts: list[int] = []
+
+    def fake_scorer(model: str, backend: str, **kw: Any) -> Scorer:
+        s = Scorer(backend=FakeBackend(), **kw)
+        score = s.score_decisions
+
+        def counted(decisions, *a: Any, **k: Any):  # type: ignore[no-untyped-def]
+            counts.append(len(decisions))
+            return score(decisions, *a, **k)
+        s.score_decisions = counted  # type: ignore[method-assign]
+        return s
+
+    monkeypatch.setattr(study, "Scorer", fake_scorer)
+    monkeypatch.setattr(study, "ROOT", tmp_path)
+    rows = _rows(tmp_path / "rows.jsonl")
+    sums, reread, means = tmp_path / "sum.json", tmp_path / "reread.json", tmp_path / "mean.json"
+    seq = ["--sets", str(rows), "--slots", "sequence", "--methods", "none"]
+    assert study.main([*seq, "--output", str(sums)]) == 0
+    assert study.main([*seq, "--sequence-norm", "mean", "--reuse", str(sums), "--output", str(reread)]) == 0
+    assert study.main([*seq, "--sequence-norm", "mean", "--output", str(means)]) == 0
+    assert counts == [6, 6]  # the mean run after the sum run scored nothing: same prompts, read again
+
+    def records(report: Path) -> dict[str, dict[str, Any]]:
+        doc = json.loads(report.read_text())
+        return {r["id"]: r for r in read_records(tmp_path / doc["sets"][str(rows)]["records"]["path"])}
+
+    got, ref, before = records(reread), records(means), records(sums)
+    assert got.keys() == ref.keys()
+    multi = [rid for rid, r in ref.items() if max(r["slots"]["token_counts"]) > 1]
+    assert multi, "the fake tokenizer gives some option ids several tokens: mean then differs from sum"
+    for rid, r in got.items():
+        assert r["renormalised_from"] == "sum" and r["slots"]["normalisation"] == "mean" == ref[rid]["slots"][
+            "normalisation"]
+        assert r["probabilities"] == pytest.approx(ref[rid]["probabilities"], abs=1e-12)
+        assert r["choice"] == ref[rid]["choice"] and "mean of" in r["score_kind"]
+    assert any(before[rid]["probabilities"] != pytest.approx(ref[rid]["probabilities"]) for rid in multi)
+    doc = json.loads(reread.read_text())
+    assert doc["sequence_norm"] == "mean" and "sequence (mean)" in doc["title"]
+    assert doc["sets"][str(rows)]["methods"] == json.loads(means.read_text())["sets"][str(rows)]["methods"]
+    with pytest.raises(SystemExit) as e:
+        study.main(["--sets", str(rows), "--sequence-norm", "mean", "--output", str(tmp_path / "x.json")])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit):
+        study.main(["--sets", str(rows), "--methods", "none,shrug", "--output", str(tmp_path / "y.json")])
+
+
+def test_records_judged_again_give_the_same_methods_and_keep_the_scoring_seconds(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(study, "Scorer", lambda model, backend, **kw: Scorer(backend=FakeBackend(), **kw))
+    monkeypatch.setattr(study, "ROOT", tmp_path)
+    rows, first, again = _rows(tmp_path / "rows.jsonl"), tmp_path / "first.json", tmp_path / "again.json"
+    assert study.main(["--sets", str(rows), "--output", str(first)]) == 0
+    monkeypatch.setattr(study, "Scorer", None)  # judging again must not need a model
+    assert study.main(["--sets", str(rows), "--from-records", str(first.with_suffix(".records")),
+                       "--output", str(again)]) == 0
+    a, b = (json.loads(p.read_text())["sets"][str(rows)] for p in (first, again))
+    assert b["methods"] == a["methods"] and b["batch_calibrated"] == a["batch_calibrated"]
+    assert b["seconds"] == a["seconds"] is not None and b["records"] == a["records"]
+    assert set(b["batch_calibrated"]) == set(study.BATCH_FALLBACKS)
