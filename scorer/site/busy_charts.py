@@ -39,9 +39,9 @@ def draw_busy(rel: str, rep: ReportFile) -> None:
             s = finite(r.get("slowdown"))
             if s is None:
                 continue
-            note = (f"{fmt_value(finite(r.get('quiet_s')))} s quiet → {fmt_value(finite(r.get('loaded_s')))} s "
-                    f"loaded; the job got {_pct(r.get('background_share'))} of its core(s)"
-                    + ("" if r.get("quiet") else "; quiet runs were not quiet"))
+            # short: the note runs from the bars' left edge, inside the plot's width (the table has the rest)
+            note = (f"{fmt_value(finite(r.get('quiet_s')))} s → {fmt_value(finite(r.get('loaded_s')))} s; job kept "
+                    f"{_pct(r.get('background_share'))}" + ("" if r.get("quiet") else "; NOT QUIET"))
             bars.append((str(r["lane"]), s, note))
         if not bars:
             continue
@@ -58,7 +58,8 @@ def draw_busy(rel: str, rep: ReportFile) -> None:
         rep.charts.append(with_caption(chart, (
             f"Beside {cores} CPU-bound background process(es) ({load}), each configuration scored the same rows: the "
             "bar is its median wall time with the job running over its median wall time without (1 = unaffected; "
-            f"the dashed line is the issue's {CEILING:g}x ceiling); {words}."
+            f"the dashed line is the issue's {CEILING:g}x ceiling); under each bar its quiet → loaded seconds and the "
+            f"share of its core(s) the job kept; {words}."
             + ("" if quiet else " Some quiet runs started with other work on the machine: do not quote these."))))
     table = [[fmt_value(r.get("lane")), fmt_value(r.get("load")), fmt_value(r.get("policy")),
               fmt_value(r.get("threads")), fmt_value(finite(r.get("quiet_s"))), fmt_value(finite(r.get("loaded_s"))),
