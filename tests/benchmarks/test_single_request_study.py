@@ -33,27 +33,34 @@ def _rows(path: Path) -> Path:
     return path
 
 
-def test_a_study_and_its_reuse_equal_a_study_that_scores_everything(tmp_path, monkeypatch) -> None:
-    calls: list[int] = []
+def _recording(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
+    """Point the study at ``tmp_path`` and at a fake-backed Scorer whose every ``score_decisions`` call is recorded
+    (the ids it was asked to score, one list per call)."""
+    scored: list[list[str]] = []
 
     def fake_scorer(model: str, backend: str, **kw: Any) -> Scorer:
         s = Scorer(backend=FakeBackend(), **kw)
         score = s.score_decisions
 
-        def counted(decisions, *a: Any, **k: Any):  # type: ignore[no-untyped-def]
-            calls.append(len(decisions))
+        def recorded(decisions, *a: Any, **k: Any):  # type: ignore[no-untyped-def]
+            scored.append([d.id for d in decisions])
             return score(decisions, *a, **k)
-        s.score_decisions = counted  # type: ignore[method-assign]
+        s.score_decisions = recorded  # type: ignore[method-assign]
         return s
 
     monkeypatch.setattr(study, "Scorer", fake_scorer)
     monkeypatch.setattr(study, "ROOT", tmp_path)
+    return scored
+
+
+def test_a_study_and_its_reuse_equal_a_study_that_scores_everything(tmp_path, monkeypatch) -> None:
+    scored = _recording(monkeypatch, tmp_path)
     rows = _rows(tmp_path / "rows.jsonl")
     letters, auto, alone = tmp_path / "letters.json", tmp_path / "auto.json", tmp_path / "alone.json"
     assert study.main(["--sets", str(rows), "--slots", "letters", "--output", str(letters)]) == 0
     assert study.main(["--sets", str(rows), "--slots", "auto", "--output", str(alone)]) == 0
     assert study.main(["--sets", str(rows), "--slots", "auto", "--reuse", str(letters), "--output", str(auto)]) == 0
-    every, _, reused_run = calls
+    every, _, reused_run = (len(ids) for ids in scored)
     docs = {p: json.loads(p.read_text()) for p in (letters, auto, alone)}
     for doc in docs.values():
         assert envelope_problems(doc) == [] and doc["kind"] == "single-request-study"
@@ -114,20 +121,7 @@ def test_records_are_read_gzipped_and_a_broken_gzip_file_is_named(tmp_path) -> N
 
 
 def test_methods_score_only_the_prompts_they_read_and_judge_as_the_whole_study_does(tmp_path, monkeypatch) -> None:
-    scored: list[list[str]] = []
-
-    def fake_scorer(model: str, backend: str, **kw: Any) -> Scorer:
-        s = Scorer(backend=FakeBackend(), **kw)
-        score = s.score_decisions
-
-        def seen(decisions, *a: Any, **k: Any):  # type: ignore[no-untyped-def]
-            scored.append([d.id for d in decisions])
-            return score(decisions, *a, **k)
-        s.score_decisions = seen  # type: ignore[method-assign]
-        return s
-
-    monkeypatch.setattr(study, "Scorer", fake_scorer)
-    monkeypatch.setattr(study, "ROOT", tmp_path)
+    scored = _recording(monkeypatch, tmp_path)
     rows = _rows(tmp_path / "rows.jsonl")
     whole, raw, cf = tmp_path / "whole.json", tmp_path / "raw.json", tmp_path / "cf.json"
     assert study.main(["--sets", str(rows), "--output", str(whole)]) == 0
@@ -147,27 +141,15 @@ def test_methods_score_only_the_prompts_they_read_and_judge_as_the_whole_study_d
 
 def test_a_sequence_norm_is_recorded_and_reuse_reads_sum_records_again_as_a_mean_run_would(tmp_path,
                                                                                             monkeypatch) -> None:
-    counts: list[int] = []
-
-    def fake_scorer(model: str, backend: str, **kw: Any) -> Scorer:
-        s = Scorer(backend=FakeBackend(), **kw)
-        score = s.score_decisions
-
-        def counted(decisions, *a: Any, **k: Any):  # type: ignore[no-untyped-def]
-            counts.append(len(decisions))
-            return score(decisions, *a, **k)
-        s.score_decisions = counted  # type: ignore[method-assign]
-        return s
-
-    monkeypatch.setattr(study, "Scorer", fake_scorer)
-    monkeypatch.setattr(study, "ROOT", tmp_path)
+    scored = _recording(monkeypatch, tmp_path)
     rows = _rows(tmp_path / "rows.jsonl")
     sums, reread, means = tmp_path / "sum.json", tmp_path / "reread.json", tmp_path / "mean.json"
     seq = ["--sets", str(rows), "--slots", "sequence", "--methods", "none"]
     assert study.main([*seq, "--output", str(sums)]) == 0
     assert study.main([*seq, "--sequence-norm", "mean", "--reuse", str(sums), "--output", str(reread)]) == 0
     assert study.main([*seq, "--sequence-norm", "mean", "--output", str(means)]) == 0
-    assert counts == [6, 6]  # the mean run after the sum run scored nothing: same prompts, read again
+    # the mean run after the sum run scored nothing: the same prompts, read again
+    assert [len(ids) for ids in scored] == [6, 6]
 
     def records(report: Path) -> dict[str, dict[str, Any]]:
         doc = json.loads(report.read_text())
