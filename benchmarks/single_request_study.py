@@ -40,7 +40,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from scorer import Scorer  # noqa: E402
-from scorer.calibration.label_free import CONTENT_FREE_STATES, DOMAIN_SAMPLES, calibrate, shuffled_state  # noqa: E402
+from scorer.calibration.label_free import (  # noqa: E402
+    CONTENT_FREE_STATES,
+    DOMAIN_SAMPLES,
+    Needs,
+    calibrate,
+    shuffled_state,
+)
+from scorer.calibration.label_free import needs as method_needs  # noqa: E402
 from scorer.calibration.prior import DEFAULT_MIN_ROWS, fit_prior  # noqa: E402
 from scorer.core.checks import AUTO_SLOTS, DEFAULT_SEQUENCE_NORM, SEQUENCE_NORMS, SLOTS  # noqa: E402
 from scorer.core.io import check_writable  # noqa: E402
@@ -80,17 +87,16 @@ def rotated(d: Decision, shift: int) -> Decision:
     return replace(d, options=d.options[k:] + d.options[:k])
 
 
-NEEDS: dict[str, frozenset[str]] = {
-    "none": frozenset(), "rotations": frozenset({"rotations"}), "position-prior": frozenset({"rotations"}),
-    "content-free": frozenset({"content-free"}), "rotations+content-free": frozenset({"rotations", "content-free"}),
-    "domain": frozenset({"domain"}), "rotations+domain": frozenset({"rotations", "domain"})}
-"""The derived prompts each method reads besides the row's own (``rotations``: every rotation; ``content-free``: the
-content-free states, under every rotation the method reads; ``domain``: the shuffled states)."""
+def needs(methods: Sequence[str]) -> Needs:
+    """The derived prompts ``methods`` read together (each method's :func:`scorer.calibration.label_free.needs`)."""
+    each = [method_needs(m) for m in methods]
+    return Needs(rotations=any(n.rotations for n in each), content_free=any(n.content_free for n in each),
+                 domain=any(n.domain for n in each))
 
 
-def needs(methods: Sequence[str]) -> frozenset[str]:
-    """The derived prompts ``methods`` read together."""
-    return frozenset().union(*(NEEDS[m] for m in methods))
+def shifts(d: Decision, want: Needs) -> range:
+    """The rotations of ``d`` that are read: every one when a method averages over them, else the identity."""
+    return range(len(d.options)) if want.rotations else range(1)
 
 
 def derived(rows: Sequence[Decision], methods: Sequence[str] = tuple(METHODS)) -> list[Decision]:
@@ -101,15 +107,14 @@ def derived(rows: Sequence[Decision], methods: Sequence[str] = tuple(METHODS)) -
     out: list[Decision] = []
     seen_cf: set[tuple[str, tuple[str, ...]]] = set()
     for d in rows:
-        shifts = range(len(d.options)) if "rotations" in want else range(1)
-        out.extend(replace(rotated(d, s), id=f"{d.id}#rot{s}") for s in shifts)
+        out.extend(replace(rotated(d, s), id=f"{d.id}#rot{s}") for s in shifts(d, want))
         key = (d.question, tuple(o.id for o in d.options))
-        if "content-free" in want and key not in seen_cf:
+        if want.content_free and key not in seen_cf:
             seen_cf.add(key)
             for j, cf in enumerate(CONTENT_FREE):
-                for s in shifts:
+                for s in shifts(d, want):
                     out.append(replace(rotated(d, s), id=f"{d.id}#cf{j}.rot{s}", state=cf, extra={}))
-        if "domain" in want:
+        if want.domain:
             for j in range(DOMAIN_SAMPLES):
                 out.append(replace(d, id=f"{d.id}#dom{j}", state=shuffled_state(d.state, f"{d.id}/{j}"), extra={}))
     return out
@@ -125,20 +130,17 @@ class RowRecords:
     """The records of one labelled row and its derived rows, as :func:`scorer.calibration.label_free.calibrate`
     takes them (by position as served; the row's own readout first)."""
 
-    def __init__(self, d: Decision, recs: dict[str, dict[str, Any]], cf_owner: str, want: frozenset[str]) -> None:
+    def __init__(self, d: Decision, recs: dict[str, dict[str, Any]], cf_owner: str, want: Needs) -> None:
         self.d, self.ids = d, [o.id for o in d.options]
-        shifts = range(len(d.options)) if "rotations" in want else range(1)
-        self.by_pos = [np.array(recs[f"{d.id}#rot{s}"]["probabilities"], dtype=np.float64) for s in shifts]
+        self.by_pos = [np.array(recs[f"{d.id}#rot{s}"]["probabilities"], dtype=np.float64) for s in shifts(d, want)]
         self.cf_rot = [[np.array(recs[f"{cf_owner}#cf{j}.rot{s}"]["probabilities"], dtype=np.float64)
-                        for j in range(len(CONTENT_FREE))] for s in shifts] if "content-free" in want else None
+                        for j in range(len(CONTENT_FREE))] for s in shifts(d, want)] if want.content_free else None
         self.dom = [_probs(recs[f"{d.id}#dom{j}"], self.ids)
-                    for j in range(DOMAIN_SAMPLES)] if "domain" in want else None
+                    for j in range(DOMAIN_SAMPLES)] if want.domain else None
 
     def method(self, name: str) -> np.ndarray:
         """The library's correction ``name`` of this row (the scorer's own code, on the study's prompts)."""
         return calibrate(name, self.by_pos, self.cf_rot, self.dom)
-
-
 
 
 def _record(d: Decision, p: np.ndarray) -> dict[str, Any]:
@@ -152,6 +154,12 @@ def _record(d: Decision, p: np.ndarray) -> dict[str, Any]:
             "extra": d.extra}
 
 
+def gold(rows: Sequence[Decision]) -> list[metrics.Label]:
+    """The rows' labels as the metrics read them (family and group from the row, the row itself when absent)."""
+    return [metrics.Label(d.id, str(d.extra["label"]), str(d.extra.get("family") or "all"),
+                          str(d.extra.get("group") or d.id), tuple(o.id for o in d.options)) for d in rows]
+
+
 def evaluate(rows: Sequence[Decision], recs: dict[str, dict[str, Any]],
              methods: Sequence[str] = tuple(METHODS)) -> dict[str, Any]:
     """Per method: balanced accuracy, accuracy and the wire confidence, over ``rows``, overall and per type."""
@@ -160,8 +168,7 @@ def evaluate(rows: Sequence[Decision], recs: dict[str, dict[str, Any]],
         owner.setdefault((d.question, tuple(o.id for o in d.options)), d.id)
     want = needs(methods)
     per = [RowRecords(d, recs, owner[(d.question, tuple(o.id for o in d.options))], want) for d in rows]
-    labels = [metrics.Label(d.id, str(d.extra["label"]), str(d.extra.get("family") or "all"),
-                            str(d.extra.get("group") or d.id), tuple(o.id for o in d.options)) for d in rows]
+    labels = gold(rows)
     return {name: judge(rows, labels, [_record(r.d, r.method(name)) for r in per], name) for name in methods}
 
 
@@ -190,8 +197,7 @@ def batch_reference(rows: Sequence[Decision], recs: dict[str, dict[str, Any]]) -
     """What ``--batch-calibrate`` (a label-free prior fitted on the whole set's rows, :func:`fit_prior` with its
     defaults, per fallback) makes of the same rows' readouts — the reference a single request is held against; it
     uses every other row of the set, so it is not a one-request answer."""
-    labels = [metrics.Label(d.id, str(d.extra["label"]), str(d.extra.get("family") or "all"),
-                            str(d.extra.get("group") or d.id), tuple(o.id for o in d.options)) for d in rows]
+    labels = gold(rows)
     own = [recs[f"{d.id}#rot0"] for d in rows]
     out: dict[str, Any] = {}
     for fallback in BATCH_FALLBACKS:
