@@ -49,7 +49,7 @@ from scorer.calibration.label_free import (  # noqa: E402
 )
 from scorer.calibration.label_free import needs as method_needs  # noqa: E402
 from scorer.calibration.prior import DEFAULT_MIN_ROWS, fit_prior  # noqa: E402
-from scorer.core.checks import AUTO_SLOTS, DEFAULT_SEQUENCE_NORM, SEQUENCE_NORMS, SLOTS  # noqa: E402
+from scorer.core.checks import DEFAULT_SEQUENCE_NORM, SEQUENCE_NORMS, SLOTS, OptionError, check_sequence_norm  # noqa: E402
 from scorer.core.io import check_writable  # noqa: E402
 from scorer.decision.confidence import choice_confidence  # noqa: E402
 from scorer.decision.readout import read_sequences  # noqa: E402
@@ -245,7 +245,7 @@ def _reusable(report: Path, name: str, slots: str, norm: str | None = None) -> d
         if resolved != slots_for(earlier_slots, n, ids):
             continue
         if resolved == "sequence" and r["slots"].get("normalisation") != (norm or DEFAULT_SEQUENCE_NORM):
-            r = renormalised(r, norm or DEFAULT_SEQUENCE_NORM)
+            r = renormalised(r, norm or DEFAULT_SEQUENCE_NORM)  # norm is None only for slots that read no sequence
         out[str(r["id"])] = r
     return out
 
@@ -288,8 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         ap.error(f"--methods: {', '.join(unknown) or 'nothing'} is not among {', '.join(METHODS)}")
-    if args.sequence_norm and args.slots not in ("sequence", AUTO_SLOTS):
-        ap.error(f"--sequence-norm applies to --slots sequence and auto only (got {args.slots})")
+    try:  # the scorer's own rule: a normalisation only for slots read as sequences, sum when none is given
+        norm = check_sequence_norm(args.sequence_norm, args.slots)
+    except OptionError as exc:
+        ap.error(f"--sequence-norm: {exc}")
     records_dir = args.output.with_suffix(".records")
     check_writable(args.output)
     if args.from_records is None:
@@ -318,11 +320,10 @@ def main(argv: list[str] | None = None) -> int:
             was = (scored_by.get("sets") or {}).get(name) or {}
             seconds, reused = was.get("seconds"), int(was.get("reused_rows") or 0)
         else:
-            earlier = _reusable(args.reuse, name, args.slots, args.sequence_norm) if args.reuse else {}
+            earlier = _reusable(args.reuse, name, args.slots, norm) if args.reuse else {}
             todo = [e for e in extra if e.id not in earlier]
             scored = {r["id"]: r for r in scorer.score_decisions(todo, {"input_sha256": name,
-                                                                        "semif": "single-request-study"})
-                      } if todo else {}  # everything reused: the model is never loaded
+                                                                        "semif": "single-request-study"})}
             got = [scored[e.id] if e.id in scored else earlier[e.id] for e in extra]
             reused = len(extra) - len(todo)
             # compressed: a set's derived prompts are thousands of records, each naming the model in full
