@@ -13,9 +13,9 @@ cell 0, exactly as a fresh run does):
   fresh run would give them), the new tokens decoded after it, the state saved again.
 * ``fan_out`` (shared, kernel ``llamacpp.seq-cp-batch``): per packed pass the prefix is restored once and
   ``seq_cp``-ed to one branch per suffix, each branch in its own KV stream (cells 0… of its own, as in a fresh
-  run), then ALL suffixes go through ONE ``llama_decode`` (each token tagged with its branch's sequence id and
-  its position), logits only at each branch's last token (at every token for ``--slots sequence``:
-  ``fan_out_logprobs``); every sequence is removed afterwards.
+  run), then the suffixes go through one ``llama_decode`` per width group (:func:`width_groups`: suffixes of similar
+  length together, each token tagged with its branch's sequence id and its position), logits only at each branch's
+  last token (at every token for ``--slots sequence``: ``fan_out_logprobs``); every sequence is removed afterwards.
 
 Canonical computation (why direct = serial = shared to the last bit on the CPU). llama.cpp's logits for a token
 depend on how it was batched, not only on its context; measured on this project's GGUFs
@@ -48,7 +48,7 @@ import itertools
 import platform
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,10 @@ _SCORE_KIND = ("quantized-weight conditional option score, uncalibrated: softmax
                "not a calibrated probability of correctness")
 _LAYER_DEVICE = re.compile(r"layer\s+(\d+) assigned to device (\S+?),")
 _FLASH = re.compile(r"flash_attn\s*=\s*(\w+)|Flash Attention was auto, set to (\w+)")
+
+
+_Packed = tuple[list[int], list[int], list[int], list[int]]
+"""A packed batch: its tokens, each one's position and sequence, and where each branch's suffix ends in it."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,40 @@ def pass_width(part: list[list[int]]) -> int:
     """How many tokens every branch of a packed pass decodes (canonical rule 3, and equal: :meth:`LlamaCppBackend.
     _packed_batch`)."""
     return max(MIN_PIECE, *(len(x) for x in part))
+
+
+GROUP_COST_TOKENS = 256
+"""What one more ``llama_decode`` of a packed pass is taken to cost, in padded tokens (:func:`width_groups`): the
+weights are read again, the threads meet again, and smaller batches multiply less efficiently. A cautious round
+figure, not a fit: with 32, the qwen2.5-1.5b showcase's 21 questions of 22 to 33 tokens went in two batches to save
+112 padded tokens and the pass took 7.7 s, against 7.4 s in one batch the same day (within run-to-run spread: no
+gain); 256 keeps them in one and still splits the 64-question latency request into three batches (3,026 padded
+tokens instead of 6,848 in one, counted with SmolLM2's tokenizer)."""
+
+
+def width_groups(lengths: Sequence[int], overhead: int = GROUP_COST_TOKENS) -> list[list[int]]:
+    """The branches of a packed pass (suffix lengths ``lengths``) in groups decoded one after another, each padded to
+    its own longest (:func:`pass_width`) instead of the pass's: indices, shortest suffixes first, the groups being
+    consecutive runs of the lengths in order that minimise the tokens decoded (every branch's width) plus
+    ``overhead`` per group (a dynamic programme over the sorted lengths). Questions of very different lengths asked
+    together (a yes/no beside a choice with long options) no longer pay for the longest: on the 64-question latency
+    workload every branch was padded to 95 tokens, twice what the suffixes hold."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    sizes = [max(MIN_PIECE, lengths[i]) for i in order]
+    n = len(sizes)
+    best = [0.0] + [float("inf")] * n  # best[j]: the cheapest grouping of the j shortest
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):  # the last group holds sorted positions i..j-1, padded to sizes[j-1]
+            cost = best[i] + (j - i) * sizes[j - 1] + overhead
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    groups: list[list[int]] = []
+    j = n
+    while j > 0:
+        groups.append(order[cut[j]:j])
+        j = cut[j]
+    return groups[::-1]
 
 
 def pad_to(ids: list[int], width: int) -> list[int]:
@@ -337,6 +375,13 @@ class LlamaCppBackend(Backend):
         else:
             cells, seqs, batch = need["longest_prompt"], 1, need["longest_prompt"]
         cells = max(cells, need.get("longest_held", 0)) + MIN_PIECE  # + the pads of a short decode (rule 3)
+        if self._plan["mode"] is not None:  # a run planned the context before (not the placeholder of the load)
+            # Never fewer streams or a smaller batch than the context has: a state is saved per stream count and a
+            # resize to another count makes every held state (a radix cache's) stale, decoded again on its next use
+            # (in semif serve, a 4-question request after 1-question ones paid 6.1 s cold where 3.0 s is its own
+            # cost); and a batch that flips between a cold and a warm plan re-created the context on every request.
+            seqs = max(seqs, self._ctx_info["n_seq_max"])
+            batch = max(batch, self._ctx_info["n_batch"])
         if UNIFIED_KV:
             cells = max(cells, need["pass_cells"])
         else:  # fewer branches per pass rather than more memory than the cap (fan_out splits to match)
@@ -534,7 +579,16 @@ class LlamaCppBackend(Backend):
         self._ensure(max(keep + len(ids), 0 if base is None else len(base.ids)), 1)
         t0 = time.perf_counter()
         self._idle_reset()
-        s = self._take() if base is None else self._restore(base)
+        if base is not None and ids and self._state(base).streams != self._ctx_info["n_seq_max"]:
+            # Saved under another number of streams (the context was resized since), so it would be decoded again
+            # from its tokens, whole, to be cut back: decode only the ``keep`` tokens wanted (a radix cache extends the
+            # shallowest state below a new state's branch point — a 500-token state to keep its 50-token system
+            # prompt). The new state is kept by the cache. A pure cut (no ``ids``) is not kept, so there the source is
+            # refreshed whole (``_restore``) and later cuts of it cost nothing.
+            s = self._take()
+            self._run(s, base.ids[:keep], logits=False)
+        else:
+            s = self._take() if base is None else self._restore(base)
         try:
             if keep < s.n_past:
                 self._cut(s, keep)
@@ -594,26 +648,40 @@ class LlamaCppBackend(Backend):
 
     def _pass(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]],
               wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:
-        """Every suffix in ONE batch (each token tagged with its branch's sequence and position), logits at
-        each branch's last token only."""
-        tokens, pos, seqs, ends = self._packed_batch(branched, part)
-        return self._decode(tokens, pos, seqs, [e - 1 for e in ends])
+        """Every suffix in one batch per width group (:func:`width_groups`; each token tagged with its branch's
+        sequence and position), logits at each branch's last token only."""
+        return self._grouped(branched, part, lambda batch, sufs: self._decode(*batch[:3], [e - 1 for e in batch[3]]))
 
     def _pass_all(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]]) -> list[np.ndarray]:
-        """The batch of :meth:`_pass`, logits at every suffix token (``--slots sequence``)."""
-        tokens, pos, seqs, ends = self._packed_batch(branched, part)
-        want = [i for e, suf in zip(ends, part, strict=True) for i in range(e - len(suf), e)]
-        rows = self._decode(tokens, pos, seqs, want)
-        starts = np.cumsum([0, *(len(s) for s in part)])
-        return [np.stack(rows[a:b]) for a, b in itertools.pairwise(starts)]
+        """The batches of :meth:`_pass`, logits at every suffix token (``--slots sequence``)."""
 
-    def _packed_batch(self, branched: list[_Seq], part: list[list[int]]
-                      ) -> tuple[list[int], list[int], list[int], list[int]]:
+        def every_token(batch: _Packed, sufs: list[list[int]]) -> list[np.ndarray]:
+            tokens, pos, seqs, ends = batch
+            rows = self._decode(tokens, pos, seqs,
+                                [i for e, suf in zip(ends, sufs, strict=True) for i in range(e - len(suf), e)])
+            starts = np.cumsum([0, *(len(s) for s in sufs)])
+            return [np.stack(rows[a:b]) for a, b in itertools.pairwise(starts)]
+
+        return self._grouped(branched, part, every_token)
+
+    def _grouped(self, branched: list[_Seq], part: list[list[int]],
+                 read: Callable[[_Packed, list[list[int]]], list[np.ndarray]]) -> list[np.ndarray]:
+        """``read`` applied to each width group's packed batch and suffixes, its results put back in ``part``'s
+        order (one per branch)."""
+        out: list[np.ndarray] = [np.empty(0)] * len(part)
+        for group in width_groups([len(x) for x in part]):
+            sufs = [part[i] for i in group]
+            batch = self._packed_batch([branched[0], *(branched[1 + i] for i in group)], sufs)
+            for i, row in zip(group, read(batch, sufs), strict=True):
+                out[i] = row
+        return out
+
+    def _packed_batch(self, branched: list[_Seq], part: list[list[int]]) -> _Packed:
         """The tokens of a packed pass, each one's position (continuing its branch) and sequence (its branch's),
-        and where each branch's suffix ends in it. Every branch decodes as many tokens as the longest suffix, and at
-        least :data:`MIN_PIECE`, padded after its suffix (:func:`pad_to`): llama.cpp splits a pass over several
-        streams into batches of as many tokens of each, and a branch whose last tokens went into a batch of their
-        own would be computed differently (rule 3)."""
+        and where each branch's suffix ends in it. Every branch decodes as many tokens as the longest suffix of the
+        batch (one width group), and at least :data:`MIN_PIECE`, padded after its suffix (:func:`pad_to`): llama.cpp
+        splits a batch over several streams into batches of as many tokens of each, and a branch whose last tokens
+        went into a batch of their own would be computed differently (rule 3)."""
         tokens: list[int] = []
         pos: list[int] = []
         seqs: list[int] = []

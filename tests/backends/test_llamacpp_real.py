@@ -8,13 +8,16 @@ shared max |dp| 0.036 over 42 shape rows). Both layouts, on rows with one and wi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
+from scorer.backends import llamacpp_backend
 from scorer.core.errors import ValidationError
 from scorer.formats.records import validate_records
-from scorer.formats.rows import load_decisions
+from scorer.formats.rows import Option, load_decisions
 from scorer.models import store
 from scorer.prompting.layouts import LAYOUTS
 from scorer.scoring.exact import ExactPolicy
@@ -71,6 +74,73 @@ def test_serial_and_shared_equal_direct_to_the_bit(by_mode: dict[str, list[dict[
     assert by_mode["serial"][0]["kernel"] == "llamacpp.prefix-reuse"
     if by_mode["shared"][0]["layout"] == "state-major":  # one state, three criteria: one packed pass
         assert by_mode["shared"][0]["timing"]["group_rows"] == 3
+
+
+def test_a_pass_of_very_different_suffixes_goes_in_width_groups_and_equals_direct(
+        smol_llamacpp: Any, rows: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two short questions and one with long options about one state: the pass is decoded in two width groups (the
+    long branch apart, so the short ones are not padded to it), and every readout still equals direct scoring."""
+    words = "a rather long description of what choosing this option would mean for the ticket " * 3
+    long = replace(rows[0], id="long-options",
+                   options=tuple(Option(f"o{i}", f"Option {i}: {words}") for i in range(6)))
+    mixed = [rows[0], long, rows[1]]
+    seen: list[list[list[int]]] = []
+    real = llamacpp_backend.width_groups
+
+    def recording(lengths: Any, overhead: int = llamacpp_backend.GROUP_COST_TOKENS) -> list[list[int]]:
+        seen.append(real(lengths, overhead))
+        return seen[-1]
+
+    monkeypatch.setattr(llamacpp_backend, "width_groups", recording)
+    out = {}
+    for mode in ("direct", "shared"):
+        items = prepare(smol_llamacpp, mixed, with_prefix=mode != "direct")
+        out[mode] = list(score_items(smol_llamacpp, items, mode, {"config_sha256": "test"}))
+    assert [len(g) for g in seen] == [2] and sorted(len(x) for x in seen[0]) == [1, 2]
+    assert [r["option_logits"] for r in out["shared"]] == [r["option_logits"] for r in out["direct"]]
+
+
+def test_a_stale_held_state_is_extended_from_its_kept_tokens_and_refreshed_by_a_pure_cut(
+        smol_llamacpp: Any, rows: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state saved before the context was resized to another number of streams cannot be restored by llama.cpp.
+    Extended (a radix cache builds a new state from the shallowest held one), only its kept tokens are decoded again,
+    not the whole state to be cut back; cut without new tokens (a cut the cache does not keep), it is decoded whole
+    once and refreshed, so the next cut costs nothing. Both equal fresh scoring to the bit."""
+    (item,) = prepare(smol_llamacpp, rows[:1], with_prefix=False)
+    ids, slots = item.prompt.ids, item.prompt.slot_ids
+    fresh = smol_llamacpp.score_fresh(ids, want=slots)
+    held = smol_llamacpp.prefill(ids[:-1] + ids[5:40])  # longer than what is kept, and then not the prompt
+    streams = smol_llamacpp._ctx_info["n_seq_max"]
+    smol_llamacpp._resize(smol_llamacpp._stream_cells, streams + 3, smol_llamacpp._ctx_info["n_batch"])
+    decoded: list[int] = []
+    real = smol_llamacpp._run
+    monkeypatch.setattr(smol_llamacpp, "_run", lambda s, t, logits, canonical=True: (
+        decoded.append(len(t)), real(s, t, logits, canonical))[1])
+    keep = len(ids) // 2
+    extended = smol_llamacpp.extend(held, ids[keep:-1], keep=keep)
+    assert decoded == [keep, len(ids) - 1 - keep]  # the kept part, then the extension: never the whole held state
+    decoded.clear()
+    cut = smol_llamacpp.extend(held, [], keep=len(ids) - 1)
+    assert decoded == [len(held.ids)] and held.handle.streams == streams + 3  # decoded whole once, and refreshed
+    decoded.clear()
+    again = smol_llamacpp.extend(held, [], keep=len(ids) - 1)
+    assert decoded == []  # restored and cut: no model work
+    for prefix in (extended, cut, again):
+        logits, _ = smol_llamacpp.score_with_prefix(prefix, ids[-1:], want=slots)
+        assert np.array_equal(logits, fresh)
+    for prefix in (held, extended, cut, again):
+        smol_llamacpp.release(prefix)
+
+
+def test_a_plan_keeps_the_streams_and_batch_the_context_has(smol_llamacpp: Any, rows: list[Any]) -> None:
+    """A run that needs fewer branches or a smaller batch than the last one keeps the context's (held states stay
+    restorable, and the context is not re-created for every request)."""
+    items = prepare(smol_llamacpp, rows)
+    list(score_items(smol_llamacpp, items, "shared", {"config_sha256": "t"}))
+    wide = dict(smol_llamacpp._ctx_info)
+    list(score_items(smol_llamacpp, prepare(smol_llamacpp, rows[3:4]), "shared", {"config_sha256": "t"}))
+    assert smol_llamacpp._ctx_info["n_seq_max"] == wide["n_seq_max"] >= 4
+    assert smol_llamacpp._ctx_info["n_batch"] == wide["n_batch"]
 
 
 def test_records_validate_and_carry_the_gguf_block(by_mode: dict[str, list[dict[str, Any]]]) -> None:

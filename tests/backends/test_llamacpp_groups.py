@@ -1,0 +1,47 @@
+"""The llama.cpp backend's width groups (:func:`scorer.backends.llamacpp_backend.width_groups`): how a packed pass's
+branches are split into batches, each padded to its own longest suffix. On plain numbers; the real passes are held
+to direct scoring in tests/backends/test_llamacpp_real.py."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import pytest
+
+from scorer.backends.llamacpp_backend import MIN_PIECE, width_groups
+
+
+def _cost(lengths: Sequence[int], groups: list[list[int]], overhead: int) -> int:
+    return sum(len(g) * max(MIN_PIECE, *(lengths[i] for i in g)) + overhead for g in groups)
+
+
+def _brute(lengths: Sequence[int], overhead: int) -> int:
+    """The cheapest split of the sorted lengths into consecutive runs, by trying every set of cuts."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    best = None
+    for k in range(len(order)):
+        for cuts in itertools.combinations(range(1, len(order)), k):
+            bounds = [0, *cuts, len(order)]
+            groups = [order[a:b] for a, b in itertools.pairwise(bounds)]
+            c = _cost(lengths, groups, overhead)
+            best = c if best is None else min(best, c)
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize("lengths", [[5], [40, 40, 40], [3, 95, 30, 31, 94, 12, 60], [8, 9, 100, 101, 102, 7, 1],
+                                     [20] * 5 + [200], [1, 2, 3, 4]])
+@pytest.mark.parametrize("overhead", [0, 32, 1000])
+def test_every_branch_once_and_the_cheapest_split(lengths: list[int], overhead: int) -> None:
+    groups = width_groups(lengths, overhead)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    flat = [lengths[i] for g in groups for i in g]
+    assert flat == sorted(flat)  # consecutive runs of the lengths in order
+    assert _cost(lengths, groups, overhead) == _brute(lengths, overhead)
+
+
+def test_similar_lengths_stay_one_batch_and_a_far_longer_one_goes_apart() -> None:
+    assert width_groups([30, 31, 33, 29]) == [[3, 0, 1, 2]]
+    assert width_groups([30] * 10 + [200]) == [list(range(10)), [10]]
+    assert width_groups([]) == []
