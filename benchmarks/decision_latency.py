@@ -773,6 +773,9 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[dict[str, Any]] = []
     ggufs: dict[str, dict[str, Any]] = {}
     t_start = time.time()
+    # SIGTERM (a kill, a CI timeout) unwinds like Ctrl-C, so every server is stopped by its context manager instead
+    # of being left loaded beside the next benchmark (a killed run left typed-gguf and llama-server running)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     with tempfile.TemporaryDirectory(prefix="semif-decision-latency-") as tmp:
         work = Path(tmp)
         for model in args.models:
