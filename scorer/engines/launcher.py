@@ -170,25 +170,47 @@ def start(spec: EngineSpec, say: bool = True) -> dict[str, Any]:
     if say:
         print(f"[engine] starting {spec.engine} for {spec.model} on {base} (log {log})", file=sys.stderr)
     t0 = time.perf_counter()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **env}, start_new_session=True)
-    state = {"engine": spec.engine, "pid": proc.pid, "base_url": base, "host": spec.host, "port": port,
-             "started_utc": stamp, "log": str(log), "command": cmd, "env": env, "spec": spec.__dict__,
+    state = {"engine": spec.engine, "base_url": base, "host": spec.host, "port": port, "started_utc": stamp,
+             "log": str(log), "env": env, "spec": spec.__dict__,
              "threading": {"threads": choice.block(), "wait_policy": wait}, **ident}
-    engine_state.write_state(path, state)
     try:
-        _wait_ready(proc, base, spec.ready_timeout_s, log)
-    except BaseException:
-        _terminate(proc.pid)
-        path.unlink(missing_ok=True)
-        raise
+        _launch(state, cmd, path, base, spec.ready_timeout_s, log)
+    except EngineError:
+        if spec.engine != "llama-server" or state["returncode"] != -signal.SIGILL or llama_server.NO_REPACK in cmd:
+            raise
+        # llama-server built -march=native died of an illegal instruction while repacking the weights at load (seen
+        # on an Intel VM listing AMX and AVX512-FP16, where a tile instruction itself runs: which instruction is
+        # not known). Without repacking it runs the plain kernels, as the in-process backend always does.
+        if say:
+            print("[engine] llama-server died of an illegal instruction while loading (weight repacking); starting "
+                  f"it again with {llama_server.NO_REPACK}", file=sys.stderr)
+        state["repack"] = "disabled: the engine died of SIGILL with weight repacking on this CPU"
+        _launch(state, [*cmd, llama_server.NO_REPACK], path, base, spec.ready_timeout_s, log)
     state["ready_s"] = round(time.perf_counter() - t0, 2)
     engine_state.write_state(path, state)
     if say:
-        print(f"[engine] {spec.engine} ready on {base} after {state['ready_s']:.0f} s (pid {proc.pid})",
+        print(f"[engine] {spec.engine} ready on {base} after {state['ready_s']:.0f} s (pid {state['pid']})",
               file=sys.stderr)
     return state
+
+
+def _launch(state: dict[str, Any], cmd: list[str], path: Path, base: str, timeout_s: float, log: Path) -> None:
+    """Run ``cmd`` (its output appended to ``log``), its pid and command written to the state file, and wait until
+    it is ready; on failure the process is stopped, the state file removed, its exit status left in
+    ``state["returncode"]`` and the error raised."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **state["env"]}, start_new_session=True)
+    state.update(pid=proc.pid, command=cmd, returncode=None)
+    engine_state.write_state(path, state)
+    try:
+        _wait_ready(proc, base, timeout_s, log)
+    except BaseException:
+        _terminate(proc.pid)
+        path.unlink(missing_ok=True)
+        state["returncode"] = proc.returncode
+        raise
+    del state["returncode"]
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], base: str, timeout_s: float, log: Path) -> None:

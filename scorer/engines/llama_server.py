@@ -114,6 +114,11 @@ def version(exe: Path) -> str:
     return next((ln for ln in text if "version" in ln.lower()), text[0] if text else "unknown")
 
 
+NO_REPACK = "--no-repack"
+"""llama-server's switch that turns weight repacking (its extra CPU buffer types) off: the launcher adds it only when
+the engine dies of an illegal instruction without it (:func:`scorer.engines.launcher.start`)."""
+
+
 def command(exe: Path, gguf: Path, alias: str, host: str, port: int, threads: int | None, ctx: int,
             parallel: int) -> list[str]:
     """The server's command line: the GGUF, loopback, ``parallel`` slots sharing ``ctx * parallel`` cells (each

@@ -36,10 +36,17 @@ def trace_label(obj: dict[str, Any]) -> str:
     return f"{model} · {engine} · {where}"
 
 
+def cpu_name(obj: dict[str, Any]) -> str:
+    """The trace's CPU, short (``Intel(R) Xeon(R) Processor`` → ``Intel Xeon``): one model and engine measured on two
+    kinds of CPU are told apart by it before the date (the date alone can be the same day)."""
+    cpu = str((obj.get("machine") or {}).get("cpu") or "")
+    return " ".join(re.sub(r"\((R|TM)\)|\b(Processor|CPU)\b", " ", cpu, flags=re.IGNORECASE).split())
+
+
 def distinct_labels(traces: list[TraceFile]) -> None:
-    """Labels that match get the input's id, then the run's date, then (still matching) the file's name; a
-    detail is added only where it tells the matching traces apart (so names stay short)."""
-    for extra in (lambda t: str((t.obj.get("inputs") or {}).get("id", "")),
+    """Labels that match get the input's id, then the CPU's name, then the run's date, then (still matching) the
+    file's name; a detail is added only where it tells the matching traces apart (so names stay short)."""
+    for extra in (lambda t: str((t.obj.get("inputs") or {}).get("id", "")), lambda t: cpu_name(t.obj),
                   lambda t: str((t.obj.get("experiment") or {}).get("created_utc", ""))[:10], lambda t: t.slug):
         groups: dict[str, list[TraceFile]] = {}
         for t in traces:

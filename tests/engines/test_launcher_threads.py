@@ -134,3 +134,31 @@ def test_a_run_through_a_launched_engine_records_its_threading(fake_start, monke
     monkeypatch.setattr(engine_state, "alive", lambda pid: pid == st["pid"])  # the fake engine "runs"
     assert _engine_threading(st["base_url"]) == st["threading"]
     assert _engine_threading("http://127.0.0.1:1") is None  # an engine not started here: unknown
+
+
+@pytest.mark.parametrize(("status", "retried"), [(-4, True), (1, False), (-9, False)])
+def test_llama_server_dying_of_an_illegal_instruction_is_started_again_without_repacking(
+        fake_start: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, status: int, retried: bool) -> None:
+    """llama-server dying of SIGILL while it repacks the weights (seen on an Intel VM): the launcher starts it once
+    more with --no-repack and says so in the state; any other failure is raised as it is."""
+    from scorer.core.errors import EngineError
+
+    monkeypatch.setattr(launcher, "_terminate", lambda pid, timeout_s=0: True)
+
+    def wait_ready(proc: Any, base: str, timeout: float, log: Path) -> None:
+        if len(fake_start) == 1:
+            proc.returncode = status
+            raise EngineError(f"the engine exited with status {status} before it was ready")
+
+    monkeypatch.setattr(launcher, "_wait_ready", wait_ready)
+    spec = launcher.EngineSpec(engine="llama-server", model="smollm2-135m", threads=2)
+    if not retried:
+        with pytest.raises(EngineError, match=f"status {status}"):
+            launcher.start(spec, say=False)
+        assert len(fake_start) == 1
+        return
+    state = launcher.start(spec, say=False)
+    assert [c["cmd"][-1] == llama_server.NO_REPACK for c in fake_start] == [False, True]
+    assert state["command"] == fake_start[1]["cmd"] and "returncode" not in state
+    assert state["repack"].startswith("disabled")
+    assert engine_state.read_state(engine_state.state_path("llama-server", state["port"]))["repack"] == state["repack"]

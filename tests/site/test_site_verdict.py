@@ -160,6 +160,18 @@ def test_picker_names_are_short_and_distinct(tmp_path: Path) -> None:
     assert any(x.startswith("fake · fake fp32 · CPU") for x in labels)
 
 
+def test_one_model_and_engine_on_two_cpus_are_told_apart_by_the_cpu_not_the_file_name() -> None:
+    """The same showcase run on the same day on an AMD and an Intel machine: the CPU's short name, before the date."""
+    docs = []
+    for cpu in ("AMD EPYC", "Intel(R) Xeon(R) Processor"):
+        doc = load(V2)
+        doc["machine"] = {**doc["machine"], "cpu": cpu}
+        docs.append(trace_file(doc))
+    labels.distinct_labels(docs)
+    base = labels.trace_label(load(V2))
+    assert [t.label for t in docs] == [f"{base} · AMD EPYC", f"{base} · Intel Xeon"]
+
+
 class _Count(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
