@@ -176,7 +176,7 @@ def start(spec: EngineSpec, say: bool = True) -> dict[str, Any]:
     try:
         _launch(state, cmd, path, base, spec.ready_timeout_s, log)
     except EngineError:
-        if spec.engine != "llama-server" or state["returncode"] != -signal.SIGILL or llama_server.NO_REPACK in cmd:
+        if spec.engine != "llama-server" or state.get("returncode") != -signal.SIGILL or llama_server.NO_REPACK in cmd:
             raise
         # llama-server built -march=native died of an illegal instruction while repacking the weights at load (seen
         # on an Intel VM listing AMX and AVX512-FP16, where a tile instruction itself runs: which instruction is
@@ -201,7 +201,8 @@ def _launch(state: dict[str, Any], cmd: list[str], path: Path, base: str, timeou
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env={**os.environ, **state["env"]}, start_new_session=True)
-    state.update(pid=proc.pid, command=cmd, returncode=None)
+    state.pop("returncode", None)  # an earlier attempt's
+    state.update(pid=proc.pid, command=cmd)
     engine_state.write_state(path, state)
     try:
         _wait_ready(proc, base, timeout_s, log)
@@ -210,7 +211,6 @@ def _launch(state: dict[str, Any], cmd: list[str], path: Path, base: str, timeou
         path.unlink(missing_ok=True)
         state["returncode"] = proc.returncode
         raise
-    del state["returncode"]
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], base: str, timeout_s: float, log: Path) -> None:
