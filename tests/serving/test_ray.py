@@ -154,11 +154,12 @@ def _assert_equal_to_local(got: list[dict], want: list[dict]) -> None:
         assert g["prompt_sha256"] == w["prompt_sha256"] and g["tokens_sha256"] == w["tokens_sha256"]
         assert g["prefix_sha256"] == w["prefix_sha256"] and g["run"]["index"] == w["run"]["index"]
         assert g["choice"] == w["choice"] and g["run"]["config_sha256"] == w["run"]["config_sha256"]
-        # Each actor's radix prefix cache holds what its own rows left: a prefix extended from a cached one sums in
-        # another order than a fresh prefill (measured up to 2.9e-6 in p on smollm2 fp32,
-        # tests/scoring/test_radix_depths.py),
-        # so the bound is 1e-5, not the 1e-6 of identical passes.
-        assert max(abs(a - b) for a, b in zip(g["probabilities"], w["probabilities"], strict=True)) <= 1e-5
+        # Not the 1e-6 of identical passes (tests/scoring proves those): each actor's radix prefix cache holds what
+        # its own rows left, and a prefix extended from a cached one sums in another order than a fresh prefill (up
+        # to 2.9e-6 in p on smollm2 fp32, tests/scoring/test_radix_depths.py); and an actor process can take another
+        # fp32 kernel path than the driver's for the whole run (every row moved at once: 2.2e-5 in one of four runs
+        # on an AMX Xeon, 4.1e-5 in a CI run). 1e-4 still fails on any other prompt, option or readout.
+        assert max(abs(a - b) for a, b in zip(g["probabilities"], w["probabilities"], strict=True)) <= 1e-4
 
 
 def _threads() -> str:
