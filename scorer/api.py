@@ -320,7 +320,9 @@ class Scorer:
     options listed under their ids, each id's own token read: every id must be one token, else the row is
     refused naming ``options[i].id``) or ``"sequence"`` (the ids prompt, each id scored as a continuation of it: its
     tokens' log-probabilities from a fork of the prompt's state, any number of tokens; ``sequence_norm`` ``"sum"``, the
-    default, or ``"mean"`` per token), as ``semif score --slots`` and ``--sequence-norm``.
+    default, or ``"mean"`` per token) or ``"json"`` (the answer asked for as a JSON object, each option scored as its
+    quoted id after the prefilled ``{"answer":``; per token by default: :mod:`scorer.prompting.prompt`), as
+    ``semif score --slots`` and ``--sequence-norm``.
     ``layout`` is ``state-major`` (the default, ``semif-direct-v1``), ``question-major`` or ``auto`` (per call of
     :meth:`decide_many`, whichever shares more prefix tokens over its rows; one row is always state-major).
     ``demos`` is a demonstrations file (``semif score --demos``) or loaded :class:`~scorer.prompting.demos.Demos`, with

@@ -389,3 +389,12 @@ def prior_for(backend: FakeBackend, question: str) -> Any:
                                                                          "sha256": "ab" * 32})
 
 
+def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int]) -> list[float]:
+    """The independent path: each token of ``cont`` scored by a fresh pass over the whole prompt and the option's
+    tokens before it (``score_fresh`` only: no prefix state, no packed pass), as a full-vocabulary log-softmax."""
+    out = []
+    for j, t in enumerate(cont):
+        z = backend.score_fresh(prompt + cont[:j]).astype(np.float64)
+        m = z.max()
+        out.append(float(z[t] - (m + np.log(np.exp(z - m).sum()))))
+    return out

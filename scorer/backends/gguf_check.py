@@ -105,9 +105,9 @@ def check_slots(prompt: Prompt, gguf: GGUFTokenizer, letters_ok: set[str] | None
     the reference's slot id, rendering as that text, and appending it to the prompt adds exactly that token.
     ``letters_ok`` caches slot texts already proven. Under ``--slots sequence`` (and ``codes``) each option id (or
     number) is no single token but a continuation: appending it to the prompt (as plain text) must add exactly the
-    reference's continuation tokens."""
-    if prompt.continuations:  # sequence, codes
-        for label, cont in zip(prompt.slot_texts, prompt.continuations, strict=True):
+    reference's continuation tokens (under ``--slots json``, each quoted id's)."""
+    if prompt.continuations:  # sequence, codes, json
+        for label, cont in zip(prompt.answer_texts, prompt.continuations, strict=True):
             end = len(prompt.text)
             ext = gguf.encode(prompt.text + label, plain=(*prompt.plain_spans, (end, end + len(label))))
             want = [*prompt.ids, *cont]

@@ -130,21 +130,25 @@ def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = 
 
 
 def add_slots_arg(p: Any, norm: bool = True) -> None:
-    """``--slots letters|ids|sequence|codes|auto`` (and, where records are scored, ``--sequence-norm sum|mean``): what
-    the decision is read out through, by the API's rule."""
+    """``--slots letters|ids|sequence|codes|json|auto`` (and, where records are scored, ``--sequence-norm
+    sum|mean``): what the decision is read out through, by the API's rule."""
     p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters", action=Given,
                    help="letters: the options lettered A, B, ... and each letter's token read; ids: the "
                         "options listed under their ids and each id's own token read (every id one token, e.g. "
                         "yes/no; a row whose id is not is refused naming options[i].id); sequence: the ids prompt, "
                         "each id scored as a continuation of it (its tokens' log-probabilities, any length); codes: "
                         "the options numbered 01, 02, ... and each number scored as a continuation (how letters read "
-                        "a question with more than 16 options, up to 255); auto: a yes/no question read by its words "
-                        "(as sequence), every other question by letters (default letters)")
+                        "a question with more than 16 options, up to 255); json: the state, then the question with "
+                        "the options under their ids in a second user turn, the answer asked for as JSON and each "
+                        "option scored as the quoted id after a prefilled {\"answer\": (per token by default); "
+                        "auto: a yes/no question read by its words (as sequence), every other question by letters "
+                        "(default letters)")
     if norm:
         p.add_argument("--sequence-norm", type=choice(rules.SEQUENCE_NORMS), choices=rules.SEQUENCE_NORMS,
                        action=Given,
-                       help="--slots sequence: an option's score is the sum of its tokens' log-probabilities "
-                            f"(default {rules.DEFAULT_SEQUENCE_NORM}) or their mean (per token)")
+                       help="--slots sequence, json or auto: an option's score is the sum of its tokens' "
+                            f"log-probabilities (default {rules.DEFAULT_SEQUENCE_NORM}; json: "
+                            f"{rules.JSON_SEQUENCE_NORM}) or their mean (per token)")
 
 
 def sequence_norm(args: argparse.Namespace) -> str | None:

@@ -346,7 +346,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     check_slots_backend(args.slots, args.backend)
     exact = exact_policy(args)
     if norm is not None:  # before the output is created
-        check_sequence_options(args.permute, exact, None)
+        check_sequence_options(args.permute, exact, None, args.slots)
     ray_opts = _ray_options(args) if args.engine == "ray" else None  # refused before anything is opened
     if exact is not None and exact.report is not None:
         load_report(exact.report)  # a bad report path fails before the model loads

@@ -27,22 +27,29 @@ DTYPES = ("float32", "bfloat16", "float16")
 """torch dtypes (default: fp32 on cpu, bf16 on cuda, fp16 on mps)."""
 DEFAULT_MAX_BATCH_TOKENS = 4096
 """Shared mode: suffix tokens per packed pass."""
-SLOTS = ("letters", "ids", "sequence", "codes", "auto")
+SLOTS = ("letters", "ids", "sequence", "codes", "json", "auto")
 """Answer slots a decision is read out through (:mod:`scorer.prompting.prompt`): the letters A–P, the option ids (one
 token each), the option ids scored as token sequences (``sequence``: :func:`scorer.decision.readout.read_sequences`),
 the options' numbers scored as token sequences (``codes``: what a question with more than 16 options is read
-through when the run reads letters), or ``auto``: per question, a yes/no question (options ``yes`` and ``no``) read
-by its words as ``sequence`` reads them and every other question by letters
+through when the run reads letters), ``json`` (the options listed under their ids, the question in a user turn
+after the state's, the answer asked for as a JSON object and each option scored as the continuation `` "id"`` of the
+prefilled ``{"answer":``: the single-request JSON study, ``docs/results.md``), or ``auto``: per question, a yes/no
+question (options ``yes`` and ``no``) read by its words as ``sequence`` reads them and every other question by letters
 (:func:`scorer.prompting.prompt.slots_for`; measured by the single-request study, ``docs/results.md``)."""
 AUTO_SLOTS = "auto"
 """The per-question readout (:data:`SLOTS`)."""
-SEQUENCE_SLOTS = ("sequence", "codes")
+SEQUENCE_SLOTS = ("sequence", "codes", "json")
 """The slots read as continuations of the prompt (every position of a pass), not one token at the answer position."""
 SEQUENCE_NORMS = ("sum", "mean")
 """How ``--slots sequence`` turns an option's token log-probabilities into its score: their ``sum`` (the log-probability
 of the whole continuation; the default) or their ``mean`` (per token, so a longer id is not penalised for its
 length)."""
 DEFAULT_SEQUENCE_NORM = "sum"
+JSON_SEQUENCE_NORM = "mean"
+"""``--slots json``'s normalisation when none is given: per token, as the JSON-answer study measured it (a quoted id's
+closing quote and its id's own length would otherwise count against longer ids)."""
+NORMED_SLOTS = ("sequence", "json", "auto")
+"""The slots that take a ``--sequence-norm`` (``codes`` always sums)."""
 
 
 class OptionError(SemifError):
@@ -175,12 +182,14 @@ def check_sequence_norm(norm: Any, slots: str) -> str | None:
     """The length normalisation of a run read out through ``slots`` (``--sequence-norm``; ``Scorer(sequence_norm=…)``):
     :data:`DEFAULT_SEQUENCE_NORM` when ``slots`` is ``sequence`` and none was given, None for the other slots (which
     score one token per option: a normalisation given with them is refused, naming the slots)."""
-    if slots not in ("sequence", AUTO_SLOTS):
+    if slots not in NORMED_SLOTS:
         if norm is not None:
-            raise OptionError("sequence_norm", f"{brief(norm)} applies to slots sequence and auto only (got slots "
-                              f"{slots})")
+            raise OptionError("sequence_norm", f"{brief(norm)} applies to slots sequence, json and auto only (got "
+                              f"slots {slots})")
         return None
-    return DEFAULT_SEQUENCE_NORM if norm is None else one_of(norm, SEQUENCE_NORMS, "sequence_norm")
+    if norm is None:
+        return JSON_SEQUENCE_NORM if slots == "json" else DEFAULT_SEQUENCE_NORM
+    return one_of(norm, SEQUENCE_NORMS, "sequence_norm")
 
 
 def check_slots_backend(slots: str, backend: str) -> None:

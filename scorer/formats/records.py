@@ -221,7 +221,7 @@ def _check_slots(rec: dict[str, Any], ids: list[str], name: str, line: int | Non
     if texts != want:
         raise InputError(name, line, "slots.texts", f"{brief(texts)} for readout {slots['readout']!r}",
                          f"{brief(want)}: the {'options letters or numbers' if by_position else 'option ids'}")
-    if slots["readout"] in ("sequence", "codes"):
+    if slots["readout"] in ("sequence", "codes", "json"):
         _check_sequence(rec, ids, name, line)
         tokens = [t[0] for t in tokens]  # the argmax at the answer position is a slot when it starts an option
     elif len(tokens) != len(ids) or len(set(tokens)) != len(tokens) or not all(isinstance(t, int) for t in tokens):

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from scorer.core.checks import DEFAULT_SEQUENCE_NORM, JSON_SEQUENCE_NORM
 from scorer.core.errors import InputError
 from scorer.core.hashing import canonical_sha256
 from scorer.formats.rows import Decision, load_decisions
@@ -73,14 +74,14 @@ def describe_identity(identity: dict[str, Any]) -> str:
 
 
 def readout_of(record: dict[str, Any]) -> str:
-    """``plain``, ``permute-K`` for an order-averaged record, ``sequence-NORM`` for a ``--slots sequence`` one, or
-    ``codes`` for one read by the options' numbers."""
+    """``plain``, ``permute-K`` for an order-averaged record, ``sequence-NORM`` (``json-NORM``) for a ``--slots
+    sequence`` (``--slots json``) one, or ``codes`` for one read by the options' numbers."""
     perm = record.get("permute")
     if isinstance(perm, dict) and perm.get("k"):
         return f"permute-{int(perm['k'])}"
     slots = record.get("slots")
-    if isinstance(slots, dict) and slots.get("readout") == "sequence":
-        return f"sequence-{slots.get('normalisation')}"
+    if isinstance(slots, dict) and slots.get("readout") in ("sequence", "json"):
+        return f"{slots['readout']}-{slots.get('normalisation')}"
     if isinstance(slots, dict) and slots.get("readout") == "codes":
         return "codes"
     return "plain"
@@ -92,7 +93,9 @@ def signature_readout(permute: int = 1, slots: str = "letters", sequence_norm: s
         return f"permute-{permute}"
     if slots == "codes":
         return "codes"
-    return f"sequence-{sequence_norm or 'sum'}" if slots == "sequence" else "plain"
+    if slots == "json":
+        return f"json-{sequence_norm or JSON_SEQUENCE_NORM}"
+    return f"sequence-{sequence_norm or DEFAULT_SEQUENCE_NORM}" if slots == "sequence" else "plain"
 
 
 def decision_signature(prompt_version: str, question: str, options: Sequence[tuple[str, str]],

@@ -18,7 +18,10 @@ options are listed under their own ids and the model is asked for an id (the ``-
 ``semif-direct-ids-v1``, ``semif-question-major-ids-v1``; ``sequence`` scores the ids prompt unchanged); with ``codes``
 they are numbered and the model is asked for a number (the ``-codes`` versions). A question with more options than
 letters is numbered when the run reads letters (:func:`scorer.prompting.prompt.slots_for`); its demonstrations are then
-numbered too.
+numbered too. With ``json`` (``semif-json-v1``, ``semif-question-major-json-v1``) each layout's two parts go in two user
+turns, its first part (state-major: the state; question-major: the question and options) in a turn of its own and the
+other with the JSON answer cue in the next (:func:`scorer.prompting.prompt.json_turns`); demonstrations are shown in
+the same turns, answered ``{"answer": "id"}``, before the row's, in both layouts.
 
 Demonstrations (:mod:`scorer.prompting.demos`) are earlier chat turns (user: the demonstration's decision in the same
 layout; assistant: its letter, or its option id when the run reads ids), right after the instructions in both
@@ -32,6 +35,7 @@ with k = 8 on shape-full, qwen2.5-0.5b llama.cpp.)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,11 +46,14 @@ from scorer.formats.rows import Decision
 from scorer.prompting.prompt import (
     CODES_PROMPT_VERSION,
     IDS_PROMPT_VERSION,
+    JSON_PROMPT_VERSION,
+    JSON_SYSTEM,
     LETTERS,
     PROMPT_VERSION,
     Head,
     Prompt,
     Tokenizer,
+    json_turns,
     labels,
     question_block,
     render_messages,
@@ -72,6 +79,10 @@ IDS_VERSIONS = {STATE_MAJOR: IDS_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_
 QUESTION_MAJOR_CODES_VERSION = "semif-question-major-codes-v1"
 CODES_VERSIONS = {STATE_MAJOR: CODES_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_CODES_VERSION}
 """The prompt version each layout renders when the options are numbered (``codes``)."""
+QUESTION_MAJOR_JSON_VERSION = "semif-question-major-json-v1"
+JSON_VERSIONS = {STATE_MAJOR: JSON_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_JSON_VERSION}
+"""The prompt version each layout renders when the answer is asked for as JSON (``json``): the same with
+demonstrations, which ``json`` always shows before the row's turns."""
 STATE_MAJOR_DEMOS_VERSION = "semif-state-major-demos-v1"
 STATE_MAJOR_DEMOS_IDS_VERSION = "semif-state-major-demos-ids-v1"
 STATE_MAJOR_DEMOS_CODES_VERSION = "semif-state-major-demos-codes-v1"
@@ -114,6 +125,8 @@ def version(layout: str, slots: str = "letters", demos: bool = False) -> str:
     one_of(slots, SLOTS, "slots")
     if slots == AUTO_SLOTS:  # a run's name: auto renders each row in one of the two (prompt.slots_for)
         return "|".join(version(layout, s, demos) for s in ("letters", "sequence"))
+    if slots == "json":
+        return JSON_VERSIONS[layout]
     if demos and layout == STATE_MAJOR:
         return {"letters": STATE_MAJOR_DEMOS_VERSION,
                 "codes": STATE_MAJOR_DEMOS_CODES_VERSION}.get(slots, STATE_MAJOR_DEMOS_IDS_VERSION)
@@ -144,9 +157,15 @@ def question_major_content(decision: Decision, slots: str = "letters") -> tuple[
 
 def _demo_turns(shown: Sequence[Shown], layout: str, slots: str) -> list[dict[str, str]]:
     """Each demonstration as a user turn (its decision in ``layout``) and an assistant turn (its answer: the
-    label's letter, its number when ``slots`` reads numbers, or its option id when ``slots`` reads ids)."""
+    label's letter, its number when ``slots`` reads numbers, or its option id when ``slots`` reads ids); with
+    ``json`` its two user turns and the answer as the JSON object the row's answer begins."""
     out: list[dict[str, str]] = []
     for s in shown:
+        if slots == "json":
+            turns = json_turns(s.decision, question_first=layout == QUESTION_MAJOR)
+            answer = json.dumps({"answer": s.decision.option_ids[s.label_index]}, ensure_ascii=False)
+            out += [*({"role": "user", "content": t} for t in turns), {"role": "assistant", "content": answer}]
+            continue
         if slots == "letters" and len(s.decision.options) > len(LETTERS):
             raise ValidationError(f"demonstration {s.id!r} has {len(s.decision.options)} options, more than the "
                                   f"{len(LETTERS)} letters of the row it is shown with (expected a demonstration "
@@ -167,6 +186,10 @@ def messages(decision: Decision, layout: str, shown: Sequence[Shown] = (),
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r} is not rendered (expected one of {', '.join(LAYOUTS)}; auto is "
                          "resolved per run first)")
+    if slots == "json":
+        first, rest = json_turns(decision, question_first=layout == QUESTION_MAJOR)
+        return [{"role": "system", "content": JSON_SYSTEM}, *_demo_turns(shown, layout, slots),
+                {"role": "user", "content": first}, {"role": "user", "content": rest}], Head(-2, len(first))
     if layout == QUESTION_MAJOR:
         content, head_len = question_major_content(decision, slots)
         system = {"letters": QUESTION_MAJOR_SYSTEM, "codes": QUESTION_MAJOR_CODES_SYSTEM}.get(

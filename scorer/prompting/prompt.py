@@ -23,6 +23,12 @@ number zero-padded to the width of the largest, so no number's text begins anoth
 continuation, as ``sequence`` scores an id (its tokens' log-probabilities summed). It is how a question with more
 options than letters (more than 16, up to :data:`scorer.formats.rows.MAX_OPTIONS`) is read when the run reads letters
 (:func:`slots_for`), and can be asked for any question with ``--slots codes``.
+``json`` (``semif-json-v1``) asks for the answer as a JSON object, as decision APIs' clients and the PyPI peer
+typed-gguf do: the state in a user turn of its own, then the question with its options listed under their ids and the
+cue ``Answer with JSON: {"answer": "<one of billing, tech>"}`` in a second one; the assistant turn is prefilled with
+``{"answer":`` and each option is scored as the continuation `` "billing"`` (its id in quotes, the closing quote
+included, so ids that share first tokens, ``d1`` and ``d10``, are still disjoint answers), per token by default
+(:data:`scorer.core.checks.JSON_SEQUENCE_NORM`). The single-request JSON study (``docs/results.md``) chose the shape.
 
 Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
 option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
@@ -47,6 +53,10 @@ IDS_PROMPT_VERSION = "semif-direct-ids-v1"
 """The prompt version of ``--slots ids`` (module docstring)."""
 CODES_PROMPT_VERSION = "semif-direct-codes-v1"
 """The prompt version of ``--slots codes`` (module docstring)."""
+JSON_PROMPT_VERSION = "semif-json-v1"
+"""The prompt version of ``--slots json`` (module docstring)."""
+JSON_PREFILL = '{"answer":'
+"""What ``--slots json`` prefills the assistant turn with; each option is read as `` "id"`` after it."""
 LETTERS = "ABCDEFGHIJKLMNOP"
 
 SYSTEM = (
@@ -60,6 +70,10 @@ IDS_SYSTEM = (
 CODES_SYSTEM = (
     "You are a precise decision function. Read the state, then answer the question by choosing exactly "
     "one of the numbered options. Reply with the option's number only."
+)
+JSON_SYSTEM = (
+    "You are a precise decision function. Read the state and answer the question with exactly one of the listed "
+    "options. Reply with a JSON object and nothing else."
 )
 _STATE_HEAD = "State:\n"
 _STATE_TAIL = "\n\n"
@@ -126,7 +140,8 @@ def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
 
 
 def labels(decision: Decision, slots: str) -> tuple[str, ...]:
-    """What each option is listed under: its letter, its number (``codes``) or its own id (``ids``, ``sequence``)."""
+    """What each option is listed under: its letter, its number (``codes``) or its own id (``ids``, ``sequence``,
+    ``json``)."""
     n = len(decision.options)
     if slots == "letters":
         return tuple(LETTERS[:n])
@@ -141,6 +156,25 @@ def question_block(decision: Decision, slots: str = "letters") -> str:
     lines += [f"{label}{sep} {opt.description.strip()}"
               for label, opt in zip(labels(decision, slots), decision.options, strict=True)]
     return "\n".join(lines)
+
+
+def json_answer(option_id: str) -> str:
+    """What ``--slots json`` scores for an option after the prefilled ``{"answer":``: a space and the id quoted."""
+    return f' "{option_id}"'
+
+
+def json_cue(decision: Decision) -> str:
+    """``--slots json``'s last line: the answer's exact shape, naming the option ids."""
+    ids = ", ".join(decision.option_ids)
+    return f'Answer with JSON: {{"answer": "<one of {ids}>"}}'
+
+
+def json_turns(decision: Decision, question_first: bool = False) -> tuple[str, str]:
+    """``--slots json``'s two user turns: the layout's first part in a turn of its own (the state; the question and
+    its options with ``question_first``, as question-major places them), then the other part and the JSON cue."""
+    question, state = question_block(decision, "json"), state_block(decision)
+    first, second = (question, state) if question_first else (state, question)
+    return first, f"{second}\n\n{json_cue(decision)}"
 
 
 def user_content(decision: Decision, slots: str = "letters") -> tuple[str, int]:
@@ -279,6 +313,12 @@ class Prompt:
     (:func:`sequence_slots`); empty for the other slots."""
 
     @property
+    def answer_texts(self) -> tuple[str, ...]:
+        """The text each option's answer is, appended to :attr:`text`: its slot text (a letter, id or number), or
+        under ``json`` its quoted id (:func:`json_answer`)."""
+        return tuple(json_answer(t) for t in self.slot_texts) if self.slots == "json" else tuple(self.slot_texts)
+
+    @property
     def sha256(self) -> str:
         return sha256_text(self.text)
 
@@ -295,12 +335,18 @@ class Prompt:
 
 def system_for(slots: str) -> str:
     """The state-major system instructions of a decision read out through ``slots``."""
-    return {"letters": SYSTEM, "codes": CODES_SYSTEM}.get(slots, IDS_SYSTEM)
+    return {"letters": SYSTEM, "codes": CODES_SYSTEM, "json": JSON_SYSTEM}.get(slots, IDS_SYSTEM)
 
 
-def messages_for(decision: Decision, slots: str = "letters") -> tuple[list[dict[str, str]], int]:
+def messages_for(decision: Decision, slots: str = "letters") -> tuple[list[dict[str, str]], Head]:
+    """The state-major messages of ``decision`` read out through ``slots`` (no demonstrations), and where the head
+    every criterion about its state shares ends."""
+    system = {"role": "system", "content": system_for(slots)}
+    if slots == "json":
+        state, rest = json_turns(decision)
+        return [system, {"role": "user", "content": state}, {"role": "user", "content": rest}], Head(-2, len(state))
     content, head_len = user_content(decision, slots)
-    return [{"role": "system", "content": system_for(slots)}, {"role": "user", "content": content}], head_len
+    return [system, {"role": "user", "content": content}], Head(-1, head_len)
 
 
 def prompt_version(slots: str = "letters") -> str:
@@ -308,7 +354,8 @@ def prompt_version(slots: str = "letters") -> str:
     if slots not in SLOTS:
         raise ValidationError(f"unknown answer slots {slots!r} (expected one of {', '.join(SLOTS)})")
     # sequence scores the ids prompt
-    return {"letters": PROMPT_VERSION, "codes": CODES_PROMPT_VERSION}.get(slots, IDS_PROMPT_VERSION)
+    return {"letters": PROMPT_VERSION, "codes": CODES_PROMPT_VERSION, "json": JSON_PROMPT_VERSION}.get(
+        slots, IDS_PROMPT_VERSION)
 
 
 # --- the versus prompts: kept here so that a trace's verifier can re-render them from its inputs ---------
@@ -388,10 +435,12 @@ def id_slots(tok: Tokenizer, decision: Decision) -> list[int]:
 
 
 def sequence_slots(tok: Tokenizer, decision: Decision, text: str, spans: Sequence[Span],
-                   ids: list[int], texts: Sequence[str] | None = None) -> tuple[tuple[int, ...], ...]:
+                   ids: list[int], texts: Sequence[str] | None = None,
+                   quoted: bool = False) -> tuple[tuple[int, ...], ...]:
     """Each option's answer text as a continuation of the prompt ``text`` (encoded ``ids``), for ``slots="sequence"``
-    (``texts`` None: the option ids) or ``"codes"`` (``texts``: the options' numbers): the tokens that ``text + answer``
-    (the answer as plain text, never a control token) adds to ``ids``.
+    (``texts`` None: the option ids), ``"json"`` (``quoted``: each id as `` "id"``) or ``"codes"`` (``texts``: the
+    options' numbers): the tokens that ``text + answer`` (the answer as plain text, never a control token) adds to
+    ``ids``.
 
     Refused, naming ``options[i].id`` (an :class:`InputError` for an id; a :class:`ValidationError` for a number,
     which is ours, not the caller's): an answer that changes the prompt's own tokens when appended (a merge across
@@ -399,8 +448,8 @@ def sequence_slots(tok: Tokenizer, decision: Decision, text: str, spans: Sequenc
     them): then the shorter answer's probability would include the longer's, the options would not be disjoint
     answers and their probabilities would not add up."""
     codes_ = texts is not None
-    answers = list(texts) if texts is not None else list(decision.option_ids)
-    flag = "--slots codes" if codes_ else "--slots sequence"
+    answers = list(texts) if texts is not None else [json_answer(i) if quoted else i for i in decision.option_ids]
+    flag = "--slots codes" if codes_ else "--slots json" if quoted else "--slots sequence"
 
     def refuse(i: int, what: str, expected: str) -> InputError | ValidationError:
         if codes_:
@@ -440,8 +489,8 @@ def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt
     with ``slots="ids"`` an option id that breaks a slot rule is an :class:`InputError` naming its field.
     """
     slots = slots_for(slots, len(decision.options), decision.option_ids)
-    msgs, head_len = messages_for(decision, slots)
-    return render_messages(tok, msgs, Head(-1, head_len), decision, prompt_version(slots), slots=slots)
+    msgs, head = messages_for(decision, slots)
+    return render_messages(tok, msgs, head, decision, prompt_version(slots), slots=slots)
 
 
 @dataclass(frozen=True)
@@ -464,6 +513,8 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
     if head.message >= 0:
         raise ValueError(f"head.message is an index from the end of the messages, got {head.message}")
     text = tok.render_chat(msgs, add_generation_prompt=True)
+    if slots == "json":  # the answer's JSON begun for the model: what follows is an option's quoted id
+        text += JSON_PREFILL
     spans = message_spans(text, msgs)
     at = spans[head.message][0]
     prefix_text = text[: at + head.length]
@@ -471,7 +522,8 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
     n = len(decision.options)
     texts = labels(decision, slots)
     if slots in SEQUENCE_SLOTS:
-        conts = sequence_slots(tok, decision, text, spans, ids, texts if slots == "codes" else None)
+        conts = sequence_slots(tok, decision, text, spans, ids, texts if slots == "codes" else None,
+                               quoted=slots == "json")
         shown = texts if slots == "codes" else tuple(LETTERS[:n])
         return Prompt(version, text, ids, prefix_text, shown, [c[0] for c in conts], tok.template_name, spans,
                       slots, texts, continuations=conts, **meta)

@@ -85,11 +85,11 @@ class ScorerOptions:
     echo: bool | str | None = None
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
-    """The readout: ``letters`` (default), ``ids``, ``sequence``, ``codes`` or ``auto``
+    """The readout: ``letters`` (default), ``ids``, ``sequence``, ``codes``, ``json`` or ``auto``
     (:data:`scorer.core.checks.SLOTS`; ``auto`` is right more often on qwen2.5-1.5b but answers the README's refund
     question wrong on the default model, qwen2.5-0.5b, so it is asked for by name)."""
     sequence_norm: str | None = None
-    """``slots="sequence"``: ``sum`` (default) or ``mean`` per token."""
+    """``slots="sequence"`` (or ``"json"``, ``"auto"``): ``sum`` or ``mean`` per token (default: sum; json: mean)."""
     layout: str | None = None
     """The prompt layout: ``state-major`` (default), ``question-major`` or ``auto``."""
     demos: str | Path | Demos | None = None
@@ -203,7 +203,7 @@ class ScoreConfig:
         check_slots(self.slots)
         object.__setattr__(self, "sequence_norm", check_sequence_norm(self.sequence_norm, self.slots))
         if self.sequence_norm is not None:
-            check_sequence_options(self.permute, self.exact, self.route)
+            check_sequence_options(self.permute, self.exact, self.route, self.slots)
         check_layout(self.layout)
         positive_int(self.permute, "permute")
         if self.temperature is not None:
@@ -234,7 +234,7 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     sequence_norm = check_sequence_norm(sequence_norm, slots)
     if sequence_norm is not None:
         parts["sequence_norm"] = sequence_norm
-        check_sequence_options(permute, exact, route)
+        check_sequence_options(permute, exact, route, slots)
     if layout != STATE_MAJOR:
         parts["layout"] = layout
     if demos is not None:

@@ -4,8 +4,9 @@ A preset is a JSON file ``scorer/data/presets/NAME.json`` (kind ``preset``, form
 envelope of :mod:`scorer.formats.envelope` first) that names how to score:
 
 * ``layout`` (``state-major`` or ``question-major``), ``slots`` (the readout: one of :data:`scorer.core.checks.SLOTS`)
-  and ``demos_k`` (demonstrations per decision, 0 for none); with ``slots`` ``sequence``, optionally
-  ``sequence_norm`` (``sum``, the default when absent, or ``mean``), a key no other readout may carry;
+  and ``demos_k`` (demonstrations per decision, 0 for none); with ``slots`` ``sequence`` or ``json``, optionally
+  ``sequence_norm`` (``sum`` or ``mean``; when absent, the slots' default:
+  :func:`scorer.core.checks.check_sequence_norm`), a key no other readout may carry;
 * ``demos``: the demonstrations file (``path`` relative to the preset's folder, its ``sha256`` and the ``seed``
   that orders its candidates), required exactly when ``demos_k`` > 0;
 * ``calibration``: its ``kind`` (``none``, ``prior`` or ``bias``) and, unless ``none``, the calibration ``file``
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scorer.core.checks import SEQUENCE_NORMS, SLOTS
+from scorer.core.checks import SEQUENCE_NORMS, SLOTS, check_sequence_norm
 from scorer.core.errors import InputError, brief
 from scorer.core.hashing import sha256_hex
 from scorer.core.io import write_atomic
@@ -204,13 +205,13 @@ def load_preset(name: Any, option: str = "preset", presets_dir: Path = PRESETS_D
     if slots not in SLOTS:
         raise InputError(where, None, "slots", f"{brief(slots)}", f"one of {', '.join(SLOTS)}")
     norm = doc.get("sequence_norm")
-    if slots == "sequence":
-        norm = "sum" if norm is None else norm
+    if slots in ("sequence", "json"):
+        norm = check_sequence_norm(None, slots) if norm is None else norm
         if norm not in SEQUENCE_NORMS:
             raise InputError(where, None, "sequence_norm", f"{brief(norm)}", f"one of {', '.join(SEQUENCE_NORMS)}")
     elif norm is not None:
         raise InputError(where, None, "sequence_norm", f"given with slots {slots!r}",
-                         "no sequence_norm key unless slots is 'sequence'")
+                         "no sequence_norm key unless slots is 'sequence' or 'json'")
     k = _field(doc, "demos_k", where)
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise InputError(where, None, "demos_k", f"{brief(k)}", "an integer >= 0")
@@ -245,12 +246,14 @@ def preset_body(name: str, layout: str, slots: str, demos_k: int, demos: Mapping
                 calibration_kind: str, calibration_file: Mapping[str, Any] | None,
                 provenance: Mapping[str, Any], sequence_norm: str | None = None) -> dict[str, Any]:
     """A preset's body (paths in ``demos``/``calibration_file`` already relative to the preset's folder);
-    ``sequence_norm`` only with slots ``sequence`` (written then, so the file says which normalisation ran)."""
+    ``sequence_norm`` only with slots ``sequence`` or ``json`` (written then, so the file says which normalisation
+    ran)."""
     if not NAME_RULE.match(name):
         raise InputError("--write-preset", None, None, f"{brief(name)} is not a preset name",
                          "lower-case letters, digits, '.', '_', '-'")
     return {"name": name, "layout": layout, "slots": slots,
-            **({"sequence_norm": sequence_norm} if slots == "sequence" and sequence_norm else {}), "demos_k": demos_k,
+            **({"sequence_norm": sequence_norm} if slots in ("sequence", "json") and sequence_norm else {}),
+            "demos_k": demos_k,
             "demos": dict(demos) if demos is not None else None,
             "calibration": {"kind": calibration_kind,
                             "file": dict(calibration_file) if calibration_file is not None else None},

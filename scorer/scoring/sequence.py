@@ -87,13 +87,13 @@ def option_passes(prompt: Prompt) -> tuple[list[list[int]], list[list[int]]]:
     return [[last, *c[:-1]] for c in prompt.continuations], [list(c) for c in prompt.continuations]
 
 
-def check_sequence_options(permute: int, exact: object | None, route: object | None) -> None:
-    """What ``--slots sequence`` does not combine with yet: ``permute`` (its merge and signatures), ``exact`` and
-    ``route`` (their re-scoring reads one answer position); each refused with an
-    :class:`~scorer.core.checks.OptionError` naming the field (exit 2)."""
+def check_sequence_options(permute: int, exact: object | None, route: object | None, slots: str = "sequence") -> None:
+    """What ``--slots sequence`` (and ``json``, ``auto``) does not combine with yet: ``permute`` (its merge and
+    signatures), ``exact`` and ``route`` (their re-scoring reads one answer position); each refused with an
+    :class:`~scorer.core.checks.OptionError` naming the field and the slots (exit 2)."""
     for name, on in (("permute", permute > 1), ("exact", exact is not None), ("route", route is not None)):
         if on:
-            raise OptionError(name, "does not combine with slots sequence yet (its re-scoring or orderings read one "
+            raise OptionError(name, f"does not combine with slots {slots} yet (its re-scoring or orderings read one "
                               "answer position); use slots letters or ids with it")
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 import pytest
 from fake_engine import FakeEngine, engine_backend
-from fakes import FakeBackend, FakeTokenizer, fake_prompt_json, row_of
+from fakes import FakeBackend, FakeTokenizer, fake_prompt_json, fresh_loglik, row_of
 
 from scorer import Scorer, cli
 from scorer.backends.base import Backend
@@ -47,26 +47,15 @@ def _decisions(n: int = 6, options: tuple[Option, ...] = OPTIONS) -> list[Decisi
 
 def _records(decisions: list[Decision], mode: str = "direct", norm: str | None = None,
              backend: Backend | None = None, layout: str = "state-major",
-             demos: Demos | None = None) -> list[dict[str, Any]]:
+             demos: Demos | None = None, slots: str = "sequence") -> list[dict[str, Any]]:
     b = backend or FakeBackend()
-    items = prepare(b, decisions, with_prefix=mode != "direct", layout=layout, demos=demos, slots="sequence")
+    items = prepare(b, decisions, with_prefix=mode != "direct", layout=layout, demos=demos, slots=slots)
     return list(score_items(b, items, mode, {"config_sha256": "test"}, sequence_norm=norm))
 
 
 def _ids_text(d: Decision) -> str:
     """The ``--slots ids`` prompt of ``d`` (rendered without its one-token checks, which these ids fail)."""
     return FakeTokenizer().render_chat(messages_for(d, "ids")[0])
-
-
-def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int]) -> list[float]:
-    """The independent path: each token of ``cont`` scored by a fresh pass over the whole prompt and the option's
-    tokens before it (``score_fresh`` only: no prefix state, no packed pass), as a full-vocabulary log-softmax."""
-    out = []
-    for j, t in enumerate(cont):
-        z = backend.score_fresh(prompt + cont[:j]).astype(np.float64)
-        m = z.max()
-        out.append(float(z[t] - (m + np.log(np.exp(z - m).sum()))))
-    return out
 
 
 # --- the readout equals the full-sequence log-likelihood --------------------------------------------------------------
@@ -220,7 +209,7 @@ def test_the_openai_backend_is_refused_naming_the_slots(tmp_path, capsys):
 
 @pytest.mark.parametrize(("args", "words"), [
     (["--sequence-norm", "mean"],
-     "sequence_norm: 'mean' applies to slots sequence and auto only (got slots letters)"),
+     "sequence_norm: 'mean' applies to slots sequence, json and auto only (got slots letters)"),
     (["--slots", "sequence", "--permute", "2"], "permute: does not combine with slots sequence"),
     (["--slots", "sequence", "--mode", "shared", "--exact"], "exact: does not combine with slots sequence"),
     (["--slots", "sequence", "--engine", "ray"], "--slots sequence is not supported with --engine ray"),
@@ -239,7 +228,7 @@ def test_bad_combinations_exit_2_naming_the_field_before_anything_runs(tmp_path,
 def test_the_api_and_configs_refuse_the_same_combinations():
     with pytest.raises(OptionError, match="sequence_norm: 'max' is not one of sum, mean"):
         Scorer(backend=FakeBackend(), slots="sequence", sequence_norm="max")
-    with pytest.raises(OptionError, match="sequence_norm: 'sum' applies to slots sequence and auto only"):
+    with pytest.raises(OptionError, match="sequence_norm: 'sum' applies to slots sequence, json and auto only"):
         Scorer(backend=FakeBackend(), slots="ids", sequence_norm="sum")
     with pytest.raises(OptionError, match="permute: does not combine"):
         ScoreConfig(slots="sequence", permute=3)
@@ -388,12 +377,14 @@ Measured on the rows above (every mode × layout below, state-major with demonst
 question-major with demonstrations moved one by 0.121)."""
 
 
-def _check_real(backend: Backend, mode: str, layout: str = "state-major", demos: Demos | None = None) -> float:
-    recs = _records(REAL_ROWS, mode, backend=backend, layout=layout, demos=demos)
+def _check_real(backend: Backend, mode: str, layout: str = "state-major", demos: Demos | None = None,
+                slots: str = "sequence") -> float:
+    recs = _records(REAL_ROWS, mode, backend=backend, layout=layout, demos=demos, slots=slots)
     validate_records(recs)
     worst = 0.0
     for d, r in zip(REAL_ROWS, recs, strict=True):
-        p = prompt_for(backend.tokenizer, d, layout, demos, "sequence")
+        p = prompt_for(backend.tokenizer, d, layout, demos, slots)
+        assert r["slots"]["readout"] == slots and r["prompt_version"] == p.version
         assert max(r["slots"]["token_counts"]) > 1  # multi-token ids
         for c, lp in zip(p.continuations, r["slots"]["token_logprobs"], strict=True):
             want = fresh_loglik(backend, p.ids, list(c))
@@ -416,16 +407,23 @@ REAL_LAYOUTS = [("state-major", False), ("state-major", True), ("question-major"
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("slots", ["sequence", "json"])
 @pytest.mark.parametrize("mode", ["direct", "shared"])
 @pytest.mark.parametrize(("layout", "with_demos"), REAL_LAYOUTS)
-def test_smollm2_torch_equals_the_fresh_full_sequence_log_likelihood(smol_torch, mode, layout, with_demos):
-    _check_real(smol_torch, mode, layout, _real_demos() if with_demos else None)
+def test_smollm2_torch_equals_the_fresh_full_sequence_log_likelihood(smol_torch, mode, layout, with_demos, slots):
+    _check_real(smol_torch, mode, layout, _real_demos() if with_demos else None, slots)
+
+
+# json on llama.cpp (a minute each: a fresh pass per token of every option) in the two layouts' extremes only
+LLAMACPP_CASES = [(layout, demos, "sequence") for layout, demos in REAL_LAYOUTS] + [
+    ("state-major", False, "json"), ("question-major", True, "json")]
 
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
 @pytest.mark.parametrize("mode", ["direct", "shared"])
-@pytest.mark.parametrize(("layout", "with_demos"), REAL_LAYOUTS)
-def test_smollm2_llamacpp_equals_the_fresh_full_sequence_log_likelihood(smol_llamacpp, mode, layout, with_demos):
+@pytest.mark.parametrize(("layout", "with_demos", "slots"), LLAMACPP_CASES)
+def test_smollm2_llamacpp_equals_the_fresh_full_sequence_log_likelihood(smol_llamacpp, mode, layout, with_demos,
+                                                                          slots):
     # validate_prompt: the GGUF's tokenizer gives each id the same tokens
-    _check_real(smol_llamacpp, mode, layout, _real_demos() if with_demos else None)
+    _check_real(smol_llamacpp, mode, layout, _real_demos() if with_demos else None, slots)

@@ -1,0 +1,148 @@
+"""``--slots json``: the answer asked for as a JSON object, each option scored as its quoted id after the prefilled
+``{"answer":``.
+
+Unit tests on the fake backend (a character tokenizer): the prompt's shape (two user turns in each layout, the cue, the
+prefill, demonstrations answered in JSON), that every mode equals a fresh full-sequence log-likelihood of the quoted
+ids, the per-token default and ``--sequence-norm sum``, ids that ``sequence`` must refuse (``d1``/``d10``) read as
+disjoint answers, the records, signatures and run hashes of their own, and the command line. The real-model checks
+(SmolLM2-135M, torch and llama.cpp, against the same independent path) are ``tests/scoring/test_sequence.py``'s,
+parametrized over ``sequence`` and ``json``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from fakes import FakeBackend, FakeTokenizer, fresh_loglik, row_of
+
+from scorer import Scorer, cli
+from scorer.core.checks import check_sequence_norm
+from scorer.core.errors import InputError
+from scorer.formats.records import read_records, validate_records
+from scorer.formats.rows import Decision, Option
+from scorer.formats.signature import readout_of, signature_readout
+from scorer.prompting import layouts
+from scorer.prompting.demos import Demos, demo_of, prompt_for
+from scorer.prompting.prompt import JSON_PREFILL, JSON_PROMPT_VERSION, JSON_SYSTEM, render, sha256_text
+from scorer.scoring.modes import prepare, score_items
+
+OPTIONS = (Option("refund", "the customer asks for money back"), Option("other", "anything else"),
+           Option("spam", "not a customer"))
+STATES = ["I was charged twice, refund me.", "How do I change my email?", "WIN A PRIZE NOW"]
+
+
+def _decisions(n: int = 6, options: tuple[Option, ...] = OPTIONS) -> list[Decision]:
+    return [Decision(f"r{i}", STATES[i % 3], f"Question {i // 3}?", options, {"family": "f"}, f"rows.jsonl:{i + 1}")
+            for i in range(n)]
+
+
+def _records(decisions: list[Decision], mode: str = "direct", norm: str | None = None, layout: str = "state-major",
+             demos: Demos | None = None, backend: FakeBackend | None = None) -> list[dict[str, Any]]:
+    b = backend or FakeBackend()
+    items = prepare(b, decisions, with_prefix=mode != "direct", layout=layout, demos=demos, slots="json")
+    return list(score_items(b, items, mode, {"config_sha256": "test"},
+                            sequence_norm=check_sequence_norm(norm, "json")))
+
+
+def _demos(k: int = 2) -> Demos:
+    rows = [Decision(f"d{i}", f"Demonstration state {i}.", f"Question {i % 2}?", OPTIONS,
+                     {"family": "f", "label": OPTIONS[i % 3].id}, f"demos.jsonl:{i + 1}") for i in range(6)]
+    return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], k, 0)
+
+
+def test_the_state_then_the_question_and_a_json_cue_then_the_prefilled_answer():
+    d = _decisions(1)[0]
+    p = render(FakeTokenizer(), d, "json")
+    want_msgs = [{"role": "system", "content": JSON_SYSTEM},
+                 {"role": "user", "content": f"State:\n{d.state}"},
+                 {"role": "user", "content": "Question: Question 0?\nOptions:\nrefund. the customer asks for money back"
+                                             "\nother. anything else\nspam. not a customer\n\n"
+                                             'Answer with JSON: {"answer": "<one of refund, other, spam>"}'}]
+    assert p.text == FakeTokenizer().render_chat(want_msgs) + JSON_PREFILL
+    assert p.version == JSON_PROMPT_VERSION and p.slots == "json" and p.slot_texts == ("refund", "other", "spam")
+    assert [FakeTokenizer().decode(list(c)) for c in p.continuations] == [' "refund"', ' "other"', ' "spam"']
+    # the shared head is the system turn and the state's turn: every question about the state reuses it
+    assert p.prefix_text.endswith(f"State:\n{d.state}")
+
+
+def test_question_major_puts_the_question_first_and_both_layouts_show_demonstrations_as_json_turns():
+    d = _decisions(1)[0]
+    demos = _demos(1)
+    p = prompt_for(FakeTokenizer(), d, "question-major", demos, "json")
+    assert p.version == layouts.QUESTION_MAJOR_JSON_VERSION and p.prefix_text.endswith("spam. not a customer")
+    assert p.text.index("Question: Question 0?") < p.text.index(f"State:\n{d.state}")
+    shown = demos.by_id[p.demo_ids[0]].shown
+    answer = json.dumps({"answer": shown.decision.option_ids[shown.label_index]})
+    assert f"<|im_start|>assistant\n{answer}<|im_end|>" in p.text  # the demonstration's answer, in the answer's shape
+    assert p.text.index(answer) < p.text.index(f"State:\n{d.state}")  # before the row's own turns
+    s = prompt_for(FakeTokenizer(), d, "state-major", demos, "json")
+    assert s.version == JSON_PROMPT_VERSION and s.text.index(answer) < s.text.index(f"State:\n{d.state}")
+
+
+@pytest.mark.parametrize("mode", ["direct", "serial", "shared"])
+@pytest.mark.parametrize(("layout", "k"), [("state-major", 0), ("question-major", 0), ("state-major", 2),
+                                           ("question-major", 2)])
+def test_every_mode_and_layout_equal_a_fresh_full_sequence_log_likelihood_per_token(mode, layout, k):
+    decisions = _decisions()
+    b = FakeBackend()
+    demos = _demos(k) if k else None
+    recs = _records(decisions, mode, layout=layout, demos=demos, backend=b)
+    validate_records(recs)
+    for d, r in zip(decisions, recs, strict=True):
+        p = prompt_for(b.tokenizer, d, layout, demos, "json")
+        assert r["prompt_sha256"] == sha256_text(p.text) and r["slots"]["readout"] == "json"
+        assert r["slots"]["texts"] == ["refund", "other", "spam"] and r["slots"]["normalisation"] == "mean"
+        want = [fresh_loglik(b, p.ids, list(c)) for c in p.continuations]
+        assert np.allclose(np.concatenate(r["slots"]["token_logprobs"]), np.concatenate(want), atol=1e-9, rtol=0)
+        means = np.array([sum(w) / len(w) for w in want])
+        assert np.allclose(r["option_logits"], means, atol=1e-9, rtol=0)
+        assert np.allclose(r["probabilities"], np.exp(means - means.max()) / np.exp(means - means.max()).sum())
+        assert r["choice"] == d.option_ids[int(np.argmax(means))]
+
+
+def test_sum_is_asked_for_by_name_and_names_its_own_signature():
+    d = _decisions(1)
+    mean, total = _records(d)[0], _records(d, norm="sum")[0]
+    assert total["slots"]["normalisation"] == "sum"
+    assert np.allclose(total["option_logits"], [sum(x) for x in total["slots"]["token_logprobs"]], atol=1e-9)
+    assert readout_of(mean) == "json-mean" and readout_of(total) == "json-sum"
+    assert mean["signature"] != total["signature"]
+    assert signature_readout(1, "json") == "json-mean" != signature_readout(1, "sequence", "mean")
+
+
+def test_ids_that_begin_one_another_are_disjoint_once_quoted():
+    opts = (Option("d1", "the first"), Option("d10", "the tenth"))
+    d = _decisions(1, opts)
+    with pytest.raises(InputError, match="begin"):  # as bare continuations, d1's tokens begin d10's
+        render(FakeTokenizer(), d[0], "sequence")
+    rec = _records(d)[0]
+    validate_records([rec])
+    assert [FakeTokenizer().decode(c) for c in rec["slots"]["token_ids"]] == [' "d1"', ' "d10"']
+
+
+def test_json_records_differ_from_sequence_records_in_version_readout_and_run():
+    opts = [{"id": o.id, "description": o.description} for o in OPTIONS]
+    s = Scorer(backend=FakeBackend(), slots="sequence", sequence_norm="mean").decide(STATES[0], "Question 0?", opts)
+    j = Scorer(backend=FakeBackend(), slots="json").decide(STATES[0], "Question 0?", opts)
+    assert j.record["prompt_version"] == JSON_PROMPT_VERSION != s.record["prompt_version"]
+    assert j.record["signature"] != s.record["signature"]
+    assert j.record["run"]["config_sha256"] != s.record["run"]["config_sha256"]
+
+
+def test_the_command_line_scores_json_and_refuses_what_it_does_not_combine_with(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "load_backend", lambda cfg: FakeBackend())
+    inp = tmp_path / "rows.jsonl"
+    inp.write_bytes(b"".join(orjson.dumps(row_of(d)) + b"\n" for d in _decisions(3)))
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--slots", "json", "--mode", "shared"]) == 0
+    recs = read_records(out)
+    assert [r["slots"]["readout"] for r in recs] == ["json"] * 3 and recs[0]["slots"]["normalisation"] == "mean"
+    capsys.readouterr()
+    bad = tmp_path / "bad.jsonl"
+    assert cli.main(["score", "--input", str(inp), "--output", str(bad), "--slots", "json", "--permute", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "permute: does not combine with slots json" in err and "Traceback" not in err and not bad.exists()
