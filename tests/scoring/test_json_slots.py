@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import numpy as np
 import orjson
 import pytest
@@ -146,3 +147,26 @@ def test_the_command_line_scores_json_and_refuses_what_it_does_not_combine_with(
     assert cli.main(["score", "--input", str(inp), "--output", str(bad), "--slots", "json", "--permute", "2"]) == 2
     err = capsys.readouterr().err
     assert "permute: does not combine with slots json" in err and "Traceback" not in err and not bad.exists()
+
+
+def test_a_system_one_server_reading_json_answers_as_scorer_ask_does():
+    from serve_helpers import live
+
+    from scorer.serving.service import build_app
+
+    questions = {"team": {"type": "choice", "instructions": "Which team should handle this ticket?",
+                          "criteria": {"billing": "payments, refunds", "tech": None, "d1": "a", "d10": "b"}},
+                 "refund": {"type": "noul", "instructions": "Does the customer ask for a refund?"}}
+    ask = {"team": {"type": "choice", "question": "Which team should handle this ticket?", "options": [
+        {"id": "billing", "description": "billing: payments, refunds"}, {"id": "tech", "description": "tech"},
+        {"id": "d1", "description": "d1: a"}, {"id": "d10", "description": "d10: b"}]},
+        "refund": {"type": "yesno", "question": "Does the customer ask for a refund?"}}
+    with Scorer(backend=FakeBackend(), slots="json", mode="shared") as s, live(build_app(s)) as url:
+        body = {"model": "jev-latest", "state": STATES[0], "questions": questions}
+        got = httpx.post(f"{url}/v1/systemone", json=body, timeout=60)
+        want = s.ask(STATES[0], ask)
+    assert got.status_code == 200, got.text
+    answers = got.json()["answers"]
+    assert answers["team"]["probabilities"] == pytest.approx(dict(want["team"].probabilities), abs=1e-12)
+    assert answers["refund"]["noul"] == pytest.approx(want["refund"].probabilities["yes"], abs=1e-12)
+    assert want["team"].record["slots"]["readout"] == "json"
