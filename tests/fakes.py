@@ -24,7 +24,8 @@ import numpy as np
 import orjson
 
 from scorer.backends.base import Backend, FanOutTiming, Prefix
-from scorer.formats.rows import Decision, parse_decision
+from scorer.formats.rows import Decision, Option, parse_decision
+from scorer.prompting.demos import Demos, demo_of
 
 SPECIALS = ["<pad>", "<bos>", "<|im_start|>", "<|im_end|>", "<eos>"]  # each starts with "<" (encode relies on it)
 _BASE = 16
@@ -398,3 +399,24 @@ def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int]) -> list[f
         m = z.max()
         out.append(float(z[t] - (m + np.log(np.exp(z - m).sum()))))
     return out
+
+
+# Several characters each: continuations of 6, 5 and 4 tokens in the fake's character tokenizer (the readouts that
+# score an option's tokens as a continuation: sequence, json, codes).
+MULTI_TOKEN_OPTIONS = (Option("refund", "the customer asks for money back"), Option("other", "anything else"),
+                       Option("spam", "not a customer"))
+MULTI_TOKEN_STATES = ["I was charged twice, refund me.", "How do I change my email?", "WIN A PRIZE NOW"]
+
+
+def multi_token_rows(n: int = 6, options: tuple[Option, ...] = MULTI_TOKEN_OPTIONS) -> list[Decision]:
+    """Rows over three states (two questions each), so the fast modes reuse a state per group."""
+    return [Decision(f"r{i}", MULTI_TOKEN_STATES[i % 3], f"Question {i // 3}?", options, {"family": "f"},
+                     f"rows.jsonl:{i + 1}") for i in range(n)]
+
+
+def multi_token_demos(k: int = 2) -> Demos:
+    """Labelled rows about other states (so no row is its own demonstration)."""
+    rows = [Decision(f"d{i}", f"Demonstration state {i}.", f"Question {i % 2}?", MULTI_TOKEN_OPTIONS,
+                     {"family": "f", "label": MULTI_TOKEN_OPTIONS[i % 3].id}, f"demos.jsonl:{i + 1}")
+            for i in range(6)]
+    return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], k, 0)

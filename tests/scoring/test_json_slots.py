@@ -18,7 +18,16 @@ import httpx
 import numpy as np
 import orjson
 import pytest
-from fakes import FakeBackend, FakeTokenizer, fresh_loglik, row_of
+from fakes import (
+    MULTI_TOKEN_OPTIONS,
+    MULTI_TOKEN_STATES,
+    FakeBackend,
+    FakeTokenizer,
+    fresh_loglik,
+    multi_token_demos,
+    multi_token_rows,
+    row_of,
+)
 
 from scorer import Scorer, cli
 from scorer.core.checks import check_sequence_norm
@@ -27,18 +36,13 @@ from scorer.formats.records import read_records, validate_records
 from scorer.formats.rows import Decision, Option
 from scorer.formats.signature import readout_of, signature_readout
 from scorer.prompting import layouts
-from scorer.prompting.demos import Demos, demo_of, prompt_for
+from scorer.prompting.demos import Demos, prompt_for
 from scorer.prompting.prompt import JSON_PREFILL, JSON_PROMPT_VERSION, JSON_SYSTEM, render, sha256_text
 from scorer.scoring.modes import prepare, score_items
 
-OPTIONS = (Option("refund", "the customer asks for money back"), Option("other", "anything else"),
-           Option("spam", "not a customer"))
-STATES = ["I was charged twice, refund me.", "How do I change my email?", "WIN A PRIZE NOW"]
-
-
-def _decisions(n: int = 6, options: tuple[Option, ...] = OPTIONS) -> list[Decision]:
-    return [Decision(f"r{i}", STATES[i % 3], f"Question {i // 3}?", options, {"family": "f"}, f"rows.jsonl:{i + 1}")
-            for i in range(n)]
+OPTIONS, STATES = MULTI_TOKEN_OPTIONS, MULTI_TOKEN_STATES
+_decisions = multi_token_rows
+_demos = multi_token_demos
 
 
 def _records(decisions: list[Decision], mode: str = "direct", norm: str | None = None, layout: str = "state-major",
@@ -47,12 +51,6 @@ def _records(decisions: list[Decision], mode: str = "direct", norm: str | None =
     items = prepare(b, decisions, with_prefix=mode != "direct", layout=layout, demos=demos, slots="json")
     return list(score_items(b, items, mode, {"config_sha256": "test"},
                             sequence_norm=check_sequence_norm(norm, "json")))
-
-
-def _demos(k: int = 2) -> Demos:
-    rows = [Decision(f"d{i}", f"Demonstration state {i}.", f"Question {i % 2}?", OPTIONS,
-                     {"family": "f", "label": OPTIONS[i % 3].id}, f"demos.jsonl:{i + 1}") for i in range(6)]
-    return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], k, 0)
 
 
 def test_the_state_then_the_question_and_a_json_cue_then_the_prefilled_answer():

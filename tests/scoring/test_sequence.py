@@ -18,7 +18,17 @@ import numpy as np
 import orjson
 import pytest
 from fake_engine import FakeEngine, engine_backend
-from fakes import FakeBackend, FakeTokenizer, fake_prompt_json, fresh_loglik, row_of
+from fakes import (
+    MULTI_TOKEN_OPTIONS,
+    MULTI_TOKEN_STATES,
+    FakeBackend,
+    FakeTokenizer,
+    fake_prompt_json,
+    fresh_loglik,
+    multi_token_demos,
+    multi_token_rows,
+    row_of,
+)
 
 from scorer import Scorer, cli
 from scorer.backends.base import Backend
@@ -33,16 +43,9 @@ from scorer.scoring.file_run import run_score
 from scorer.scoring.modes import prepare, score_items
 from scorer.scoring.options import ScoreConfig, checked_config_parts
 
-# Several characters each: continuations of 6, 5 and 4 tokens in the fake's character tokenizer.
-OPTIONS = (Option("refund", "the customer asks for money back"), Option("other", "anything else"),
-           Option("spam", "not a customer"))
-STATES = ["I was charged twice, refund me.", "How do I change my email?", "WIN A PRIZE NOW"]
-
-
-def _decisions(n: int = 6, options: tuple[Option, ...] = OPTIONS) -> list[Decision]:
-    """Rows over three states (two questions each), so the fast modes reuse a state per group."""
-    return [Decision(f"r{i}", STATES[i % 3], f"Question {i // 3}?", options, {"family": "f"}, f"rows.jsonl:{i + 1}")
-            for i in range(n)]
+OPTIONS, STATES = MULTI_TOKEN_OPTIONS, MULTI_TOKEN_STATES
+_decisions = multi_token_rows
+_demos = multi_token_demos
 
 
 def _records(decisions: list[Decision], mode: str = "direct", norm: str | None = None,
@@ -82,13 +85,6 @@ def test_every_mode_equals_a_fresh_full_sequence_log_likelihood(mode):
         assert r["full_vocab_argmax"]["token_id"] == int(np.argmax(head))
         assert r["full_vocab_argmax"]["is_slot"] == (int(np.argmax(head)) in [c[0] for c in conts])
         assert r["slots"]["normalisation"] == "sum" and r["kernel"] == b.kernel and r["mode"] == mode
-
-
-def _demos(k: int = 2) -> Demos:
-    """Labelled rows about other states (so no row is its own demonstration)."""
-    rows = [Decision(f"d{i}", f"Demonstration state {i}.", f"Question {i % 2}?", OPTIONS,
-                     {"family": "f", "label": OPTIONS[i % 3].id}, f"demos.jsonl:{i + 1}") for i in range(6)]
-    return Demos([demo_of(d, "demos.jsonl", n) for n, d in enumerate(rows, start=1)], k, 0)
 
 
 @pytest.mark.parametrize("mode", ["direct", "shared"])
