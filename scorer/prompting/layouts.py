@@ -47,12 +47,12 @@ from scorer.prompting.prompt import (
     CODES_PROMPT_VERSION,
     IDS_PROMPT_VERSION,
     JSON_PROMPT_VERSION,
-    JSON_SYSTEM,
     LETTERS,
     PROMPT_VERSION,
     Head,
     Prompt,
     Tokenizer,
+    json_messages,
     json_turns,
     labels,
     question_block,
@@ -187,9 +187,7 @@ def messages(decision: Decision, layout: str, shown: Sequence[Shown] = (),
         raise ValueError(f"layout {layout!r} is not rendered (expected one of {', '.join(LAYOUTS)}; auto is "
                          "resolved per run first)")
     if slots == "json":
-        first, rest = json_turns(decision, question_first=layout == QUESTION_MAJOR)
-        return [{"role": "system", "content": JSON_SYSTEM}, *_demo_turns(shown, layout, slots),
-                {"role": "user", "content": first}, {"role": "user", "content": rest}], Head(-2, len(first))
+        return json_messages(decision, layout == QUESTION_MAJOR, _demo_turns(shown, layout, slots))
     if layout == QUESTION_MAJOR:
         content, head_len = question_major_content(decision, slots)
         system = {"letters": QUESTION_MAJOR_SYSTEM, "codes": QUESTION_MAJOR_CODES_SYSTEM}.get(

@@ -177,6 +177,15 @@ def json_turns(decision: Decision, question_first: bool = False) -> tuple[str, s
     return first, f"{second}\n\n{json_cue(decision)}"
 
 
+def json_messages(decision: Decision, question_first: bool = False,
+                  before: Sequence[dict[str, str]] = ()) -> tuple[list[dict[str, str]], Head]:
+    """``--slots json``'s messages (the instructions, the turns ``before`` it — demonstrations — and
+    :func:`json_turns`), and where the head shared with other rows ends: at the end of the first turn."""
+    first, rest = json_turns(decision, question_first)
+    return [{"role": "system", "content": JSON_SYSTEM}, *before, {"role": "user", "content": first},
+            {"role": "user", "content": rest}], Head(-2, len(first))
+
+
 def user_content(decision: Decision, slots: str = "letters") -> tuple[str, int]:
     """The user message of the state-major layout, and the length of its shared head (instructions + state)."""
     head = f"{state_block(decision)}{_STATE_TAIL}"
@@ -309,7 +318,7 @@ class Prompt:
     demos_k: int = 0
     """Demonstrations the run asked for (``--demos-k``; 0 without ``--demos``): part of the signature."""
     continuations: tuple[tuple[int, ...], ...] = ()
-    """``slots="sequence"`` or ``"codes"``: each option's token ids as a continuation of :attr:`ids`
+    """``slots="sequence"``, ``"codes"`` or ``"json"``: each option's token ids as a continuation of :attr:`ids`
     (:func:`sequence_slots`); empty for the other slots."""
 
     @property
@@ -341,10 +350,9 @@ def system_for(slots: str) -> str:
 def messages_for(decision: Decision, slots: str = "letters") -> tuple[list[dict[str, str]], Head]:
     """The state-major messages of ``decision`` read out through ``slots`` (no demonstrations), and where the head
     every criterion about its state shares ends."""
-    system = {"role": "system", "content": system_for(slots)}
     if slots == "json":
-        state, rest = json_turns(decision)
-        return [system, {"role": "user", "content": state}, {"role": "user", "content": rest}], Head(-2, len(state))
+        return json_messages(decision)
+    system = {"role": "system", "content": system_for(slots)}
     content, head_len = user_content(decision, slots)
     return [system, {"role": "user", "content": content}], Head(-1, head_len)
 
