@@ -316,7 +316,7 @@ class Scorer:
     method
     takes ``echo=`` too, for that call only (None: the scorer's; False: none), as the service's and MCP's requests do.
     ``slots`` is what is read out: ``"letters"`` (the options lettered A, B, …; the default), ``"auto"`` (a yes/no
-    question read by its words as ``"sequence"`` reads them, every other question by letters) or ``"ids"`` (the
+    question read as ``"json"`` reads it, every other question by letters) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
     refused naming ``options[i].id``) or ``"sequence"`` (the ids prompt, each id scored as a continuation of it: its
     tokens' log-probabilities from a fork of the prompt's state, any number of tokens; ``sequence_norm`` ``"sum"``, the

@@ -141,14 +141,14 @@ def add_slots_arg(p: Any, norm: bool = True) -> None:
                         "a question with more than 16 options, up to 255); json: the state, then the question with "
                         "the options under their ids in a second user turn, the answer asked for as JSON and each "
                         "option scored as the quoted id after a prefilled {\"answer\": (per token by default); "
-                        "auto: a yes/no question read by its words (as sequence), every other question by letters "
+                        "auto: a yes/no question read as json reads it, every other question by letters "
                         "(default letters)")
     if norm:
         p.add_argument("--sequence-norm", type=choice(rules.SEQUENCE_NORMS), choices=rules.SEQUENCE_NORMS,
                        action=Given,
                        help="--slots sequence, json or auto: an option's score is the sum of its tokens' "
-                            f"log-probabilities (default {rules.DEFAULT_SEQUENCE_NORM}; json: "
-                            f"{rules.JSON_SEQUENCE_NORM}) or their mean (per token)")
+                            f"log-probabilities (default {rules.DEFAULT_SEQUENCE_NORM}, auto's json answers "
+                            f"included; json: {rules.JSON_SEQUENCE_NORM}) or their mean (per token)")
 
 
 def sequence_norm(args: argparse.Namespace) -> str | None:

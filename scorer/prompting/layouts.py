@@ -124,7 +124,7 @@ def version(layout: str, slots: str = "letters", demos: bool = False) -> str:
     (only state-major's order changes with them)."""
     one_of(slots, SLOTS, "slots")
     if slots == AUTO_SLOTS:  # a run's name: auto renders each row in one of the two (prompt.slots_for)
-        return "|".join(version(layout, s, demos) for s in ("letters", "sequence"))
+        return "|".join(version(layout, s, demos) for s in ("letters", "json"))
     if slots == "json":
         return JSON_VERSIONS[layout]
     if demos and layout == STATE_MAJOR:

@@ -125,17 +125,19 @@ def state_block(decision: Decision) -> str:
 
 
 YES_NO_IDS = frozenset(("yes", "no"))
-"""The option ids of a yes/no question, which ``auto`` reads by their words (:func:`slots_for`)."""
+"""The option ids of a yes/no question, which ``auto`` reads as a JSON answer (:func:`slots_for`)."""
 
 
 def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
     """The answer slots a decision with ``n`` options (ids ``ids``) is read through when the run reads ``slots``:
     ``auto`` reads a yes/no question (exactly the ids ``yes`` and ``no``, in either order, whatever its ``type``) as
-    ``sequence`` — the ids prompt, each word scored as a continuation — and every other question by letters (the
-    single-request study: letters lean towards ``A. Yes``, the words do not); a question with more options than
-    there are letters is numbered (``codes``) instead of lettered; every other case as asked."""
+    ``json`` — the answer asked for as a JSON object, ``"yes"`` and ``"no"`` scored after the prefilled
+    ``{"answer":`` — and every other question by letters (the single-request study and the JSON study beside
+    typed-gguf: read by letter the model leans towards ``A. Yes``; the JSON answer is right at least as often as the
+    bare words on every labelled set, ``docs/results.md``); a question with more options than there are letters is
+    numbered (``codes``) instead of lettered; every other case as asked."""
     if slots == AUTO_SLOTS:
-        slots = "sequence" if len(ids) == 2 and set(ids) == YES_NO_IDS else "letters"
+        slots = "json" if len(ids) == 2 and set(ids) == YES_NO_IDS else "letters"
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 

@@ -89,7 +89,8 @@ class ScorerOptions:
     (:data:`scorer.core.checks.SLOTS`; ``auto`` is right more often on qwen2.5-1.5b but answers the README's refund
     question wrong on the default model, qwen2.5-0.5b, so it is asked for by name)."""
     sequence_norm: str | None = None
-    """``slots="sequence"`` (or ``"json"``, ``"auto"``): ``sum`` or ``mean`` per token (default: sum; json: mean)."""
+    """``slots="sequence"`` (or ``"json"``, ``"auto"``): ``sum`` or ``mean`` per token (default: sum, auto's
+    JSON answers included; json: mean)."""
     layout: str | None = None
     """The prompt layout: ``state-major`` (default), ``question-major`` or ``auto``."""
     demos: str | Path | Demos | None = None

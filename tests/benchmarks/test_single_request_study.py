@@ -68,14 +68,14 @@ def test_a_study_and_its_reuse_equal_a_study_that_scores_everything(tmp_path, mo
     assert got["reused_rows"] > 0 and reused_run == every - got["reused_rows"] < every
     assert got["methods"] == ref["methods"]
     assert docs[auto]["slots"] == "auto" and docs[letters]["slots"] == "letters"
-    # auto changed the yes/no readout only: the routing prompts are the letters run's, the yes/no ones are words
+    # auto changed the yes/no readout only: the routing prompts are the letters run's, the yes/no ones are JSON answers
     def records(report: Path) -> dict[str, dict[str, Any]]:
         return {r["id"]: r for r in read_records(tmp_path / docs[report]["sets"][str(rows)]["records"]["path"])}
 
     by_letters, by_auto = records(letters), records(alone)
     for rid, rec in by_auto.items():
         readout = rec["slots"]["readout"]
-        assert readout == ("sequence" if rid.startswith("yn") else "letters")
+        assert readout == ("json" if rid.startswith("yn") else "letters")
         if readout == "letters":
             assert rec["probabilities"] == by_letters[rid]["probabilities"]
 

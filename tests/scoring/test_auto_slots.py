@@ -1,7 +1,7 @@
-"""``slots="auto"``: a yes/no question read by its words (``sequence`` on the ids prompt), every other question by
-letters (numbers past 16 options).
+"""``slots="auto"``: a yes/no question read as ``json`` reads it (the answer asked for as JSON, each quoted id scored
+after the prefilled ``{"answer":``), every other question by letters (numbers past 16 options).
 
-Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``sequence`` run and
+Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``json`` run and
 a ``letters`` run of the same rows (the independent paths), the default (letters), the refusals naming ``slots``,
 and the option descriptions the two wire dialects give the model.
 """
@@ -18,7 +18,7 @@ from fakes import FakeBackend, row_of
 from scorer import Scorer
 from scorer.core.checks import SLOTS, OptionError, check_slots_backend
 from scorer.formats.rows import Decision, Option
-from scorer.prompting.prompt import IDS_PROMPT_VERSION, PROMPT_VERSION, slots_for
+from scorer.prompting.prompt import JSON_PROMPT_VERSION, PROMPT_VERSION, slots_for
 from scorer.scoring.modes import prepare, score_items
 from scorer.serving.wire import named_description
 
@@ -36,10 +36,10 @@ def _rows() -> list[Decision]:
     return out
 
 
-def test_auto_reads_yes_no_by_its_words_and_the_rest_by_letters() -> None:
+def test_auto_reads_yes_no_as_json_and_the_rest_by_letters() -> None:
     assert "auto" in SLOTS
-    assert slots_for("auto", 2, ["yes", "no"]) == "sequence"
-    assert slots_for("auto", 2, ["no", "yes"]) == "sequence"
+    assert slots_for("auto", 2, ["yes", "no"]) == "json"
+    assert slots_for("auto", 2, ["no", "yes"]) == "json"
     assert slots_for("auto", 3, ["yes", "no", "unknown"]) == "letters"
     assert slots_for("auto", 2, ["Yes", "No"]) == "letters"  # ids are compared exactly: the words SemIf scores
     assert slots_for("auto", 17, [f"o{i}" for i in range(17)]) == "codes"
@@ -47,7 +47,7 @@ def test_auto_reads_yes_no_by_its_words_and_the_rest_by_letters() -> None:
 
 
 @pytest.mark.parametrize("mode", ["direct", "shared"])
-def test_a_mixed_run_equals_the_sequence_and_letters_runs_row_for_row(mode: str) -> None:
+def test_a_mixed_run_equals_the_json_and_letters_runs_row_for_row(mode: str) -> None:
     rows = _rows()
     b = FakeBackend()
     run = {"config_sha256": "test"}
@@ -56,15 +56,16 @@ def test_a_mixed_run_equals_the_sequence_and_letters_runs_row_for_row(mode: str)
         items = prepare(b, rows, with_prefix=mode != "direct", slots=slots)
         return {r["id"]: r for r in score_items(b, items, mode, run)}
 
-    auto, seq, letters = records("auto"), records("sequence"), records("letters")
+    auto, js, letters = records("auto"), records("json"), records("letters")
     for d in rows:
-        ref = seq[d.id] if {o.id for o in d.options} == {"yes", "no"} else letters[d.id]
+        ref = js[d.id] if {o.id for o in d.options} == {"yes", "no"} else letters[d.id]
         got = auto[d.id]
         assert got["prompt_version"] == ref["prompt_version"]
         assert got["slots"]["readout"] == ref["slots"]["readout"]
         assert got["signature"] == ref["signature"]
         np.testing.assert_array_equal(got["probabilities"], ref["probabilities"])
-    assert auto["s0-refund"]["prompt_version"] == IDS_PROMPT_VERSION
+    assert auto["s0-refund"]["prompt_version"] == JSON_PROMPT_VERSION
+    assert auto["s0-refund"]["slots"]["normalisation"] == "sum"  # score_items' default, as auto's runs have it
     assert auto["s0-team"]["prompt_version"] == PROMPT_VERSION
 
 
@@ -86,7 +87,8 @@ def test_ask_answers_every_type_under_auto() -> None:
                                                                                         "tech": "Tech"}},
                             "urgency": {"type": "score", "question": "Urgency?", "options": ["low", "high"]}})
     readouts = {r["id"].split("/")[-1]: r["slots"]["readout"] for r in got.records}
-    assert sorted(readouts.values()) == ["letters", "letters", "sequence"]
+    assert sorted(readouts.values()) == ["json", "letters", "letters"]
+    assert got["refund"].record["slots"]["normalisation"] == "sum"  # auto's default, json answers included
     assert 0.0 <= got["refund"].p_yes <= 1.0
 
 
@@ -114,4 +116,4 @@ def test_rows_keep_their_row_form() -> None:
     # the fixture rows are valid input rows (the API validates what the faces send)
     s = Scorer(backend=FakeBackend(), slots="auto")
     recs = s.decide_many([row_of(d) for d in _rows()])
-    assert [r.record["slots"]["readout"] for r in recs] == ["sequence", "letters", "sequence"] * 2
+    assert [r.record["slots"]["readout"] for r in recs] == ["json", "letters", "json"] * 2
