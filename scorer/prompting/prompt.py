@@ -141,9 +141,15 @@ def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 
+def lists_ids(slots: str) -> bool:
+    """Whether a decision read through ``slots`` (as :func:`slots_for` resolved them) lists its options under their
+    own ids (``ids``, ``sequence``, ``json``), so the model reads each id, or under letters or numbers, so it never
+    does."""
+    return slots not in ("letters", "codes")
+
+
 def labels(decision: Decision, slots: str) -> tuple[str, ...]:
-    """What each option is listed under: its letter, its number (``codes``) or its own id (``ids``, ``sequence``,
-    ``json``)."""
+    """What each option is listed under: its letter, its number (``codes``) or its own id (:func:`lists_ids`)."""
     n = len(decision.options)
     if slots == "letters":
         return tuple(LETTERS[:n])

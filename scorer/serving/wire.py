@@ -21,6 +21,7 @@ import orjson
 from scorer.api import Scorer
 from scorer.decision.policy import escalates
 from scorer.decision.questions import Answer, Answers
+from scorer.prompting.prompt import lists_ids, slots_for
 from scorer.serving.served import ServedModels
 
 
@@ -31,13 +32,30 @@ def text_of(value: Any) -> str:
 
 
 def named_description(name: str, description: str | None) -> str:
-    """What an option named ``name`` (a criteria key, a choice value) is described as to the model: its name and
-    description (``refund: asks for money back``), the name alone without a description, and the description alone
-    when it only spells the name again (``yes`` described ``Yes``), so a prompt that lists options under their ids
-    does not read ``yes: yes: Yes``."""
+    """What an option named ``name`` (a criteria key, a choice value) is described as to a model that never reads
+    its id (letters, numbers: :func:`as_shown`): its name and description (``refund: asks for money back``), the name
+    alone without a description, and the description alone when it only spells the name again (``yes`` described
+    ``Yes``)."""
     if not description:
         return name
     return description if description.strip().casefold() == name.strip().casefold() else f"{name}: {description}"
+
+
+def as_shown(scorer: Scorer, questions: Mapping[str, Any]) -> dict[str, Any]:
+    """A dialect's questions (``{name: {type, question, options}}``) as ``scorer`` is asked them. A ``choice``
+    question's option ids are the names the client gave its options (``refund``), which mean something: where the
+    scorer's readout lists the options under their ids (``json``, ``ids``, ``sequence``: :func:`~scorer.prompting.
+    prompt.lists_ids`), the model reads each name already and is given the description as it came; where it letters
+    or numbers them, each description is prefixed with its name (:func:`named_description`), so the model still sees
+    it — not ``refund. refund: …`` in the one, nor a bare description in the other."""
+    out: dict[str, Any] = {}
+    for name, q in questions.items():
+        ids = [o["id"] for o in q["options"]] if q["type"] == "choice" else []
+        if ids and not lists_ids(slots_for(scorer.slots, len(ids), ids)):
+            q = {**q, "options": [{**o, "description": named_description(o["id"], o.get("description"))}
+                                  for o in q["options"]]}
+        out[name] = q
+    return out
 
 
 @dataclass(frozen=True)
@@ -66,17 +84,19 @@ def ask(models: ServedModels, served: str, state: Any, questions: Mapping[str, A
     """``questions`` (``{name: {type, question, options}}``, validated) about ``state`` on the served model or route
     ``served`` (resolved: :meth:`ServedModels.resolve`). A route asks its fast model, then its accurate model the
     questions whose fast answer :func:`~scorer.decision.policy.escalates` at the route's threshold (acting margin,
-    or a tie), in one more :meth:`Scorer.ask`."""
+    or a tie), in one more :meth:`Scorer.ask`. Each model is asked the questions :func:`as_shown` to it."""
     route = models.routes.get(served)
     if route is None:
-        answers = models.scorers[served].ask(state, questions)
+        scorer = models.scorers[served]
+        answers = scorer.ask(state, as_shown(scorer, questions))
         return AskResult({n: Asked(a, served, False) for n, a in answers.items()}, answers.records, served)
-    fast = models.scorers[route.fast].ask(state, questions)
+    fast_scorer, accurate_scorer = models.scorers[route.fast], models.scorers[route.accurate]
+    fast = fast_scorer.ask(state, as_shown(fast_scorer, questions))
     up = [n for n, a in fast.items() if escalates(a.record, route.threshold)]
     asked = {n: Asked(a, route.fast, False) for n, a in fast.items()}
     records = fast.records
     if up:
-        accurate: Answers = models.scorers[route.accurate].ask(state, {n: questions[n] for n in up})
+        accurate: Answers = accurate_scorer.ask(state, as_shown(accurate_scorer, {n: questions[n] for n in up}))
         asked.update({n: Asked(accurate[n], route.accurate, True) for n in up})
         records += accurate.records
     return AskResult({n: asked[n] for n in questions}, records, served)

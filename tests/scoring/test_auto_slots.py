@@ -2,8 +2,7 @@
 after the prefilled ``{"answer":``), every other question by letters (numbers past 16 options).
 
 Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``json`` run and
-a ``letters`` run of the same rows (the independent paths), the default (letters), the refusals naming ``slots``,
-and the option descriptions the two wire dialects give the model.
+a ``letters`` run of the same rows (the independent paths), the default (letters) and the refusals naming ``slots``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from scorer.core.checks import SLOTS, OptionError, check_slots_backend
 from scorer.formats.rows import Decision, Option
 from scorer.prompting.prompt import JSON_PROMPT_VERSION, PROMPT_VERSION, slots_for
 from scorer.scoring.modes import prepare, score_items
-from scorer.serving.wire import named_description
 
 YES_NO = (Option("yes", "Yes"), Option("no", "No"))
 TEAMS = (Option("billing", "Billing"), Option("tech", "Technical support"), Option("legal", "Legal"))
@@ -102,14 +100,6 @@ def test_auto_with_a_calibration_file_or_the_openai_backend_is_refused_naming_sl
 
     with pytest.raises(OptionError, match="slots: auto reads each question in one of two prompts"):
         checked_config_parts({}, _rows(), {}, "direct", 4096, calibration=Cal(), slots="auto")  # type: ignore[arg-type]
-
-
-def test_wire_options_do_not_spell_their_name_twice() -> None:
-    assert named_description("yes", "Yes") == "Yes"
-    assert named_description("refund", "asks for money back") == "refund: asks for money back"
-    assert named_description("refund", None) == "refund"
-    assert named_description("refund", "") == "refund"
-    assert named_description("Legal", " legal ") == " legal "
 
 
 def test_rows_keep_their_row_form() -> None:
