@@ -649,7 +649,9 @@ def ask(client: Any, lane: Lane, state: str, qs: Sequence[Question], grammar: Ob
 
 
 def say(msg: str) -> None:
-    print(f"[decision-latency] {msg}", file=sys.stderr, flush=True)
+    """A progress line, named after the benchmark that runs (single_request_peer starts its servers with these
+    helpers too)."""
+    print(f"[{Path(sys.argv[0]).stem.replace('_', '-')}] {msg}", file=sys.stderr, flush=True)
 
 
 def measure_model(model: str, lanes: list[Lane], pool: list[Question], state: str, args: argparse.Namespace,
