@@ -113,7 +113,8 @@ def to_ask(req: SystemOneRequest) -> dict[str, dict[str, Any]]:
             raise Unsupported(["body", "questions", name, "box"],
                               "box questions locate things in images: SemIf serves text models")
         if isinstance(q, ChoiceQuestion):
-            options = [{"id": k, "description": k if v is None else text_of(v)} for k, v in q.criteria.items()]
+            options = [{"id": k, "description": (None if v is None else text_of(v)) or k}
+                       for k, v in q.criteria.items()]
             out[name] = {"type": "choice", "question": question, "options": options}
         elif isinstance(q, ScoreQuestion):
             out[name] = {"type": "score", "question": question,

@@ -63,3 +63,15 @@ def test_the_prompt_shows_a_name_once_whichever_way_the_options_are_listed() -> 
                      tuple(Option(o["id"], o["description"]) for o in shown["options"]), {})
         text = render(b.tokenizer, d, slots=slots).text
         assert line in text and text.count("billing") == (1 if slots == "letters" else 2)  # json: listed, in the cue
+
+
+def test_a_choice_option_without_a_description_is_described_by_its_name_in_both_dialects() -> None:
+    from scorer.serving import decisions, systemone
+
+    sreq = systemone.SystemOneRequest.model_validate({"model": "m", "state": "s", "questions": {"team": {
+        "type": "choice", "criteria": {"billing": "payments", "tech": None, "legal": ""}}}})
+    assert _descriptions(systemone.to_ask(sreq)["team"]) == ["payments", "tech", "legal"]
+    dreq = decisions.DecisionsRequest.model_validate({"model": "m", "input": "s", "questions": [{
+        "type": "choice", "instructions": "Which team?",
+        "choices": [{"value": "billing", "description": "payments"}, {"value": "tech"}]}]})
+    assert _descriptions(decisions.to_ask(dreq)[0]["q0"]) == ["payments", "tech"]
