@@ -1,7 +1,8 @@
 """What the two decision dialects share (:mod:`scorer.serving.wire`): a choice question's option names shown to the
 model once — before the description where the readout letters or numbers the options (the model never reads the
 ids), not at all where it lists them under their ids (it reads each name there already) — per scorer, so a route
-whose two models read differently shows each its own way. Unit tests on the fake backend."""
+whose two models read differently shows each its own way; an option without a description is described by its
+name in both dialects. Unit tests on the fake backend."""
 
 from __future__ import annotations
 
