@@ -533,7 +533,9 @@ def _start_semif(lane: Lane, model: str, args: argparse.Namespace, work: Path, s
 
 
 def _start_typed_gguf(lane: Lane, model: str, gguf: Path, args: argparse.Namespace, work: Path,
-                      stack: contextlib.ExitStack) -> None:
+                      stack: contextlib.ExitStack, log_dir: Path | None = None) -> None:
+    """``typed-gguf serve`` on ``gguf``, its home under ``work`` and its log there too unless ``log_dir`` is given (a
+    caller whose ``work`` is a temporary folder keeps the log where it outlives the server)."""
     from scorer.engines import venv
 
     status = venv.ensure(venv.TYPED_GGUF)
@@ -555,7 +557,7 @@ def _start_typed_gguf(lane: Lane, model: str, gguf: Path, args: argparse.Namespa
 
     stack.callback(keep_stop)
     _proc, ready = stack.enter_context(server_process(cmd, env, lane.base + "/health",
-                                                      work / f"typed-gguf-{model}.log"))
+                                                      (log_dir or work) / f"typed-gguf-{model}.log"))
     version = next((ln.split("==", 1)[1] for ln in status.freeze if ln.lower().startswith("typed-gguf==")), None)
     lane.info = {"command": shlex.join(["typed-gguf", *cmd[1:]]), "ready_s": ready, "endpoint": "POST /v1/systemone",
                  "version": version, "venv": {"python": status.python, "specs": status.specs,

@@ -16,7 +16,9 @@ nothing is fitted on other rows and no labels are seen; the lane's answers becom
 by the same code (balanced accuracy per family, averaged; accuracy; per question type; the ECE of the wire confidence
 and the answers at confidence ≥ 0.9). The records are kept beside the report (``<output stem>.records/``): a lane
 asks only the sets an earlier run did not leave records of; the others are judged from those records (``--force`` asks
-every lane every set again); a file that holds only part of a set is refused.
+every lane every set again); a file that holds only part of a set is refused. A lane that cannot start or stops
+answering is listed under ``failed_lanes`` with why (its server's log is in ``<output stem>.records/logs/``), the
+report is written with the others, and the exit status is 1.
 
     PYTHONPATH=. .venv/bin/python benchmarks/single_request_peer.py --model qwen2.5-1.5b --sets single \\
         --semif default= --output data/results/single-request-peer-qwen2.5-1.5b.json
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import decision_latency as dl  # noqa: E402
+from scorer.core.errors import EngineError  # noqa: E402
 from scorer.core.io import RecordsOutput, check_writable  # noqa: E402
 from scorer.decision.confidence import choice_confidence  # noqa: E402
 from scorer.evaluation import metrics  # noqa: E402
@@ -152,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     work = out_dir / "logs"
     work.mkdir(exist_ok=True)
     lanes: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     t_all = time.perf_counter()
     plans: list[tuple[str, str, list[str]]] = [(f"semif:{n}", "semif", shlex.split(f)) for n, f in semif]
     if not args.no_peer:
@@ -168,18 +172,28 @@ def main(argv: list[str] | None = None) -> int:
         lane = dl.Lane(name, tool, "llamacpp", served_model=args.model)
         ns = argparse.Namespace(threads=args.threads, semif_flags=flags,
                                 typed_gguf_keep_alive=args.typed_gguf_keep_alive)
-        with contextlib.ExitStack() as stack:
-            if tool == "semif":
-                dl._start_semif(lane, args.model, ns, work, stack)
-            else:  # its home holds a unix socket, whose path must stay short (108 bytes): a short folder of its own
-                home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tg-")))
-                dl._start_typed_gguf(lane, args.model, gguf, ns, home, stack)
-            asked = run_lane(lane, missing, out_dir, args.timeout, args.force)
+        try:
+            with contextlib.ExitStack() as stack:
+                if tool == "semif":
+                    dl._start_semif(lane, args.model, ns, work, stack)
+                else:  # its home holds a unix socket, whose path must stay short (108 bytes): a folder of its own
+                    home = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tg-")))
+                    dl._start_typed_gguf(lane, args.model, gguf, ns, home, stack, log_dir=work)
+                asked = run_lane(lane, missing, out_dir, args.timeout, args.force)
+        except (EngineError, RuntimeError, OSError) as exc:
+            # a lane that cannot start or stops answering is reported with why; the other lanes still count
+            failed.append({"name": name, "tool": tool, "flags": flags, "error": str(exc)[-3000:],
+                           "logs": str(work.relative_to(ROOT) if work.is_relative_to(ROOT) else work)})
+            dl.say(f"{name} failed: {str(exc)[-600:]}")
+            continue
         results = {s: kept_results[s] if s in kept_results else asked[s] for s in sets}
         lanes.append({"name": name, "tool": tool, "flags": flags, "server": lane.info, "sets": results})
+    beside = "beside typed-gguf 0.3.0" if any(lane["tool"] == "typed-gguf" for lane in lanes) else \
+        "alone (typed-gguf not run)" if args.no_peer else "alone (typed-gguf failed: failed_lanes)"
     report = make_report("single-request-peer", FORMAT, {s: SETS[s] for s in sets}, {
-                         "title": f"One request per state, SemIf beside typed-gguf 0.3.0 on {args.model} (llama.cpp)",
+                         "title": f"One request per state, SemIf {beside} on {args.model} (llama.cpp)",
                          "model": args.model, "gguf": {"file": gguf.name, "sha256": _sha}, "lanes": lanes,
+                         "failed_lanes": failed,
                          "wall_s": round(time.perf_counter() - t_all, 1), "load_average": list(os.getloadavg()),
                          "notes": [
                              "Each lane ran alone, one request per state (the rows of one state are one request); "
@@ -188,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                              "choice formula (p_max - 1/K)/(1 - 1/K) over each answer's probabilities."]})
     write_report(args.output, report, overwrite=args.force)
     print(f"wrote {args.output}", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from scorer.site.reports import _KINDS
 
 
 def _fake_start(tool: str):
-    def start(lane: Any, model: str, *rest: Any) -> None:
+    def start(lane: Any, model: str, *rest: Any, **_kw: Any) -> None:
         stack: contextlib.ExitStack = rest[-1]
         scorer = stack.enter_context(Scorer(backend=FakeBackend(), mode="shared"))
         lane.base = stack.enter_context(live(build_app(scorer)))
@@ -114,3 +114,28 @@ def test_a_run_on_fake_lanes_writes_a_report_the_site_draws(tmp_path, monkeypatc
 def test_unknown_sets_are_refused(tmp_path, capsys):
     assert peer.main(["--sets", "nope", "--output", str(tmp_path / "x.json")]) == 2
     assert "--sets: unknown ['nope']" in capsys.readouterr().err
+
+
+def test_a_lane_that_stops_answering_is_reported_and_the_others_still_count(tmp_path, monkeypatch):
+    from scorer.core.errors import EngineError
+    from scorer.models import store
+
+    monkeypatch.setattr(store, "gguf_for", lambda ref, progress=True: (tmp_path / "m.gguf", "ab" * 32))
+    monkeypatch.setattr(peer.dl, "_start_semif", _fake_start("semif"))
+
+    def dead(lane: Any, *rest: Any, **_kw: Any) -> None:
+        raise EngineError("the System One server did not answer POST http://127.0.0.1:1/v1/systemone (refused)")
+
+    monkeypatch.setattr(peer.dl, "_start_typed_gguf", dead)
+    out = tmp_path / "peer.json"
+    assert peer.main(["--model", "smollm2-135m", "--sets", "boundary", "--semif", "default=",
+                      "--output", str(out)]) == 1
+    doc = json.loads(out.read_text())
+    assert envelope_problems(doc) == [] and [lane["name"] for lane in doc["lanes"]] == ["semif:default"]
+    assert [f["name"] for f in doc["failed_lanes"]] == ["typed-gguf"] and "did not answer" in doc["failed_lanes"][0][
+        "error"]
+    assert "typed-gguf failed" in doc["title"]
+    out.unlink()
+    assert peer.main(["--model", "smollm2-135m", "--sets", "boundary", "--no-peer", "--output", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["failed_lanes"] == [] and "typed-gguf not run" in doc["title"]
