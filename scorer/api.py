@@ -37,7 +37,9 @@ from scorer.backends.base import Backend
 from scorer.backends.registry import BACKENDS
 from scorer.calibration.apply import apply_records, check_config, check_on_uncovered
 from scorer.calibration.core import Calibration, load_calibration
-from scorer.calibration.label_free import METHODS as LABEL_FREE_METHODS
+from scorer.calibration.label_free_defaults import CHOICES as LABEL_FREE_CHOICES
+from scorer.calibration.label_free_defaults import Resolved as LabelFreeResolved
+from scorer.calibration.label_free_defaults import resolve as resolve_label_free
 from scorer.core.checks import (
     OptionError,
     byte_size,
@@ -388,7 +390,9 @@ class Scorer:
             raise OptionError("backend", f"{brief(backend)} is not one of {', '.join(BACKENDS)} "
                               "(or a built scorer.backends.base.Backend)")
         self.on_uncovered = check_on_uncovered(on_uncovered)
-        self.label_free = one_of(label_free, LABEL_FREE_METHODS, "label_free")
+        self.label_free = one_of(label_free, LABEL_FREE_CHOICES, "label_free")
+        """The label-free option as given (``auto``: the loaded weights' measured default, :meth:`label_free_for`)."""
+        self._label_free: LabelFreeResolved | None = None
         self.content_free_cache = ContentFreeCache()
         """Content-free priors of the questions this scorer has seen (label-free methods that use them)."""
         self.echo = check_echo(echo)
@@ -495,10 +499,20 @@ class Scorer:
                                        echo=echo)
         return [DecisionRecord.from_record(r) for r in records]
 
-    def uncovered_rule(self) -> str:
-        """What a row the calibration file does not cover gets: with a label-free method, its raw numbers here (the
-        label-free correction then replaces them), else :attr:`on_uncovered`."""
-        return "raw" if self.label_free != "none" else self.on_uncovered
+    def label_free_for(self, info: Mapping[str, Any]) -> LabelFreeResolved:
+        """The label-free method this scorer applies to the model ``info`` describes (its backend's ``model_info()``):
+        the one named, or with ``auto`` the one measured for these weights and this readout
+        (:mod:`scorer.calibration.label_free_defaults`; ``none`` where nothing was measured). Resolved once: a
+        scorer holds one backend."""
+        if self._label_free is None:
+            self._label_free = resolve_label_free(self.label_free, info, self.slots)
+        return self._label_free
+
+    def uncovered_rule(self, method: str) -> str:
+        """What a row the calibration file does not cover gets when ``method`` is the label-free method applied:
+        its raw numbers here (the label-free correction then replaces them), or with ``none``
+        :attr:`on_uncovered`."""
+        return "raw" if method != "none" else self.on_uncovered
 
     def echo_level(self, echo: bool | str | None = None) -> str | None:
         """The echo level a call with ``echo`` records: the scorer's when None, else ``echo`` checked
@@ -515,12 +529,13 @@ class Scorer:
         if layout is None:
             layout = self.layout if self.layout != "auto" else resolve_layout(self.load(), decisions, "auto",
                                                                                  self.demos, self.slots)[0]
+        method = self.label_free_for(info).method
         return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
                                     self.max_batch_tokens, calibration=self.calibration,
-                                    on_uncovered=self.uncovered_rule(), echo=self.echo_level(echo), layout=layout,
-                                    demos=self.demos, slots=self.slots, sequence_norm=self.sequence_norm,
-                                    preset=None if self.preset is None else self.preset.sha256,
-                                    label_free=self.label_free)
+                                    on_uncovered=self.uncovered_rule(method), echo=self.echo_level(echo),
+                                    layout=layout, demos=self.demos, slots=self.slots,
+                                    sequence_norm=self.sequence_norm,
+                                    preset=None if self.preset is None else self.preset.sha256, label_free=method)
 
     def score_decisions(self, decisions: Sequence[Decision], run_parts: dict[str, Any], resumed_from: int = 0,
                         indices: Sequence[int] | None = None, mode: str | None = None,
@@ -551,19 +566,21 @@ class Scorer:
             parts = self.run_config(decisions, run_parts, backend.model_info(), mode, layout, level or False)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
-            extra = [] if self.label_free == "none" else \
-                derived_decisions(self.label_free, decisions, self.content_free_cache)
+            label_free = self.label_free_for(backend.model_info())
+            method = label_free.method
+            extra = [] if method == "none" else derived_decisions(method, decisions, self.content_free_cache)
             items = prepare(backend, [*decisions, *extra], with_prefix=mode != "direct", layout=layout,
                             demos=self.demos, slots=self.slots)
             scored = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache,
                                       self.sequence_norm))
             records, derived = scored[:len(decisions)], scored[len(decisions):]
             if cal is not None:
-                records = list(apply_records(cal, records, self.uncovered_rule()))
-            if self.label_free != "none":  # what a calibration file covers keeps its block; the rest is corrected
-                records = calibrate_records(self.label_free, decisions, records, derived, self.content_free_cache,
+                records = list(apply_records(cal, records, self.uncovered_rule(method)))
+            if method != "none":  # what a calibration file covers keeps its block; the rest is corrected
+                records = calibrate_records(method, decisions, records, derived, self.content_free_cache,
                                             [not isinstance(r.get("calibrated"), dict)
-                                             or bool(r["calibrated"].get("uncovered")) for r in records])
+                                             or bool(r["calibrated"].get("uncovered")) for r in records],
+                                            label_free.describe())
             records = list(with_preset(with_echo(records, decisions, level), self.preset))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):

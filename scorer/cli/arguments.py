@@ -274,13 +274,14 @@ def add_preset_arg(p: argparse.ArgumentParser) -> None:
 
 def add_label_free_arg(p: Any) -> None:
     """``--label-free METHOD``: the label-free correction of every request (:mod:`scorer.calibration.label_free`)."""
-    from scorer.calibration.label_free import METHODS
+    from scorer.calibration.label_free_defaults import CHOICES
 
-    p.add_argument("--label-free", type=choice(METHODS), choices=METHODS, default=ScorerOptions.label_free,
+    p.add_argument("--label-free", type=choice(CHOICES), choices=CHOICES, default=ScorerOptions.label_free,
                    metavar="METHOD",
                    help=f"correct every question's readout without labels from a few more prompts about it: "
-                        f"{', '.join(METHODS)} (default {ScorerOptions.label_free}); a --calibration file that "
-                        "covers a question wins")
+                        f"{', '.join(CHOICES)} (default {ScorerOptions.label_free}: the method the single-request "
+                        "study measured best for the loaded weights and readout, none where nothing was measured; "
+                        "docs/results.md); a --calibration file that covers a question wins")
 
 
 def add_scorer_args(p: argparse.ArgumentParser) -> None:

@@ -82,10 +82,12 @@ def derived_decisions(method: str, decisions: Sequence[Decision], cache: Content
 
 def calibrate_records(method: str, decisions: Sequence[Decision], records: Sequence[dict[str, Any]],
                       derived: Sequence[dict[str, Any]], cache: ContentFreeCache,
-                      replace_block: Sequence[bool] | None = None) -> list[dict[str, Any]]:
+                      replace_block: Sequence[bool] | None = None,
+                      chosen: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``records`` (one per decision, in order) with the label-free ``calibrated`` block of ``method``, computed from
     the ``derived`` records (:func:`derived_decisions`' prompts, scored); a record whose ``replace_block`` is False
-    keeps the block it has (a calibration file covered it)."""
+    keeps the block it has (a calibration file covered it). ``chosen``: how the method was chosen (the block's
+    ``label_free.chosen``; default: named as an option)."""
     need = needs(method)
     by_id = {r["id"]: r for r in derived}
     owner: dict[tuple[Any, ...], str] = {}
@@ -120,5 +122,5 @@ def calibrate_records(method: str, decisions: Sequence[Decision], records: Seque
             dom = [np.asarray(by_id[f"{d.id}{SEP}dom{j}"]["probabilities"]) for j in range(DOMAIN_SAMPLES)]
             prompts += DOMAIN_SAMPLES
         p = calibrate(method, by_position, cf, dom)
-        out.append({**rec, "calibrated": block(rec, method, p, prompts, cached, str(rec["signature"]))})
+        out.append({**rec, "calibrated": block(rec, method, p, prompts, cached, str(rec["signature"]), chosen)})
     return out

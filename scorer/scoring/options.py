@@ -45,8 +45,9 @@ from scorer.scoring.modes import Item
 from scorer.scoring.radix_cache import DEFAULT_BUDGET_BYTES, RadixCache
 from scorer.scoring.sequence import check_sequence_options
 
-DEFAULT_LABEL_FREE = "none"
-"""The label-free correction a scorer applies unless told otherwise."""
+DEFAULT_LABEL_FREE = "auto"
+"""The label-free correction a scorer applies unless told otherwise: the one measured for its weights and readout
+(:mod:`scorer.calibration.label_free_defaults`; ``none``, the raw readout, where nothing was measured)."""
 
 if TYPE_CHECKING:
     from scorer.calibration.core import Calibration
@@ -80,8 +81,9 @@ class ScorerOptions:
     ``label_free`` method, corrected by it instead."""
     label_free: str = DEFAULT_LABEL_FREE
     """The label-free correction of every request (:data:`scorer.calibration.label_free.METHODS`; ``none``: the raw
-    readout acts): computed from a few more prompts about each question, no labels, no batch; a calibration file
-    that covers a question wins."""
+    readout acts; ``auto``: the method measured for the loaded weights and readout,
+    :mod:`scorer.calibration.label_free_defaults`): computed from a few more prompts about each question, no labels,
+    no batch; a calibration file that covers a question wins."""
     echo: bool | str | None = None
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None

@@ -96,14 +96,17 @@ def test_the_readme_quickstart_decides_right_on_the_default_model():
     run routes the double charge to billing and hears the refund it asks for."""
     m = _QUICKSTART.search((ROOT / "README.md").read_text())
     assert m is not None, "no quickstart in README.md"
-    out = io.StringIO()
+    out, ns = io.StringIO(), {"__name__": "__example__"}
     with contextlib.redirect_stdout(out):
-        exec(compile(m.group(1), "README.md", "exec"), {"__name__": "__example__"})
+        exec(compile(m.group(1), "README.md", "exec"), ns)
     first, second = out.getvalue().splitlines()
     team, probs = first.split(" ", 1)
     assert team == "billing" and ast.literal_eval(probs)["billing"] > 0.5
     p_yes, expected = (float(x) for x in second.split())
     assert p_yes > 0.5 and 0.0 <= expected <= 2.0
+    for answer in ns["a"].values():  # the default's label-free correction, chosen for these weights, is what acts
+        chosen = answer.record["calibrated"]["label_free"]["chosen"]
+        assert chosen["by"] == "auto" and chosen["measured"]["model"] == "qwen2.5-0.5b"
 
 
 @pytest.mark.slow

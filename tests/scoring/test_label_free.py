@@ -129,5 +129,5 @@ def test_off_means_the_raw_readout_and_the_run_is_named_by_the_method():
 
 
 def test_a_bad_method_is_a_field_named_error():
-    with pytest.raises(SemifError, match=r"label_free: 'guess' is not one of none, rotations"):
+    with pytest.raises(SemifError, match=r"label_free: 'guess' is not one of auto, none, rotations"):
         Scorer(backend=FakeBackend(), slots="letters", label_free="guess")
