@@ -35,7 +35,7 @@ from scorer import (
 from scorer.backends import BackendConfig
 from scorer.backends.base import Backend
 from scorer.backends.registry import BACKENDS
-from scorer.calibration.apply import apply_records, check_config, check_on_uncovered
+from scorer.calibration.apply import apply_records, check_config, check_on_uncovered, covered
 from scorer.calibration.core import Calibration, load_calibration
 from scorer.calibration.label_free_defaults import CHOICES as LABEL_FREE_CHOICES
 from scorer.calibration.label_free_defaults import Resolved as LabelFreeResolved
@@ -56,9 +56,10 @@ from scorer.decision.questions import Answer, Answers, Question, answer_of, norm
 from scorer.formats.echo import check_echo, with_echo
 from scorer.formats.record_types import Record
 from scorer.formats.rows import Decision, nonempty_str, parse_decision, unprintable
+from scorer.formats.signature import signature_readout
 from scorer.models import store
 from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
-from scorer.prompting.layouts import STATE_MAJOR, check_layout
+from scorer.prompting.layouts import STATE_MAJOR, check_layout, signature_version
 from scorer.scoring.label_free import ContentFreeCache, calibrate_records, derived_decisions
 from scorer.scoring.modes import prepare, score_items
 from scorer.scoring.options import ScorerOptions, checked_config_parts, config_sha256, resolve_layout
@@ -508,6 +509,19 @@ class Scorer:
             self._label_free = resolve_label_free(self.label_free, info, self.slots)
         return self._label_free
 
+    def _label_free_rows(self, decisions: Sequence[Decision], method: str, info: dict[str, Any],
+                         layout: str) -> list[int]:
+        """The positions of the decisions ``method`` corrects: none with ``none``, else every one the calibration
+        file does not cover (a covered one keeps the file's block, so its extra prompts would be wasted)."""
+        if method == "none":
+            return []
+        if self.calibration is None:
+            return list(range(len(decisions)))
+        version = signature_version(layout, self.demos.k if self.demos is not None else 0, self.slots)
+        hit = covered(self.calibration, decisions, info, version,
+                      signature_readout(1, self.slots, self.sequence_norm))
+        return [k for k, c in enumerate(hit) if not c]
+
     def uncovered_rule(self, method: str) -> str:
         """What a row the calibration file does not cover gets when ``method`` is the label-free method applied:
         its raw numbers here (the label-free correction then replaces them), or with ``none``
@@ -563,12 +577,14 @@ class Scorer:
             backend = self._load_locked()
             cal = self.calibration
             layout, _ = resolve_layout(backend, decisions, self.layout, self.demos, self.slots)
-            parts = self.run_config(decisions, run_parts, backend.model_info(), mode, layout, level or False)
+            info = backend.model_info()
+            parts = self.run_config(decisions, run_parts, info, mode, layout, level or False)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
-            label_free = self.label_free_for(backend.model_info())
+            label_free = self.label_free_for(info)
             method = label_free.method
-            extra = [] if method == "none" else derived_decisions(method, decisions, self.content_free_cache)
+            fix = self._label_free_rows(decisions, method, info, layout)
+            extra = derived_decisions(method, [decisions[k] for k in fix], self.content_free_cache) if fix else []
             items = prepare(backend, [*decisions, *extra], with_prefix=mode != "direct", layout=layout,
                             demos=self.demos, slots=self.slots)
             scored = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache,
@@ -576,11 +592,11 @@ class Scorer:
             records, derived = scored[:len(decisions)], scored[len(decisions):]
             if cal is not None:
                 records = list(apply_records(cal, records, self.uncovered_rule(method)))
-            if method != "none":  # what a calibration file covers keeps its block; the rest is corrected
-                records = calibrate_records(method, decisions, records, derived, self.content_free_cache,
-                                            [not isinstance(r.get("calibrated"), dict)
-                                             or bool(r["calibrated"].get("uncovered")) for r in records],
-                                            label_free.describe())
+            if fix:  # what a calibration file covers keeps its block; the rest is corrected
+                fixed = calibrate_records(method, [decisions[k] for k in fix], [records[k] for k in fix], derived,
+                                          self.content_free_cache, label_free.describe())
+                for k, rec in zip(fix, fixed, strict=True):
+                    records[k] = rec
             records = list(with_preset(with_echo(records, decisions, level), self.preset))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):

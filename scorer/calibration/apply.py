@@ -42,17 +42,38 @@ def check_decisions(cal: Calibration, decisions: Sequence[Decision], model: dict
     layout and demonstrations: :func:`scorer.prompting.layouts.signature_version`; default ``semif-direct-v1``);
     ``readout``:
     theirs (:func:`scorer.formats.signature.signature_readout`; default from ``permute``)."""
-    version = PROMPT_VERSION if prompt_version is None else prompt_version
     cal.check_model(model)
     if on_uncovered == "raw":
         return
-    msha = identity_sha256(model_identity(model))
     if readout is None:
         readout = f"permute-{permute}" if permute > 1 else "plain"
+    msha = identity_sha256(model_identity(model))
     for d in decisions:
-        fam = d.extra.get("family")
-        cal.lookup(signature_of(d, version, model, readout), msha, readout,
-                   None if fam is None else str(fam), d.option_ids)
+        _lookup(cal, d, model, msha, prompt_version, readout)
+
+
+def covered(cal: Calibration, decisions: Sequence[Decision], model: dict[str, Any], prompt_version: str | None,
+            readout: str) -> list[bool]:
+    """Per decision, whether ``cal`` has an entry for it (or left its signature uncalibrated on purpose): what
+    :func:`apply_records` applies rather than flags ``uncovered`` (arguments as :func:`check_decisions`')."""
+    msha = identity_sha256(model_identity(model))
+    out = []
+    for d in decisions:
+        try:
+            _lookup(cal, d, model, msha, prompt_version, readout)
+        except InputError:
+            out.append(False)
+        else:
+            out.append(True)
+    return out
+
+
+def _lookup(cal: Calibration, d: Decision, model: dict[str, Any], msha: str, prompt_version: str | None,
+            readout: str) -> None:
+    fam = d.extra.get("family")
+    version = PROMPT_VERSION if prompt_version is None else prompt_version
+    cal.lookup(signature_of(d, version, model, readout), msha, readout, None if fam is None else str(fam),
+               d.option_ids)
 
 
 def apply_records(cal: Calibration, records: Iterable[dict[str, Any]],

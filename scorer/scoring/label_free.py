@@ -82,22 +82,17 @@ def derived_decisions(method: str, decisions: Sequence[Decision], cache: Content
 
 def calibrate_records(method: str, decisions: Sequence[Decision], records: Sequence[dict[str, Any]],
                       derived: Sequence[dict[str, Any]], cache: ContentFreeCache,
-                      replace_block: Sequence[bool] | None = None,
                       chosen: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``records`` (one per decision, in order) with the label-free ``calibrated`` block of ``method``, computed from
-    the ``derived`` records (:func:`derived_decisions`' prompts, scored); a record whose ``replace_block`` is False
-    keeps the block it has (a calibration file covered it). ``chosen``: how the method was chosen (the block's
-    ``label_free.chosen``; default: named as an option)."""
+    the ``derived`` records (:func:`derived_decisions`' prompts for these decisions, scored). ``chosen``: how the
+    method was chosen (the block's ``label_free.chosen``; default: named as an option)."""
     need = needs(method)
     by_id = {r["id"]: r for r in derived}
     owner: dict[tuple[Any, ...], str] = {}
     for d in decisions:  # the row whose id named a question's content-free prompts (the first that asked it)
         owner.setdefault(question_key(d), d.id)
     out = []
-    for k, (d, rec) in enumerate(zip(decisions, records, strict=True)):
-        if replace_block is not None and not replace_block[k]:
-            out.append(rec)
-            continue
+    for d, rec in zip(decisions, records, strict=True):
         n = len(d.options)
         shifts = list(range(n)) if need.rotations else [0]
         by_position = [np.asarray(rec["probabilities"], dtype=np.float64)]

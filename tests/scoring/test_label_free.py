@@ -119,6 +119,24 @@ def test_a_calibration_file_wins_where_it_covers_and_the_label_free_one_covers_t
     validate_records(got.records)
 
 
+def test_a_question_the_calibration_file_covers_costs_no_label_free_prompts(monkeypatch):
+    import scorer.api as api
+
+    asked: list[str] = []
+    derive = api.derived_decisions
+    monkeypatch.setattr(api, "derived_decisions", lambda method, ds, cache: asked.extend(d.id for d in ds)
+                        or derive(method, ds, cache))
+    cal = prior_for(FakeBackend(), "Does the customer ask for a refund?")
+    with Scorer(backend=FakeBackend(), slots="letters", mode="shared", calibration=cal,
+                label_free="rotations+content-free") as s:
+        got = s.ask(STATE, {"refund": YesNo("Does the customer ask for a refund?"),
+                            "other": YesNo("Is the customer angry?")})
+    assert asked == ["other"]  # only the uncovered question's rotations and content-free prompts were made
+    assert got["refund"].record["calibrated"]["method"] == "prior"
+    assert got["other"].record["calibrated"]["estimator"] == "rotations+content-free"
+    assert got["other"].record["calibrated"]["label_free"]["prompts"] == 1 + 3 * 2
+
+
 def test_off_means_the_raw_readout_and_the_run_is_named_by_the_method():
     with Scorer(backend=FakeBackend(), slots="letters", mode="shared", label_free="none") as s:
         off = s.ask(STATE, QUESTIONS)
