@@ -120,12 +120,11 @@ def calibrate(method: str, by_position: Sequence[np.ndarray], content_free: Sequ
 
 
 def block(record: dict[str, Any], method: str, probabilities: np.ndarray, prompts: int, cached: bool,
-          signature: str, chosen: dict[str, Any] | None = None) -> dict[str, Any]:
+          signature: str, chosen: dict[str, Any]) -> dict[str, Any]:
     """A record's ``calibrated`` block for a label-free correction (the record's raw fields stay as they are):
     ``method`` ``label-free``, its estimator the method, the offsets it amounts to, the calibrated readout, and how
     many more prompts it took (``prompts``; ``cached``: a content-free prior taken from the cache); ``chosen`` says
-    how the method was chosen (default: named as an option;
-    :meth:`scorer.calibration.label_free_defaults.Resolved.describe`)."""
+    how the method was chosen (:meth:`scorer.calibration.label_free_defaults.Resolved.describe`)."""
     ids = list(record["option_ids"])
     r = read_probabilities([float(x) for x in _normalise(probabilities)])
     offsets = np.asarray(record["option_logits"], dtype=np.float64) - np.asarray(r.option_logits)
@@ -133,7 +132,7 @@ def block(record: dict[str, Any], method: str, probabilities: np.ndarray, prompt
             "signature": signature, "source": {"kind": "request"}, "rows": 1, "temperature": 1.0,
             "offsets": [float(x) for x in offsets], "unseen_option_ids": [],
             "label_free": {"prompts": prompts, "content_free_cached": cached,
-                           "chosen": chosen if chosen is not None else {"by": "option", "asked": method}},
+                           "chosen": chosen},
             "probabilities": r.probabilities, "option_logits": r.option_logits,
             "choice": None if r.choice_index is None else ids[r.choice_index], "margin": r.margin, "tie": r.tie,
             "tied_option_ids": [ids[i] for i in r.tied_indices]}

@@ -82,10 +82,10 @@ def derived_decisions(method: str, decisions: Sequence[Decision], cache: Content
 
 def calibrate_records(method: str, decisions: Sequence[Decision], records: Sequence[dict[str, Any]],
                       derived: Sequence[dict[str, Any]], cache: ContentFreeCache,
-                      chosen: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                      chosen: dict[str, Any]) -> list[dict[str, Any]]:
     """``records`` (one per decision, in order) with the label-free ``calibrated`` block of ``method``, computed from
     the ``derived`` records (:func:`derived_decisions`' prompts for these decisions, scored). ``chosen``: how the
-    method was chosen (the block's ``label_free.chosen``; default: named as an option)."""
+    method was chosen (the block's ``label_free.chosen``)."""
     need = needs(method)
     by_id = {r["id"]: r for r in derived}
     owner: dict[tuple[Any, ...], str] = {}
