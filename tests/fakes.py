@@ -390,14 +390,24 @@ def prior_for(backend: FakeBackend, question: str) -> Any:
                                                                          "sha256": "ab" * 32})
 
 
-def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int]) -> list[float]:
+def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int],
+                 seen: dict[tuple[int, ...], np.ndarray] | None = None) -> list[float]:
     """The independent path: each token of ``cont`` scored by a fresh pass over the whole prompt and the option's
-    tokens before it (``score_fresh`` only: no prefix state, no packed pass), as a full-vocabulary log-softmax."""
+    tokens before it (``score_fresh`` only: no prefix state, no packed pass), as a full-vocabulary log-softmax.
+
+    ``seen`` keeps each fresh pass by the tokens it read, for callers that check several modes or options against
+    the same prompt on one unchanging backend (options share their first positions; modes share every one): each
+    distinct sequence is still read by its own fresh pass, once."""
     out = []
     for j, t in enumerate(cont):
-        z = backend.score_fresh(prompt + cont[:j]).astype(np.float64)
-        m = z.max()
-        out.append(float(z[t] - (m + np.log(np.exp(z - m).sum()))))
+        key = tuple(prompt + cont[:j])
+        row = seen.get(key) if seen is not None else None
+        if row is None:
+            z = backend.score_fresh(list(key)).astype(np.float64)
+            row = z - (z.max() + np.log(np.exp(z - z.max()).sum()))
+            if seen is not None:
+                seen[key] = row
+        out.append(float(row[t]))
     return out
 
 

@@ -169,41 +169,36 @@ CODES_TOL = {"torch": 1e-4, "llamacpp": 0.0}
 bounds (tests/scoring/test_sequence.py SEQ_TOL, measured there), which this readout shares."""
 
 
-def _brute_force(backend: Backend, prompt: list[int], cont: list[int], seen: dict[tuple[int, ...], Any]) -> list[float]:
-    """:func:`test_sequence.fresh_loglik` with its fresh passes kept by the tokens they read (the 40 numbers start
-    with 5 distinct digits: 6 passes per prompt instead of 80; each still a fresh pass over the whole sequence)."""
-    out = []
-    for j, t in enumerate(cont):
-        key = tuple(cont[:j])
-        if key not in seen:
-            z = backend.score_fresh(prompt + cont[:j]).astype(np.float64)
-            seen[key] = z - (z.max() + np.log(np.exp(z - z.max()).sum()))
-        out.append(float(seen[key][t]))
-    return out
+@pytest.fixture(scope="module")
+def fresh_seen() -> dict[str, dict[tuple[int, ...], np.ndarray]]:
+    """The reference's fresh passes, kept per backend for this module (both modes read the same prompts)."""
+    return {}
 
 
-def _check_real(backend: Backend, mode: str) -> None:
+def _check_real(backend: Backend, mode: str, seen_by_backend: dict[str, dict[tuple[int, ...], np.ndarray]]) -> None:
     recs = _records(REAL_ROWS, mode, backend)
     validate_records(recs)
     worst = 0.0
     for d, r in zip(REAL_ROWS, recs, strict=True):
         p = render(backend.tokenizer, d)
         assert r["slots"]["readout"] == "codes" and r["letters"][-1] == "40"
-        seen: dict[tuple[int, ...], Any] = {}
+        # the fresh passes kept by the tokens they read: the 40 numbers start with 5 distinct digits, so 6 passes
+        # per prompt instead of 80, each still a fresh pass over the whole sequence (and shared by both modes)
+        seen = seen_by_backend.setdefault(backend.name, {})
         for c, lp in zip(p.continuations, r["slots"]["token_logprobs"], strict=True):
-            worst = max(worst, float(np.max(np.abs(np.array(lp) - _brute_force(backend, p.ids, list(c), seen)))))
+            worst = max(worst, float(np.max(np.abs(np.array(lp) - fresh_loglik(backend, p.ids, list(c), seen)))))
         assert 0.0 < r["allowed_token_mass"] <= 1.0 and abs(sum(r["probabilities"]) - 1.0) < 1e-6
     assert worst <= CODES_TOL[backend.name], worst
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["direct", "shared"])
-def test_smollm2_torch_numbers_equal_the_brute_force_full_sequence_reference(smol_torch, mode):
-    _check_real(smol_torch, mode)
+def test_smollm2_torch_numbers_equal_the_brute_force_full_sequence_reference(smol_torch, fresh_seen, mode):
+    _check_real(smol_torch, mode, fresh_seen)
 
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
 @pytest.mark.parametrize("mode", ["direct", "shared"])
-def test_smollm2_llamacpp_numbers_equal_the_brute_force_full_sequence_reference(smol_llamacpp, mode):
-    _check_real(smol_llamacpp, mode)
+def test_smollm2_llamacpp_numbers_equal_the_brute_force_full_sequence_reference(smol_llamacpp, fresh_seen, mode):
+    _check_real(smol_llamacpp, mode, fresh_seen)
