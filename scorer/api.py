@@ -62,7 +62,13 @@ from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
 from scorer.prompting.layouts import STATE_MAJOR, check_layout, signature_version
 from scorer.scoring.label_free import ContentFreeCache, calibrate_records, derived_decisions
 from scorer.scoring.modes import prepare, score_items
-from scorer.scoring.options import ScorerOptions, checked_config_parts, config_sha256, resolve_layout
+from scorer.scoring.options import (
+    ScorerOptions,
+    checked_config_parts,
+    config_sha256,
+    default_slots,
+    resolve_layout,
+)
 from scorer.scoring.presets import Preset, check_states_disjoint, load_preset, with_preset
 from scorer.scoring.radix_cache import RadixCache
 
@@ -318,8 +324,9 @@ class Scorer:
     question, options and a state digest (or the state) in every record (:mod:`scorer.formats.echo`); every scoring
     method
     takes ``echo=`` too, for that call only (None: the scorer's; False: none), as the service's and MCP's requests do.
-    ``slots`` is what is read out: ``"letters"`` (the options lettered A, B, …; the default), ``"auto"`` (a yes/no
-    question read as ``"json"`` reads it, every other question by letters) or ``"ids"`` (the
+    ``slots`` is what is read out: ``"auto"`` (the default, :data:`~scorer.scoring.options.DEFAULT_SLOTS`: a yes/no
+    question read as ``"json"`` reads it, every other question by letters; letters with a calibration file or the
+    openai backend), ``"letters"`` (the options lettered A, B, …) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
     refused naming ``options[i].id``) or ``"sequence"`` (the ids prompt, each id scored as a continuation of it: its
     tokens' log-probabilities from a fork of the prompt's state, any number of tokens; ``sequence_norm`` ``"sum"``, the
@@ -371,7 +378,10 @@ class Scorer:
                 filled["calibration"]
         # One validation for the API and the command line (scorer.core.checks): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(mode, max_batch_tokens)
-        self.slots = check_slots("letters" if slots is None else slots)
+        if slots is None:  # the default readout, unless the backend or a calibration file rules it out
+            continuations = backend.scores_continuations if isinstance(backend, Backend) else backend != "openai"
+            slots = default_slots(continuations, calibration is not None)
+        self.slots = check_slots(slots)
         self.sequence_norm = check_sequence_norm(sequence_norm, self.slots)
         self.prefix_cache = RadixCache(byte_size(prefix_cache_bytes, "prefix_cache_bytes"))
         """The radix prefix cache every call of this scorer shares (``prefix_cache.stats``, ``.summary()``)."""

@@ -44,6 +44,10 @@ DEFAULTS: tuple[Measured, ...] = (
     # (0.425 -> 0.508) and on the held-out single set, level on boundary, where the model is at chance either way.
     Measured("qwen2.5-0.5b", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "letters",
              "rotations+content-free", "data/results/single-request-study-qwen2.5-0.5b-letters.json", (0.425, 0.508)),
+    # Read through auto (a yes/no question as a JSON answer), the same correction is best on authored (0.425 ->
+    # 0.550) and lifts boundary off chance (0.500 -> 0.625); on the held-out single set it is level with letters'.
+    Measured("qwen2.5-0.5b", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "auto",
+             "rotations+content-free", "data/results/single-request-study-qwen2.5-0.5b-auto.json", (0.425, 0.550)),
     # qwen2.5-1.5b: no correction is ahead of the raw readout on authored, under letters (0.619) or auto (0.661).
     Measured("qwen2.5-1.5b", "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "letters",
              "none", "data/results/single-request-study-qwen2.5-1.5b-letters.json", (0.619, 0.619)),

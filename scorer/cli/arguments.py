@@ -20,7 +20,7 @@ from scorer.core.errors import InputError
 from scorer.models import store
 from scorer.scoring.drift import DEFAULT_PROBE_ROWS, DEFAULT_SAFETY
 from scorer.scoring.exact import ExactPolicy
-from scorer.scoring.options import ScorerOptions
+from scorer.scoring.options import DEFAULT_SLOTS, ScorerOptions
 from scorer.scoring.systemone_wire import BACKEND as DECISION_BACKEND
 
 
@@ -129,10 +129,11 @@ def add_mode_arg(p: Any, default: str, flag: str = "--mode", help: str | None = 
     p.add_argument(flag, type=choice(MODES), choices=MODES, default=default, help=help)
 
 
-def add_slots_arg(p: Any, norm: bool = True) -> None:
+def add_slots_arg(p: Any, norm: bool = True, default: str = "letters") -> None:
     """``--slots letters|ids|sequence|codes|json|auto`` (and, where records are scored, ``--sequence-norm
-    sum|mean``): what the decision is read out through, by the API's rule."""
-    p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default="letters", action=Given,
+    sum|mean``): what the decision is read out through, by the API's rule (``default``: letters for a records run,
+    the scorer's :data:`~scorer.scoring.options.DEFAULT_SLOTS` for ``ask``, ``serve`` and ``mcp``)."""
+    p.add_argument("--slots", type=choice(rules.SLOTS), choices=rules.SLOTS, default=default, action=Given,
                    help="letters: the options lettered A, B, ... and each letter's token read; ids: the "
                         "options listed under their ids and each id's own token read (every id one token, e.g. "
                         "yes/no; a row whose id is not is refused naming options[i].id); sequence: the ids prompt, "
@@ -142,7 +143,8 @@ def add_slots_arg(p: Any, norm: bool = True) -> None:
                         "the options under their ids in a second user turn, the answer asked for as JSON and each "
                         "option scored as the quoted id after a prefilled {\"answer\": (per token by default); "
                         "auto: a yes/no question read as json reads it, every other question by letters "
-                        "(default letters)")
+                        f"(default {default}"
+                        + ("; letters with --calibration or --backend openai)" if default == DEFAULT_SLOTS else ")"))
     if norm:
         p.add_argument("--sequence-norm", type=choice(rules.SEQUENCE_NORMS), choices=rules.SEQUENCE_NORMS,
                        action=Given,
@@ -295,7 +297,7 @@ def add_scorer_args(p: argparse.ArgumentParser) -> None:
     add_uncovered_arg(p)
     add_label_free_arg(p)
     add_echo_arg(p)
-    add_slots_arg(p)
+    add_slots_arg(p, default=DEFAULT_SLOTS)
     add_layout_args(p)
     add_prefix_cache_arg(p)
     add_preset_arg(p)

@@ -49,6 +49,22 @@ DEFAULT_LABEL_FREE = "auto"
 """The label-free correction a scorer applies unless told otherwise: the one measured for its weights and readout
 (:mod:`scorer.calibration.label_free_defaults`; ``none``, the raw readout, where nothing was measured)."""
 
+DEFAULT_SLOTS = "auto"
+"""The readout a scorer reads unless told otherwise (or a preset says): a yes/no question as a JSON answer, every other
+question by letters. Chosen by the single-request studies (``docs/results.md``): ahead of letters on the authored set
+defaults are chosen on and on boundary, for both shipped models (qwen2.5-0.5b with its label-free correction 0.508 ->
+0.550 authored, 0.458 -> 0.625 boundary; qwen2.5-1.5b raw, one System One request per state, 0.635 -> 0.701 and
+0.625 -> 0.875), and level or ahead on the held-out single set. Where it cannot apply (:func:`default_slots`) the
+default is letters; a records run (``semif score``) reads letters unless told: its records are meant to be comparable
+with the committed ones."""
+
+
+def default_slots(scores_continuations: bool, calibration: bool) -> str:
+    """The readout of a scorer not told one: :data:`DEFAULT_SLOTS`, or letters where auto cannot apply — with a
+    calibration file (its signatures name one prompt version) and on a backend that does not score continuations
+    (``openai``: it returns one position's log-probabilities, and a JSON answer is read at several)."""
+    return DEFAULT_SLOTS if scores_continuations and not calibration else "letters"
+
 if TYPE_CHECKING:
     from scorer.calibration.core import Calibration
     from scorer.scoring.presets import Preset
@@ -87,9 +103,10 @@ class ScorerOptions:
     echo: bool | str | None = None
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
-    """The readout: ``letters`` (default), ``ids``, ``sequence``, ``codes``, ``json`` or ``auto``
-    (:data:`scorer.core.checks.SLOTS`; ``auto`` is right more often on qwen2.5-1.5b but answers the README's refund
-    question wrong on the default model, qwen2.5-0.5b, so it is asked for by name)."""
+    """The readout: ``auto`` (the default, :data:`DEFAULT_SLOTS`: a yes/no question read as ``json`` reads it, every
+    other question by letters; letters with a calibration file or a backend that does not score continuations, such
+    as openai: :func:`default_slots`), ``letters``, ``ids``, ``sequence``, ``codes`` or ``json``
+    (:data:`scorer.core.checks.SLOTS`)."""
     sequence_norm: str | None = None
     """``slots="sequence"`` (or ``"json"``, ``"auto"``): ``sum`` or ``mean`` per token (default: sum, auto's
     JSON answers included; json: mean)."""

@@ -19,6 +19,7 @@ from scorer.core.checks import SLOTS, OptionError, check_slots_backend
 from scorer.formats.rows import Decision, Option
 from scorer.prompting.prompt import JSON_PROMPT_VERSION, PROMPT_VERSION, slots_for
 from scorer.scoring.modes import prepare, score_items
+from scorer.scoring.options import DEFAULT_SLOTS, ScorerOptions, default_slots
 
 YES_NO = (Option("yes", "Yes"), Option("no", "No"))
 TEAMS = (Option("billing", "Billing"), Option("tech", "Technical support"), Option("legal", "Legal"))
@@ -67,15 +68,20 @@ def test_a_mixed_run_equals_the_json_and_letters_runs_row_for_row(mode: str) -> 
     assert auto["s0-team"]["prompt_version"] == PROMPT_VERSION
 
 
-def test_the_default_is_letters_and_auto_is_asked_for_by_name() -> None:
-    assert Scorer(backend=FakeBackend()).slots == "letters"
-    assert Scorer("smollm2-135m", "llamacpp").slots == "letters"
-    assert Scorer("smollm2-135m", "torch", slots="auto").slots == "auto"
+def test_the_default_is_auto_where_it_can_apply_and_letters_where_it_cannot() -> None:
+    assert DEFAULT_SLOTS == "auto" and ScorerOptions.slots is None  # None: a preset may fill it
+    assert Scorer(backend=FakeBackend()).slots == "auto"
+    assert Scorer("smollm2-135m", "llamacpp").slots == "auto"
+    assert Scorer("smollm2-135m", "torch", slots="letters").slots == "letters"
+    assert Scorer("smollm2-135m", "openai", base_url="http://127.0.0.1:9").slots == "letters"
 
     class OnePosition(FakeBackend):
         scores_continuations = False
 
     assert Scorer(backend=OnePosition()).slots == "letters"
+    # With a calibration file (its signatures name one prompt version) a scorer not told its slots reads letters:
+    # tests/api/test_api.py's prior-file test holds its records equal to `semif score --calibration`'s.
+    assert default_slots(True, calibration=True) == "letters" == default_slots(False, calibration=False)
 
 
 def test_ask_answers_every_type_under_auto() -> None:
