@@ -36,7 +36,7 @@ from scorer.formats.records import dumps_record
 from scorer.formats.rows import Decision
 from scorer.prompting.prompt import state_text
 from scorer.scoring.file_run import resume_point
-from scorer.scoring.options import ScorerOptions
+from scorer.scoring.options import ScoreConfig, ScorerOptions
 
 DIRECT_UNIT_ROWS = 16
 """Rows per work unit in direct mode (no prefix to keep together; small units balance the actors)."""
@@ -74,8 +74,11 @@ class _UnitScorer:
     def __init__(self, cfg: dict[str, Any], mode: str, max_batch_tokens: int, run_parts: dict[str, Any],
                  resumed_from: int) -> None:
 
-        self.scorer = Scorer.from_options(BackendConfig(**cfg), ScorerOptions(mode=mode,
-                                                                              max_batch_tokens=max_batch_tokens))
+        # a records run's readout (ScoreConfig's: letters, no label-free correction), not the scorer's request
+        # defaults, so the actors write what `semif score` writes in this process
+        options = ScorerOptions(mode=mode, max_batch_tokens=max_batch_tokens, slots=ScoreConfig.slots,
+                                label_free="none")
+        self.scorer = Scorer.from_options(BackendConfig(**cfg), options)
         self.scorer.load()
         self.run_parts, self.resumed_from = run_parts, resumed_from
 

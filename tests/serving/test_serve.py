@@ -23,6 +23,7 @@ from serve_helpers import live as _live
 from scorer import Scorer, cli
 from scorer.formats.records import read_records, validate_records
 from scorer.formats.rows import load_decisions
+from scorer.scoring.options import DEFAULT_SLOTS
 from scorer.serving.http_server import Limits
 from scorer.serving.service import build_app, row_schema
 
@@ -40,11 +41,12 @@ def _stable(rec: dict) -> dict:
     return {k: v for k, v in rec.items() if k not in ("timing", "run", "cache", "cache_hit")}
 
 
-def _cli_records(tmp_path: Path, rows: list[dict], mode: str, monkeypatch, backend=None) -> list[dict]:
+def _cli_records(tmp_path: Path, rows: list[dict], mode: str, monkeypatch, backend=None,
+                 slots: str = "letters") -> list[dict]:
     inp, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
     inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     monkeypatch.setattr(cli, "load_backend", lambda cfg: backend or FakeBackend())
-    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", mode]) == 0
+    assert cli.main(["score", "--input", str(inp), "--output", str(out), "--mode", mode, "--slots", slots]) == 0
     return read_records(out)
 
 
@@ -270,7 +272,8 @@ def _assert_served_equal_score(url: str, tmp_path: Path, monkeypatch, smol_torch
     r = httpx.post(f"{url}/v1/decide/batch", json={"rows": rows}, timeout=600)
     assert r.status_code == 200, r.text
     got = r.json()["records"]
-    want = _cli_records(tmp_path, rows, "shared", monkeypatch, backend=smol_torch)
+    # a server not told its readout reads the scorer's default; a records run reads letters unless told
+    want = _cli_records(tmp_path, rows, "shared", monkeypatch, backend=smol_torch, slots=DEFAULT_SLOTS)
     for g, w in zip(got, want, strict=True):
         assert g["prompt_sha256"] == w["prompt_sha256"] and g["tokens_sha256"] == w["tokens_sha256"]
         assert g["choice"] == w["choice"] and g["run"]["config_sha256"] == w["run"]["config_sha256"]
