@@ -48,6 +48,7 @@ from scorer.core.checks import (
     check_slots,
     check_slots_backend,
     one_of,
+    scores_continuations,
 )
 from scorer.core.errors import InputError, SemifError, brief
 from scorer.core.hashing import sha256_chunks
@@ -379,7 +380,8 @@ class Scorer:
         # One validation for the API and the command line (scorer.core.checks): the same rules, the same words.
         self.mode, self.max_batch_tokens = check_run_options(mode, max_batch_tokens)
         if slots is None:  # the default readout, unless the backend or a calibration file rules it out
-            continuations = backend.scores_continuations if isinstance(backend, Backend) else backend != "openai"
+            continuations = backend.scores_continuations if isinstance(backend, Backend) \
+                else scores_continuations(str(backend))
             slots = default_slots(continuations, calibration is not None)
         self.slots = check_slots(slots)
         self.sequence_norm = check_sequence_norm(sequence_norm, self.slots)

@@ -192,10 +192,17 @@ def check_sequence_norm(norm: Any, slots: str) -> str | None:
     return one_of(norm, SEQUENCE_NORMS, "sequence_norm")
 
 
+def scores_continuations(backend: str) -> bool:
+    """Whether the backend named ``backend`` reads every position of a pass, as the continuation readouts need: not
+    the ``openai`` backend, a remote engine returning one position's log-probabilities (a built backend says so in
+    :attr:`scorer.backends.base.Backend.scores_continuations`)."""
+    return backend != "openai"
+
+
 def check_slots_backend(slots: str, backend: str) -> None:
     """``--slots sequence`` reads every position of a pass, which the ``openai`` backend (a remote engine returning
     one position's log-probabilities) cannot give: refused before anything loads, naming the slots."""
-    if (slots in SEQUENCE_SLOTS or slots == AUTO_SLOTS) and backend == "openai":
+    if (slots in SEQUENCE_SLOTS or slots == AUTO_SLOTS) and not scores_continuations(backend):
         raise OptionError("slots", f"{slots} scores each option's tokens at every position of a pass, which the openai "
                           "backend does not return (it reads one position's log-probabilities); use the torch or "
                           "llamacpp backend, or --slots ids")
