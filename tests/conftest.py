@@ -92,3 +92,11 @@ def smol_llamacpp() -> Any:
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return ROOT / "data"
+
+
+@pytest.fixture(scope="module")
+def fresh_seen() -> dict[str, dict[tuple[int, ...], Any]]:
+    """:func:`fakes.fresh_loglik`'s fresh passes, kept per backend name for one test module: the real checks hold
+    several modes (and every option of a row) to the same prompts, and each prompt's reference is still its own fresh
+    pass from an empty state, read once."""
+    return {}

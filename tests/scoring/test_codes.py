@@ -169,12 +169,6 @@ CODES_TOL = {"torch": 1e-4, "llamacpp": 0.0}
 bounds (tests/scoring/test_sequence.py SEQ_TOL, measured there), which this readout shares."""
 
 
-@pytest.fixture(scope="module")
-def fresh_seen() -> dict[str, dict[tuple[int, ...], np.ndarray]]:
-    """The reference's fresh passes, kept per backend for this module (both modes read the same prompts)."""
-    return {}
-
-
 def _check_real(backend: Backend, mode: str, seen_by_backend: dict[str, dict[tuple[int, ...], np.ndarray]]) -> None:
     recs = _records(REAL_ROWS, mode, backend)
     validate_records(recs)

@@ -373,13 +373,6 @@ Measured on the rows above (every mode × layout below, state-major with demonst
 question-major with demonstrations moved one by 0.121)."""
 
 
-@pytest.fixture(scope="module")
-def fresh_seen() -> dict[str, dict[tuple[int, ...], np.ndarray]]:
-    """The reference's fresh passes, kept per backend for this module: both modes of a case (and every option of a
-    row) are checked against the same prompts, and each prompt's reference is still its own fresh pass."""
-    return {}
-
-
 def _check_real(backend: Backend, mode: str, seen: dict[str, dict[tuple[int, ...], np.ndarray]],
                 layout: str = "state-major", demos: Demos | None = None, slots: str = "sequence") -> float:
     recs = _records(REAL_ROWS, mode, backend=backend, layout=layout, demos=demos, slots=slots)
