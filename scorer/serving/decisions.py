@@ -18,9 +18,9 @@ Images (``input_image`` anywhere) are refused: SemIf serves text models.
 * ``predicate`` → a ``yesno`` question whose text is the instructions (the statement), options *True* / *False*:
   ``{probability: p(true)}``;
 * ``choice`` → ``choice`` with one option per value (2–255; a string value is its own id, a boolean ``true`` the id
-  ``true``; a description, when given, is what the model reads, after the id where the readout letters the options:
-  :func:`scorer.serving.wire.as_shown`): ``{choice: the value with its JSON type,
-  confidence, probabilities: [{value, probability}]}``;
+  ``true``; a description, when given, is what the model reads, else the id:
+  :func:`scorer.serving.wire.option_description`): ``{choice: the value with its JSON type, confidence,
+  probabilities: [{value, probability}]}``;
 * ``score`` → ``score`` over the levels in order (ids ``"0"``…; what the model reads is ``label: description``):
   ``{score: Σ i·p_i, confidence, probabilities: [{value: i, label, probability}]}``.
 
@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, St
 
 from scorer.decision.confidence import choice_confidence, expected_level, score_confidence
 from scorer.decision.questions import NO, YES
-from scorer.serving.wire import AskResult, extension, probabilities, text_of, usage
+from scorer.serving.wire import AskResult, extension, option_description, probabilities, text_of, usage
 
 MAX_QUESTIONS = 400
 MAX_CHOICES = 255
@@ -264,7 +264,7 @@ def to_ask(req: DecisionsRequest) -> tuple[dict[str, dict[str, Any]], dict[int, 
                               "option by its id, so they cannot be told apart")
                 continue
             out[f"q{i}"] = {"type": "choice", "question": text, "options": [
-                {"id": oid, "description": c.description or oid}
+                {"id": oid, "description": option_description(oid, c.description)}
                 for oid, c in zip(ids, q.choices, strict=True)]}
         else:
             out[f"q{i}"] = {"type": "score", "question": text, "options": [

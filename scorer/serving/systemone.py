@@ -8,9 +8,8 @@ are ignored), each question translated to one of SemIf's question types:
 System One  SemIf question                                                  answer
 ==========  =============================================================  =========================================
 ``choice``  ``choice``: one option per ``criteria`` entry, its id the      ``{choice, confidence, probabilities
-            name, its description the entry's text (null: the name;       {name: p}}``
-            after the name where the readout letters the options:
-            :func:`scorer.serving.wire.as_shown`)
+            name, its description the entry's text (null or empty: the    {name: p}}``
+            name): :func:`scorer.serving.wire.option_description`
 ``score``   ``score``: the ``criteria`` levels in order, ids ``"0"``…      ``{score: Σ i·p_i, confidence, legend
             (the level index), descriptions the level texts                {"0": text}, probabilities {"0": p}}``
 ``noul``    ``yesno``: ``yes``/``no``, described by ``criteria.true`` /    ``{noul: p(yes)}``
@@ -38,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from scorer.decision.confidence import choice_confidence, expected_level, score_confidence
 from scorer.decision.questions import NO, YES, YES_NO_OPTIONS
-from scorer.serving.wire import AskResult, extension, probabilities, text_of, usage
+from scorer.serving.wire import AskResult, extension, option_description, probabilities, text_of, usage
 
 JSONText = StrictStr | dict[str, Any] | list[Any]
 """A text field that may also be JSON (instructions, descriptions)."""
@@ -113,7 +112,7 @@ def to_ask(req: SystemOneRequest) -> dict[str, dict[str, Any]]:
             raise Unsupported(["body", "questions", name, "box"],
                               "box questions locate things in images: SemIf serves text models")
         if isinstance(q, ChoiceQuestion):
-            options = [{"id": k, "description": (None if v is None else text_of(v)) or k}
+            options = [{"id": k, "description": option_description(k, None if v is None else text_of(v))}
                        for k, v in q.criteria.items()]
             out[name] = {"type": "choice", "question": question, "options": options}
         elif isinstance(q, ScoreQuestion):

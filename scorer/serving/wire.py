@@ -1,7 +1,7 @@
 """What the two decision-API dialects of ``semif serve`` share (``/v1/systemone``: :mod:`scorer.serving.systemone`;
-``/v1/decisions``: :mod:`scorer.serving.decisions`): text of JSON-valued fields, the translation of a request into
-one :meth:`~scorer.api.Scorer.ask` per served model (a route asks twice), token usage read off the records, and the
-error every dialect answers with.
+``/v1/decisions``: :mod:`scorer.serving.decisions`): text of JSON-valued fields, what a choice option is shown to
+the model as, the translation of a request into one :meth:`~scorer.api.Scorer.ask` per served model (a route asks
+twice), token usage read off the records, and the error every dialect answers with.
 
 Both dialects are thin translators onto :meth:`Scorer.ask`: the same question gets the same numbers through
 ``/v1/ask``, ``/v1/systemone``, ``/v1/decisions``, the Python API and ``semif ask``. What a dialect adds is its wire
@@ -21,7 +21,6 @@ import orjson
 from scorer.api import Scorer
 from scorer.decision.policy import escalates
 from scorer.decision.questions import Answer, Answers
-from scorer.prompting.prompt import lists_ids, slots_for
 from scorer.serving.served import ServedModels
 
 
@@ -31,31 +30,13 @@ def text_of(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def named_description(name: str, description: str | None) -> str:
-    """What an option named ``name`` (a criteria key, a choice value) is described as to a model that never reads
-    its id (letters, numbers: :func:`as_shown`): its name and description (``refund: asks for money back``), the name
-    alone without a description, and the description alone when it only spells the name again (``yes`` described
-    ``Yes``)."""
-    if not description:
-        return name
-    return description if description.strip().casefold() == name.strip().casefold() else f"{name}: {description}"
-
-
-def as_shown(scorer: Scorer, questions: Mapping[str, Any]) -> dict[str, Any]:
-    """A dialect's questions (``{name: {type, question, options}}``) as ``scorer`` is asked them. A ``choice``
-    question's option ids are the names the client gave its options (``refund``), which mean something: where the
-    scorer's readout lists the options under their ids (``json``, ``ids``, ``sequence``: :func:`~scorer.prompting.
-    prompt.lists_ids`), the model reads each name already and is given the description as it came; where it letters
-    or numbers them, each description is prefixed with its name (:func:`named_description`), so the model still sees
-    it — not ``refund. refund: …`` in the one, nor a bare description in the other."""
-    out: dict[str, Any] = {}
-    for name, q in questions.items():
-        ids = [o["id"] for o in q["options"]] if q["type"] == "choice" else []
-        if ids and not lists_ids(slots_for(scorer.slots, len(ids), ids)):
-            q = {**q, "options": [{**o, "description": named_description(o["id"], o.get("description"))}
-                                  for o in q["options"]]}
-        out[name] = q
-    return out
+def option_description(name: str, description: str | None) -> str:
+    """What the model reads for a choice option named ``name`` (a criteria key, a choice value): its description as
+    the client gave it, or the name where it gave none (null or empty). The name is not put before a description:
+    the single-request studies' prompts list each option by its description alone (``A. 45.00 EUR as store credit``),
+    and beside them the dialects' earlier ``name: description`` lines were right less often on choice questions in
+    three of the four measurements (both models, the authored and single sets; docs/results.md)."""
+    return description or name
 
 
 @dataclass(frozen=True)
@@ -84,19 +65,19 @@ def ask(models: ServedModels, served: str, state: Any, questions: Mapping[str, A
     """``questions`` (``{name: {type, question, options}}``, validated) about ``state`` on the served model or route
     ``served`` (resolved: :meth:`ServedModels.resolve`). A route asks its fast model, then its accurate model the
     questions whose fast answer :func:`~scorer.decision.policy.escalates` at the route's threshold (acting margin,
-    or a tie), in one more :meth:`Scorer.ask`. Each model is asked the questions :func:`as_shown` to it."""
+    or a tie), in one more :meth:`Scorer.ask`."""
     route = models.routes.get(served)
     if route is None:
         scorer = models.scorers[served]
-        answers = scorer.ask(state, as_shown(scorer, questions))
+        answers = scorer.ask(state, questions)
         return AskResult({n: Asked(a, served, False) for n, a in answers.items()}, answers.records, served)
     fast_scorer, accurate_scorer = models.scorers[route.fast], models.scorers[route.accurate]
-    fast = fast_scorer.ask(state, as_shown(fast_scorer, questions))
+    fast = fast_scorer.ask(state, questions)
     up = [n for n, a in fast.items() if escalates(a.record, route.threshold)]
     asked = {n: Asked(a, route.fast, False) for n, a in fast.items()}
     records = fast.records
     if up:
-        accurate: Answers = accurate_scorer.ask(state, as_shown(accurate_scorer, {n: questions[n] for n in up}))
+        accurate: Answers = accurate_scorer.ask(state, {n: questions[n] for n in up})
         asked.update({n: Asked(accurate[n], route.accurate, True) for n in up})
         records += accurate.records
     return AskResult({n: asked[n] for n in questions}, records, served)
