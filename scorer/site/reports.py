@@ -87,8 +87,8 @@ _SECTIONS = (
     ("engines", "Engines side by side: throughput against decision quality (vLLM, llama.cpp, torch)"),
     ("quality-study", "Which way of asking gets decisions right (layout, examples, readout, calibration; out of fold)"),
     ("confidence", "What confidence means: how often answers at each confidence are right"),
-    ("decision-latency", "Latency of one request with 1 to 64 questions (semif serve, typed-gguf, llama-server with a "
-                         "grammar)"),
+    ("decision-latency", "Latency of one request with several questions on one state (semif serve, typed-gguf, "
+                         "llama-server with a grammar)"),
     ("busy", "Scoring on a busy machine: slowdown beside a CPU-bound job (SemIf and typed-gguf)"),
     ("single-request", "Right on one request: SemIf beside typed-gguf, each state asked alone"),
 )
