@@ -451,7 +451,7 @@ def test_semif_score_against_semif_serve_records_what_scorer_ask_answers(tmp_pat
     recs = {r["id"]: r for r in read_records(out)}
     with Scorer(backend=FakeBackend(), mode="shared") as s:
         team = s.ask(rows[0]["state"], {"t1": {"type": "choice", "question": "Which team?", "options": [
-            {"id": k, "description": f"{k}: {v}"} for k, v in rows[0]["options"].items()]}})["t1"]
+            {"id": k, "description": v} for k, v in rows[0]["options"].items()]}})["t1"]
         refund = s.ask(rows[1]["state"], {"t2": {"type": "yesno", "question": "Refund?"}})["t2"]
     assert recs["t1"]["probabilities"] == pytest.approx(list(team.probabilities.values()), abs=1e-9)
     assert recs["t2"]["probabilities"][0] == pytest.approx(refund.probabilities["yes"], abs=1e-9)
