@@ -696,6 +696,20 @@ def cells_of(rows: list[dict[str, Any]], max_load: float) -> list[dict[str, Any]
     return out
 
 
+def silent_lanes(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lanes that started but answered none of their timed requests (a server that died after it was ready, as
+    typed-gguf's host does where its build meets an instruction the CPU lacks), for ``failed_lanes``: a lane whose
+    cells all read ``no answer`` is a failed lane, not a slow one."""
+    out = []
+    for model, lane in dict.fromkeys((r["model"], r["lane"]) for r in rows):
+        mine = [r for r in rows if (r["model"], r["lane"]) == (model, lane)]
+        if not any(r.get("status") == 200 for r in mine):
+            seen = sorted({str(r.get("status")) for r in mine})
+            out.append({"model": model, "lane": lane, "error": f"answered none of its {len(mine)} timed requests "
+                                                               f"(status: {'; '.join(seen)[:600]})"})
+    return out
+
+
 def _csv(kind: type, text: str) -> list[Any]:
     return [kind(x.strip()) for x in text.split(",") if x.strip()]
 
@@ -790,7 +804,9 @@ def main(argv: list[str] | None = None) -> int:
                 lanes_out += [{"model": model, "lane": ln.name, "tool": ln.tool, "backend": ln.backend, **ln.info}
                               for ln in lanes]
                 if lanes:
-                    rows += measure_model(model, lanes, pool, state, args, rng)
+                    measured = measure_model(model, lanes, pool, state, args, rng)
+                    failed += silent_lanes(measured)
+                    rows += measured
     cells = cells_of(rows, args.max_load)
     size_ratios = ratios(cells, args.sizes)
     biggest = questions_for(pool, max(args.sizes))

@@ -101,11 +101,13 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             backend = load_backend(BackendConfig(model=args.model, backend="llamacpp"))
             load_s = time.perf_counter() - t0
+            # the kernels llama.cpp was built with (an AVX2-only build on an AVX-512 CPU runs AVX2's kernels)
+            build = backend.model_info().get("llama", {}).get("system_info")
             runs = {m: run_mode(backend, decisions, m, args.max_batch_tokens) for m in ("direct", "serial", "shared")}
             close = getattr(backend, "close", None)
             if callable(close):
                 close()
-        row: dict[str, Any] = {"variant": name, "settings": settings, "load_s": round(load_s, 2),
+        row: dict[str, Any] = {"variant": name, "settings": settings, "system_info": build, "load_s": round(load_s, 2),
                                "wall_s": {m: round(r.wall_s, 2) for m, r in runs.items()}, "modes": {}}
         for m in ("serial", "shared"):
             s = compare(runs["direct"].records, runs[m].records)

@@ -47,6 +47,7 @@ import ctypes
 import itertools
 import platform
 import re
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -143,6 +144,40 @@ def _stream_cap(seqs: int, cells: int) -> int:
     """``seqs`` sequences of ``cells`` cells each, fewer if they would hold more than :data:`_MAX_TOTAL_CELLS`
     (never under 2: a prefix and one branch)."""
     return max(2, min(seqs, _MAX_TOTAL_CELLS // _round_up(cells, _CELL_ROUND)))
+
+
+_U32 = struct.Struct("<I")
+_STATE_MAGIC = 0xAF143CD8
+"""What llama.cpp's saved sequence state starts with (then the sequence id it was saved from, 4 bytes)."""
+
+
+def restream(data: bytes, old: int, new: int) -> bytes | None:
+    """A sequence's state saved from a plain KV cache of ``old`` streams (``llama_state_seq_get_data``), framed for
+    a context of ``new`` streams; None where ``data`` is not one such state.
+
+    Why: llama.cpp writes a sequence's state as a magic number, the sequence id, the cache's stream count, then per
+    stream its cell count and, for the one stream that holds the sequence, its cells' positions and K/V rows; it
+    refuses a state whose stream count is not the context's, and reads the cells into the destination sequence's own
+    stream whichever stream (and sequence id) they came from. So a context resized to more (or fewer) streams can
+    take a held state whole, its one block of cells moved under the new count, instead of decoding its tokens again
+    (a radix cache holds many: in ``semif serve`` each resize made every held state stale, and the next request
+    decoded them all again, slower than a cold one). The cells and their K/V are the same bytes, restored into cells
+    0… of a fresh stream as before."""
+    if old == new:
+        return data
+    head = 8  # the magic number and the sequence id, kept as they are
+    if (old < 1 or new < 1 or len(data) < head + 4 * (old + 1) or _U32.unpack_from(data, 0)[0] != _STATE_MAGIC
+            or _U32.unpack_from(data, head)[0] != old):
+        return None
+    lead = 0  # empty streams before the one that holds the sequence (a block starts with its non-zero cell count)
+    while lead < old and _U32.unpack_from(data, head + 4 * (1 + lead))[0] == 0:
+        lead += 1
+    if lead == old:  # no cells at all
+        return data[:head] + _U32.pack(new) + bytes(4 * new) if len(data) == head + 4 * (old + 1) else None
+    start, end = head + 4 * (1 + lead), len(data) - 4 * (old - 1 - lead)  # after it, the empty streams: 0 each
+    if end <= start or any(data[end:]):
+        return None
+    return data[:head] + _U32.pack(new) + data[start:end] + bytes(4 * (new - 1))
 
 
 def pass_width(part: list[list[int]]) -> int:
@@ -271,6 +306,9 @@ class LlamaCppBackend(Backend):
         # neither can be cut back to a shorter prefix.
         self.cuts_prefixes = not (lib.llama_model_is_recurrent(self._model) or lib.llama_model_is_hybrid(self._model)
                                   or int(lib.llama_model_n_swa(self._model)) > 0)
+        # A held state is moved to a resized context's stream count (restream) only for one plain KV cache: a
+        # sliding-window or recurrent model saves more than one cache's blocks, and those are decoded again.
+        self._restreams = self.cuts_prefixes
         self.gguf: GGUFIdentity = identity(path, sha, ftype)
 
         # Validation 1: the whole vocabulary, then rendered probe prompts.
@@ -602,9 +640,16 @@ class LlamaCppBackend(Backend):
         return Prefix(head + list(ids), saved, time.perf_counter() - t0, len(saved.data))
 
     def _state(self, prefix: Prefix) -> _PrefixState:
+        """The prefix's saved state, framed for the context's stream count when it was saved under another and can be
+        moved (:func:`restream`; kept so, the next use is free); a state that cannot is returned as saved, stale."""
         if not isinstance(prefix.handle, _PrefixState):
             raise ValidationError("this prefix was released")
-        return prefix.handle
+        state, streams = prefix.handle, self._ctx_info["n_seq_max"]
+        if state.streams != streams and self._restreams and not UNIFIED_KV:
+            data = restream(state.data, state.streams, streams)
+            if data is not None:
+                state = prefix.handle = _PrefixState(data, state.n_past, streams)
+        return state
 
     def _score_with_prefix(self, prefix: Prefix, suffix: list[int], want: Sequence[int] | None = None
                            ) -> tuple[np.ndarray, float]:

@@ -291,3 +291,27 @@ def test_same_grid_counts_identical_tensors_and_their_share_of_bytes(tmp_path: A
     assert got["identical_share_of_bytes"] == pytest.approx(256 / (256 + 256 + 128 + 256))
     assert got["by_type"] == {"F32": {"tensors": 3, "same_type": 2, "identical": 1},
                               "F16": {"tensors": 1, "same_type": 0, "identical": 0}}
+
+
+def test_restream_moves_the_one_block_of_cells_under_another_stream_count() -> None:
+    import struct
+
+    from scorer.backends.llamacpp_backend import restream
+
+    def u32(*xs: int) -> bytes:
+        return b"".join(struct.pack("<I", x) for x in xs)
+
+    head = u32(0xAF143CD8, 7)  # llama.cpp's magic number and the sequence id saved from
+    block = u32(3) + bytes(range(1, 40)) + bytes(8)  # a cell count, then cells whose last bytes may well be zeros
+    for old, lead in ((1, 0), (4, 0), (4, 2), (4, 3)):
+        saved = head + u32(old) + u32(*[0] * lead) + block + u32(*[0] * (old - 1 - lead))
+        for new in (1, 2, 7):
+            moved = restream(saved, old, new)
+            assert moved == head + u32(new) + block + u32(*[0] * (new - 1))
+            assert restream(moved, new, old) == head + u32(old) + block + u32(*[0] * (old - 1))
+    assert restream(b"whatever", 3, 3) == b"whatever"  # the same count: as saved
+    assert restream(head + u32(2, 0, 0), 2, 3) == head + u32(3, 0, 0, 0)  # an empty state
+    assert restream(head + u32(3) + block, 2, 3) is None  # saved under another count than it says
+    assert restream(head + u32(2) + block + u32(5), 2, 3) is None  # a second stream holds cells: not one block
+    assert restream(head + u32(2, 0), 2, 3) is None  # cut short
+    assert restream(u32(1, 7, 2) + block + u32(0), 2, 3) is None  # not a llama.cpp sequence state

@@ -100,12 +100,15 @@ def test_a_pass_of_very_different_suffixes_goes_in_width_groups_and_equals_direc
     assert [r["option_logits"] for r in out["shared"]] == [r["option_logits"] for r in out["direct"]]
 
 
-def test_a_stale_held_state_is_extended_from_its_kept_tokens_and_refreshed_by_a_pure_cut(
-        smol_llamacpp: Any, rows: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A state saved before the context was resized to another number of streams cannot be restored by llama.cpp.
-    Extended (a radix cache builds a new state from the shallowest held one), only its kept tokens are decoded again,
-    not the whole state to be cut back; cut without new tokens (a cut the cache does not keep), it is decoded whole
-    once and refreshed, so the next cut costs nothing. Both equal fresh scoring to the bit."""
+@pytest.mark.parametrize("moves", [True, False], ids=["moved", "decoded-again"])
+def test_a_held_state_outlives_a_resize_to_other_streams(smol_llamacpp: Any, rows: list[Any], moves: bool,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state saved before the context was resized to another number of streams: llama.cpp refuses it as saved.
+    Moved (``restream``: a plain KV cache, as SmolLM2's), it is restored with no model work at all; where it cannot
+    be moved (a sliding-window or recurrent cache, forced here) an extension decodes only its kept tokens again, not
+    the whole state to be cut back, and a pure cut decodes it whole once and refreshes it, so the next cut costs
+    nothing. Every path equals fresh scoring to the bit."""
+    monkeypatch.setattr(smol_llamacpp, "_restreams", moves)
     (item,) = prepare(smol_llamacpp, rows[:1], with_prefix=False)
     ids, slots = item.prompt.ids, item.prompt.slot_ids
     fresh = smol_llamacpp.score_fresh(ids, want=slots)
@@ -118,16 +121,22 @@ def test_a_stale_held_state_is_extended_from_its_kept_tokens_and_refreshed_by_a_
         decoded.append(len(t)), real(s, t, logits, canonical))[1])
     keep = len(ids) // 2
     extended = smol_llamacpp.extend(held, ids[keep:-1], keep=keep)
-    assert decoded == [keep, len(ids) - 1 - keep]  # the kept part, then the extension: never the whole held state
+    # the kept part (only where the state cannot be moved), then the extension: never the whole held state
+    assert decoded == ([] if moves else [keep]) + [len(ids) - 1 - keep]
     decoded.clear()
     cut = smol_llamacpp.extend(held, [], keep=len(ids) - 1)
-    assert decoded == [len(held.ids)] and held.handle.streams == streams + 3  # decoded whole once, and refreshed
+    assert decoded == ([] if moves else [len(held.ids)]) and held.handle.streams == streams + 3
     decoded.clear()
     again = smol_llamacpp.extend(held, [], keep=len(ids) - 1)
     assert decoded == []  # restored and cut: no model work
     for prefix in (extended, cut, again):
         logits, _ = smol_llamacpp.score_with_prefix(prefix, ids[-1:], want=slots)
         assert np.array_equal(logits, fresh)
+    # and back to fewer streams than it was saved under (a plan capped by memory): still the same numbers
+    smol_llamacpp._resize(smol_llamacpp._stream_cells, 2, smol_llamacpp._ctx_info["n_batch"])
+    decoded.clear()
+    logits, _ = smol_llamacpp.score_with_prefix(extended, ids[-1:], want=slots)
+    assert np.array_equal(logits, fresh) and decoded == ([1] if moves else [len(ids) - 1, 1])
     for prefix in (held, extended, cut, again):
         smol_llamacpp.release(prefix)
 

@@ -219,3 +219,13 @@ def test_a_run_on_fake_lanes_writes_a_report_the_site_draws(tmp_path: Path, monk
     assert "llama-server 4.0×" in str(report.charts[0]) and "semif-torch · 4 q" in str(report.charts[1])
     with pytest.raises(SystemExit, match="exists"):
         dl.main(["--models", "smollm2-135m", "--sizes", "1", "--output", str(out)])
+
+
+def test_a_lane_that_answers_nothing_is_a_failed_lane() -> None:
+    rows = [{"model": "m", "lane": "typed-gguf", "status": "RemoteProtocolError: closed", "problems": ["no answer"]},
+            {"model": "m", "lane": "typed-gguf", "status": 500, "problems": ["HTTP 500"]},
+            {"model": "m", "lane": "semif-torch", "status": 200, "problems": []},
+            {"model": "m", "lane": "semif-torch", "status": 500, "problems": ["HTTP 500"]}]
+    failed = dl.silent_lanes(rows)
+    assert [(f["model"], f["lane"]) for f in failed] == [("m", "typed-gguf")]
+    assert "none of its 2 timed requests" in failed[0]["error"] and "RemoteProtocolError" in failed[0]["error"]
