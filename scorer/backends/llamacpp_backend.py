@@ -460,7 +460,8 @@ class LlamaCppBackend(Backend):
             self._lib.llama_memory_clear(self._mem, False)
 
     def _take(self, tokens: Sequence[int] = ()) -> _Seq:
-        """A free sequence, said to hold ``tokens`` (the caller puts their KV there)."""
+        """The free sequence with the lowest id (:meth:`_branch` wants consecutive ones), said to hold ``tokens`` (the
+        caller puts their KV there)."""
         if not self._free:
             raise ModelError(f"no free llama.cpp sequence (n_seq_max {self._ctx_info['n_seq_max']})")
         s = _Seq(self._free.pop(), len(tokens), list(tokens))
@@ -471,6 +472,7 @@ class LlamaCppBackend(Backend):
         self._lib.llama_memory_seq_rm(self._mem, s.seq, -1, -1)
         del self._live[s.seq]
         self._free.append(s.seq)
+        self._free.sort(reverse=True)  # popped from the end: the lowest id first
 
     def _save(self, s: _Seq) -> bytes:
         lib = self._lib
@@ -681,15 +683,23 @@ class LlamaCppBackend(Backend):
                      batch=len(part) * width)
         self._idle_reset()
         seqs = [self._restore(prefix)]
+        # Each width group's branches take consecutive, increasing sequence ids in the order its batch lays them out
+        # (:meth:`_grouped`): llama.cpp puts the streams of a batch into one ubatch only while their ids step up by one
+        # (split_equal's sequential mode), and decoded a pass in any other order as one ubatch per branch — 21 small
+        # matrix products in place of one. Measured on qwen2.5-0.5b, 21 branches of 33 tokens: 3.8 s against 5.1–5.5 s,
+        # and every other pass came in reverse order (freed ids went back on the free list last-in, first-out).
+        # The logits are the same to the bit either way.
+        at: dict[int, int] = {}
         try:
-            for _ in part:
+            for i in (i for group in width_groups([len(x) for x in part]) for i in group):
                 b = self._take(prefix.ids)
                 self._lib.llama_memory_seq_cp(self._mem, seqs[0].seq, b.seq, -1, -1)
+                at[i] = len(seqs)
                 seqs.append(b)
         except BaseException:
             self._unbranch(seqs)
             raise
-        return seqs
+        return [seqs[0], *(seqs[at[i]] for i in range(len(part)))]
 
     def _pass(self, prefix: Prefix, branched: list[_Seq], part: list[list[int]],
               wants: list[Sequence[int]] | None = None) -> list[np.ndarray]:

@@ -92,12 +92,20 @@ def test_a_pass_of_very_different_suffixes_goes_in_width_groups_and_equals_direc
         return seen[-1]
 
     monkeypatch.setattr(llamacpp_backend, "width_groups", recording)
+    batches: list[list[int]] = []
+    decode = smol_llamacpp._decode
+    monkeypatch.setattr(smol_llamacpp, "_decode", lambda tokens, pos, seqs, want: (
+        batches.append(list(dict.fromkeys(seqs))), decode(tokens, pos, seqs, want))[1])
     out = {}
-    for mode in ("direct", "shared"):
+    for mode in ("direct", "shared", "shared"):  # shared twice: the second pass reuses the ids the first freed
         items = prepare(smol_llamacpp, mixed, with_prefix=mode != "direct")
         out[mode] = list(score_items(smol_llamacpp, items, mode, {"config_sha256": "test"}))
-    assert [len(g) for g in seen] == [2] and sorted(len(x) for x in seen[0]) == [1, 2]
+    # one grouping per pass (the branching and the batches follow it): two groups, the long branch apart
+    assert len(seen) == 4 and all(g == seen[0] for g in seen) and sorted(len(x) for x in seen[0]) == [1, 2]
     assert [r["option_logits"] for r in out["shared"]] == [r["option_logits"] for r in out["direct"]]
+    # every packed batch's branches have consecutive, increasing ids, which llama.cpp decodes as one ubatch
+    packed = [b for b in batches if len(b) > 1]
+    assert len(packed) == 2 and all(b == list(range(b[0], b[0] + len(b))) for b in packed)
 
 
 @pytest.mark.parametrize("moves", [True, False], ids=["moved", "decoded-again"])
