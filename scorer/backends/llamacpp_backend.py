@@ -460,8 +460,8 @@ class LlamaCppBackend(Backend):
             self._lib.llama_memory_clear(self._mem, False)
 
     def _take(self, tokens: Sequence[int] = ()) -> _Seq:
-        """The free sequence with the lowest id (:meth:`_branch` wants consecutive ones), said to hold ``tokens`` (the
-        caller puts their KV there)."""
+        """The free sequence with the lowest id (so :meth:`_branch` can order its branches' ids), said to hold
+        ``tokens`` (the caller puts their KV there)."""
         if not self._free:
             raise ModelError(f"no free llama.cpp sequence (n_seq_max {self._ctx_info['n_seq_max']})")
         s = _Seq(self._free.pop(), len(tokens), list(tokens))
@@ -683,15 +683,15 @@ class LlamaCppBackend(Backend):
                      batch=len(part) * width)
         self._idle_reset()
         seqs = [self._restore(prefix)]
-        # Each width group's branches take consecutive, increasing sequence ids in the order its batch lays them out
-        # (:meth:`_grouped`): llama.cpp puts the streams of a batch into one ubatch only while their ids step up by one
-        # (split_equal's sequential mode), and decoded a pass in any other order as one ubatch per branch — 21 small
-        # matrix products in place of one. Measured on qwen2.5-0.5b, 21 branches of 33 tokens: 3.8 s against 5.1–5.5 s,
-        # and every other pass came in reverse order (freed ids went back on the free list last-in, first-out).
-        # The logits are the same to the bit either way.
+        # Each branch is decoded as a ubatch of its own, always: llama.cpp puts the streams of a batch into one ubatch
+        # where their ids step up by one in batch order (split_equal's sequential mode), and that one ubatch is not
+        # computed as direct mode computes a prompt (qwen2.5-1.5b with AVX2's kernels, 21 branches of 33 tokens: up to
+        # 3.6e-6 in a logit; one ubatch per branch: 0). So the branches take decreasing ids in batch order (the lowest
+        # free id last). Before, the ids came off the free list in whatever order the last pass had left them, and
+        # every other pass went as one ubatch — faster (qwen2.5-0.5b: 3.8 s against 5.1-5.5 s) but not exact.
         at: dict[int, int] = {}
         try:
-            for i in (i for group in width_groups([len(x) for x in part]) for i in group):
+            for i in reversed([i for group in width_groups([len(x) for x in part]) for i in group]):
                 b = self._take(prefix.ids)
                 self._lib.llama_memory_seq_cp(self._mem, seqs[0].seq, b.seq, -1, -1)
                 at[i] = len(seqs)
