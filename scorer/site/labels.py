@@ -43,11 +43,26 @@ def cpu_name(obj: dict[str, Any]) -> str:
     return " ".join(re.sub(r"\((R|TM)\)|\b(Processor|CPU)\b", " ", cpu, flags=re.IGNORECASE).split())
 
 
+def kernels(obj: dict[str, Any]) -> str:
+    """The widest x86 vector set a llama.cpp build computed with (its ``system_info``): one machine can run a native
+    build and an AVX2-only one, and the two are different measurements of the same model on the same CPU."""
+    info = str(((obj.get("model") or {}).get("llama") or {}).get("system_info") or "")
+    for flag, name in (("AVX512", "AVX-512"), ("AVX2", "AVX2"), ("AVX", "AVX")):
+        if re.search(rf"\b{flag} = 1\b", info):
+            return name
+    return ""
+
+
 def distinct_labels(traces: list[TraceFile]) -> None:
-    """Labels that match get the input's id, then the CPU's name, then the run's date, then (still matching) the
-    file's name; a detail is added only where it tells the matching traces apart (so names stay short)."""
+    """Labels that match get the input's id, then the CPU's name, then the kernels' vector set, then the run's date,
+    then its time, then (still matching) the file's name; a detail is added only where it tells the matching traces
+    apart (so names stay short)."""
+    def created(t: TraceFile) -> str:
+        return str((t.obj.get("experiment") or {}).get("created_utc", ""))
+
     for extra in (lambda t: str((t.obj.get("inputs") or {}).get("id", "")), lambda t: cpu_name(t.obj),
-                  lambda t: str((t.obj.get("experiment") or {}).get("created_utc", ""))[:10], lambda t: t.slug):
+                  lambda t: kernels(t.obj), lambda t: created(t)[:10], lambda t: created(t)[11:16],
+                  lambda t: t.slug):
         groups: dict[str, list[TraceFile]] = {}
         for t in traces:
             groups.setdefault(t.label, []).append(t)

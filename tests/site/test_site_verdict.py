@@ -172,6 +172,31 @@ def test_one_model_and_engine_on_two_cpus_are_told_apart_by_the_cpu_not_the_file
     assert [t.label for t in docs] == [f"{base} · AMD EPYC", f"{base} · Intel Xeon"]
 
 
+def test_two_builds_of_llama_cpp_on_one_cpu_on_one_day_are_told_apart_by_their_kernels() -> None:
+    """A native build and an AVX2-only build of llama.cpp, same model, machine and day: the vector set their
+    system_info names, before the date and never the file's name (which made the picker's names 98 characters)."""
+    docs = []
+    for info in ("CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512 = 1 | AVX512_VNNI = 1",
+                 "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512_VNNI = 0"):
+        doc = load(V2)
+        doc["model"] = {**doc["model"], "llama": {"system_info": info}}
+        docs.append(trace_file(doc))
+    labels.distinct_labels(docs)
+    base = labels.trace_label(load(V2))
+    assert [t.label for t in docs] == [f"{base} · AVX-512", f"{base} · AVX2"]
+
+
+def test_runs_told_apart_only_by_the_hour_say_the_hour() -> None:
+    docs = []
+    for when in ("2026-12-06T17:14:52Z", "2026-12-06T18:19:50Z"):
+        doc = load(V2)
+        doc["experiment"] = {**doc["experiment"], "created_utc": when}
+        docs.append(trace_file(doc))
+    labels.distinct_labels(docs)
+    base = labels.trace_label(load(V2))
+    assert [t.label for t in docs] == [f"{base} · 17:14", f"{base} · 18:19"]
+
+
 class _Count(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
