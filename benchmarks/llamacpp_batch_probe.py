@@ -13,7 +13,9 @@ Variants (each a fresh load of the same GGUF; nothing else changes):
 * ``unified`` — rule 2 off: one KV stream shared by every branch (a branch's suffix sits behind the other branches'
   cells);
 * ``short-pieces`` — rule 3 off: suffixes decoded as they are, however short;
-* ``before`` — all three off (packed branches are still padded to the pass's longest): the backend before the rules.
+* ``few-outputs`` — rule 4 off: logits read from the wanted rows only (one per prompt alone, one per branch of a
+  packed pass), so the output matrix of a pass of 8 branches or more takes another kernel than a prompt scored alone;
+* ``before`` — all four off (packed branches are still padded to the pass's longest): the backend before the rules.
 
     PYTHONPATH=. .venv/bin/python benchmarks/llamacpp_batch_probe.py --model qwen2.5-0.5b \\
         --input data/workloads/shape-small.jsonl --output data/results/llamacpp-batch-probe-qwen2.5-0.5b.json
@@ -50,7 +52,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "repack": {"REPACK_WEIGHTS": True},
     "unified": {"UNIFIED_KV": True},
     "short-pieces": {"MIN_PIECE": 1},
-    "before": {"REPACK_WEIGHTS": True, "UNIFIED_KV": True, "MIN_PIECE": 1},
+    "few-outputs": {"MIN_OUTPUTS": 1},
+    "before": {"REPACK_WEIGHTS": True, "UNIFIED_KV": True, "MIN_PIECE": 1, "MIN_OUTPUTS": 1},
 }
 VARIANTS = tuple(SETTINGS)
 

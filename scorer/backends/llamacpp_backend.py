@@ -27,9 +27,15 @@ depend on how it was batched, not only on its context; measured on this project'
    other branches' cells and attention sums its terms in another order; in its own stream every branch has the
    layout of a fresh run (the prefix is copied into it, not shared).
 3. **No decode of fewer than** :data:`MIN_PIECE` **tokens of one sequence**: the smallest batches take other
-   matrix kernels. A short suffix is decoded together with the last prefix tokens (cut back off the restored
-   prefix and decoded again), and a long prompt is split into pieces of at most ``n_ubatch`` whose last one
-   is never short. Generation (``decode_next``, one token at a time) is exempt: nothing compares it.
+   matrix kernels. A short suffix is decoded with pad tokens after it, a long prompt is split into pieces of at
+   most ``n_ubatch`` whose last one is never short, and a packed pass gives every branch of a width group as many
+   tokens (llama.cpp puts the group's streams in one ubatch of equal slices: the ids of a group step up by one).
+4. **No logits read from fewer than** :data:`MIN_OUTPUTS` **rows of a ubatch**: the output matrix takes another
+   kernel below 8 rows (measured on qwen2.5-1.5b, both AVX2 and AVX-512 kernels: the last row's logits moved by
+   2.1e-6 between 7 and 8 rows read, and not at all from 1 to 7 or from 8 to 99; on qwen2.5-0.5b a logit moved by
+   0.02). A decode that wants fewer also reads the rows of the last tokens before it, and throws them away. So a
+   packed pass (one ubatch of many branches, one row each) and a prompt scored alone read their logits alike.
+   Generation (``decode_next``, one token at a time) is exempt from 3 and 4: nothing compares it.
 
 The drift that is left is still measured (tests, ``semif drift``, the ``--exact`` probe), never assumed 0.
 * ``decode_start/next/end``: greedy generation in its own sequence.
@@ -80,6 +86,7 @@ _DEFAULT_BATCH = 2048
 _MAX_BATCH = 8192  # longer inputs are decoded in successive n_batch pieces
 _N_UBATCH = 512  # fixed, so the physical batch split (and its numerics) does not depend on the plan
 MIN_PIECE = 8  # the fewest tokens of one sequence decoded together (canonical rule 3 of the module doc)
+MIN_OUTPUTS = 8  # the fewest rows a ubatch's logits are read from (canonical rule 4 of the module doc)
 REPACK_WEIGHTS = False  # canonical rule 1; llama.cpp's own default is True
 UNIFIED_KV = False  # canonical rule 2; a unified cache shares the prefix's cells between branches
 # Above this many KV cells in all streams together a pass is split into fewer branches (memory: ~29 kB per cell
@@ -237,6 +244,18 @@ def pieces(n: int, size: int) -> list[int]:
             rest = MIN_PIECE
         out.append(rest)
     return out
+
+
+def outputs(want: Sequence[int], n: int) -> set[int]:
+    """The rows of an ``n``-token ubatch whose logits are computed when ``want`` are wanted: those, and where they are
+    fewer than :data:`MIN_OUTPUTS` (but some), the last rows before the end that are not, up to that many (rule 4:
+    below it llama.cpp computes the output matrix with another kernel). None wanted, none read."""
+    read = set(want)
+    for j in range(n - 1, -1, -1):
+        if not read or len(read) >= MIN_OUTPUTS:
+            break
+        read.add(j)
+    return read
 
 
 class LlamaCppBackend(Backend):
@@ -506,7 +525,8 @@ class LlamaCppBackend(Backend):
     def _decode(self, tokens: list[int], pos: list[int], seqs: list[int], want: list[int]) -> list[np.ndarray]:
         """One logical batch; logits of the ``want`` indices, in order. One sequence's tokens go in pieces of
         at most ``n_ubatch`` of which none is short (:func:`pieces`); a packed pass of several in ``n_batch``
-        pieces."""
+        pieces (one ubatch each: the context's ``n_ubatch`` is its ``n_batch``). Each piece's logits are read from at
+        least :data:`MIN_OUTPUTS` rows where it has them (:func:`outputs`, rule 4)."""
         lib = self._lib
         n_vocab = self._vocab.n_vocab
         wanted = set(want)
@@ -518,6 +538,7 @@ class LlamaCppBackend(Backend):
             sizes = [min(step, len(tokens) - a) for a in range(0, len(tokens), step)]
         for start, end in itertools.pairwise(np.cumsum([0, *sizes]).tolist()):
             n = end - start
+            read = outputs([i - start for i in wanted if start <= i < end], n)
             batch = lib.llama_batch_init(n, 0, 1)
             try:
                 for j in range(n):
@@ -526,7 +547,7 @@ class LlamaCppBackend(Backend):
                     batch.pos[j] = pos[i]
                     batch.n_seq_id[j] = 1
                     batch.seq_id[j][0] = seqs[i]
-                    batch.logits[j] = i in wanted
+                    batch.logits[j] = j in read
                 batch.n_tokens = n
                 mark = LLAMA_LOG.mark()
                 rc = lib.llama_decode(self._ctx, batch)
@@ -683,15 +704,15 @@ class LlamaCppBackend(Backend):
                      batch=len(part) * width)
         self._idle_reset()
         seqs = [self._restore(prefix)]
-        # Each branch is decoded as a ubatch of its own, always: llama.cpp puts the streams of a batch into one ubatch
-        # where their ids step up by one in batch order (split_equal's sequential mode), and that one ubatch is not
-        # computed as direct mode computes a prompt (qwen2.5-1.5b with AVX2's kernels, 21 branches of 33 tokens: up to
-        # 3.6e-6 in a logit; one ubatch per branch: 0). So the branches take decreasing ids in batch order (the lowest
-        # free id last). Before, the ids came off the free list in whatever order the last pass had left them, and
-        # every other pass went as one ubatch — faster (qwen2.5-0.5b: 3.8 s against 5.1-5.5 s) but not exact.
+        # A width group's branches take consecutive, increasing ids in batch order (the lowest free first): llama.cpp
+        # puts the streams of a batch into one ubatch only where their ids step up by one (split_equal's sequential
+        # mode), and one ubatch of all the branches is computed as direct mode computes each prompt once the logits
+        # are read from as many rows (rule 4; before it, one ubatch of 21 branches of qwen2.5-1.5b was 3.6e-6 off in
+        # a logit, and the branches had been given decreasing ids, one ubatch each: exact, but qwen2.5-1.5b's
+        # 21 x 33 pass took 9.4 s against 5.8 s in one ubatch).
         at: dict[int, int] = {}
         try:
-            for i in reversed([i for group in width_groups([len(x) for x in part]) for i in group]):
+            for i in [i for group in width_groups([len(x) for x in part]) for i in group]:
                 b = self._take(prefix.ids)
                 self._lib.llama_memory_seq_cp(self._mem, seqs[0].seq, b.seq, -1, -1)
                 at[i] = len(seqs)

@@ -51,4 +51,4 @@ def draw_batch_probe(rel: str, rep: ReportFile) -> None:
                                       "direct s", "serial s", "shared s"],
                           "rows": table,
                           "note": "settings: the backend module's rules the variant changes (REPACK_WEIGHTS, "
-                                  "UNIFIED_KV, MIN_PIECE); none for the shipped one"})
+                                  "UNIFIED_KV, MIN_PIECE, MIN_OUTPUTS); none for the shipped one"})

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from scorer.backends.llamacpp_backend import MIN_PIECE, width_groups
+from scorer.backends.llamacpp_backend import MIN_OUTPUTS, MIN_PIECE, outputs, width_groups
 
 
 def _cost(lengths: Sequence[int], groups: list[list[int]], overhead: int) -> int:
@@ -45,3 +45,16 @@ def test_similar_lengths_stay_one_batch_and_a_far_longer_one_goes_apart() -> Non
     assert width_groups([30, 31, 33, 29]) == [[3, 0, 1, 2]]
     assert width_groups([30] * 10 + [200]) == [list(range(10)), [10]]
     assert width_groups([]) == []
+
+
+@pytest.mark.parametrize(("want", "n", "read"), [
+    ([536], 537, set(range(529, 537))),  # a prompt alone: its last row, and the seven before it
+    ([32, 65, 98], 99, {32, 65, 98, 93, 94, 95, 96, 97}),  # three branches: five more rows from the end
+    ([], 40, set()),  # nothing wanted, nothing computed
+    (list(range(0, 330, 33)), 330, set(range(0, 330, 33))),  # ten branches: as many rows as wanted
+    ([0], 1, {0}),  # one token (a generation step): all there is
+    ([3], 5, {0, 1, 2, 3, 4}),
+])
+def test_logits_are_read_from_at_least_min_outputs_rows(want: list[int], n: int, read: set[int]) -> None:
+    assert MIN_OUTPUTS == 8
+    assert outputs(want, n) == read

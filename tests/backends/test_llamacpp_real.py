@@ -103,10 +103,10 @@ def test_a_pass_of_very_different_suffixes_goes_in_width_groups_and_equals_direc
     # one grouping per pass (the branching and the batches follow it): two groups, the long branch apart
     assert len(seen) == 4 and all(g == seen[0] for g in seen) and sorted(len(x) for x in seen[0]) == [1, 2]
     assert [r["option_logits"] for r in out["shared"]] == [r["option_logits"] for r in out["direct"]]
-    # every packed batch's branches have decreasing ids, so llama.cpp decodes each branch as a ubatch of its own (one
-    # ubatch of many is not computed as direct mode is), whatever order earlier passes left the free ids in
+    # every packed batch's branches have ids that step up by one, so llama.cpp decodes each width group as one ubatch
+    # (rule 4 makes that ubatch equal to direct), whatever order earlier passes left the free ids in
     packed = [b for b in batches if len(b) > 1]
-    assert len(packed) == 2 and all(b == sorted(b, reverse=True) for b in packed)
+    assert len(packed) == 2 and all(b == list(range(b[0], b[0] + len(b))) for b in packed)
 
 
 @pytest.mark.parametrize("moves", [True, False], ids=["moved", "decoded-again"])
