@@ -160,41 +160,26 @@ def test_picker_names_are_short_and_distinct(tmp_path: Path) -> None:
     assert any(x.startswith("fake · fake fp32 · CPU") for x in labels)
 
 
-def test_one_model_and_engine_on_two_cpus_are_told_apart_by_the_cpu_not_the_file_name() -> None:
-    """The same showcase run on the same day on an AMD and an Intel machine: the CPU's short name, before the date."""
+@pytest.mark.parametrize(("section", "key", "values", "suffixes"), [
+    # the same showcase on the same day on an AMD and an Intel machine: the CPU's short name, before the date
+    ("machine", "cpu", ("AMD EPYC", "Intel(R) Xeon(R) Processor"), ("AMD EPYC", "Intel Xeon")),
+    # a native and an AVX2-only build of llama.cpp, same model, machine and day: the vector set their system_info
+    # names, never the file's name (which made the picker's names 98 characters)
+    ("model", "llama", ({"system_info": "CPU : AVX = 1 | AVX2 = 1 | FMA = 1 | AVX512 = 1 | AVX512_VNNI = 1"},
+                        {"system_info": "CPU : AVX = 1 | AVX2 = 1 | FMA = 1 | AVX512_VNNI = 0"}), ("AVX-512", "AVX2")),
+    # two runs of one day told apart only by when they ran: the hour
+    ("experiment", "created_utc", ("2026-12-06T17:14:52Z", "2026-12-06T18:19:50Z"), ("17:14", "18:19")),
+], ids=["cpu", "kernels", "hour"])
+def test_traces_that_match_are_told_apart_by_the_first_detail_that_differs(
+        section: str, key: str, values: tuple[Any, Any], suffixes: tuple[str, str]) -> None:
     docs = []
-    for cpu in ("AMD EPYC", "Intel(R) Xeon(R) Processor"):
+    for value in values:
         doc = load(V2)
-        doc["machine"] = {**doc["machine"], "cpu": cpu}
+        doc[section] = {**doc[section], key: value}
         docs.append(trace_file(doc))
     labels.distinct_labels(docs)
     base = labels.trace_label(load(V2))
-    assert [t.label for t in docs] == [f"{base} · AMD EPYC", f"{base} · Intel Xeon"]
-
-
-def test_two_builds_of_llama_cpp_on_one_cpu_on_one_day_are_told_apart_by_their_kernels() -> None:
-    """A native build and an AVX2-only build of llama.cpp, same model, machine and day: the vector set their
-    system_info names, before the date and never the file's name (which made the picker's names 98 characters)."""
-    docs = []
-    for info in ("CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512 = 1 | AVX512_VNNI = 1",
-                 "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | AVX512_VNNI = 0"):
-        doc = load(V2)
-        doc["model"] = {**doc["model"], "llama": {"system_info": info}}
-        docs.append(trace_file(doc))
-    labels.distinct_labels(docs)
-    base = labels.trace_label(load(V2))
-    assert [t.label for t in docs] == [f"{base} · AVX-512", f"{base} · AVX2"]
-
-
-def test_runs_told_apart_only_by_the_hour_say_the_hour() -> None:
-    docs = []
-    for when in ("2026-12-06T17:14:52Z", "2026-12-06T18:19:50Z"):
-        doc = load(V2)
-        doc["experiment"] = {**doc["experiment"], "created_utc": when}
-        docs.append(trace_file(doc))
-    labels.distinct_labels(docs)
-    base = labels.trace_label(load(V2))
-    assert [t.label for t in docs] == [f"{base} · 17:14", f"{base} · 18:19"]
+    assert [t.label for t in docs] == [f"{base} · {x}" for x in suffixes]
 
 
 class _Count(HTMLParser):
