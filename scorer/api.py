@@ -37,8 +37,8 @@ from scorer.backends.base import Backend
 from scorer.backends.registry import BACKENDS
 from scorer.calibration.apply import apply_records, check_config, check_on_uncovered, covered
 from scorer.calibration.core import Calibration, load_calibration
-from scorer.calibration.label_free_defaults import CHOICES as LABEL_FREE_CHOICES
 from scorer.calibration.label_free_defaults import Resolved as LabelFreeResolved
+from scorer.calibration.label_free_defaults import check_label_free
 from scorer.calibration.label_free_defaults import resolve as resolve_label_free
 from scorer.core.checks import (
     OptionError,
@@ -47,7 +47,6 @@ from scorer.core.checks import (
     check_sequence_norm,
     check_slots,
     check_slots_backend,
-    one_of,
     scores_continuations,
 )
 from scorer.core.errors import InputError, SemifError, brief
@@ -61,7 +60,7 @@ from scorer.formats.signature import signature_readout
 from scorer.models import store
 from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
 from scorer.prompting.layouts import STATE_MAJOR, check_layout, signature_version
-from scorer.scoring.label_free import ContentFreeCache, calibrate_records, derived_decisions
+from scorer.scoring.label_free import ContentFreeCache, calibrate_records, derived_decisions, row_method
 from scorer.scoring.modes import prepare, score_items
 from scorer.scoring.options import (
     ScorerOptions,
@@ -403,7 +402,10 @@ class Scorer:
             raise OptionError("backend", f"{brief(backend)} is not one of {', '.join(BACKENDS)} "
                               "(or a built scorer.backends.base.Backend)")
         self.on_uncovered = check_on_uncovered(on_uncovered)
-        self.label_free = one_of(label_free, LABEL_FREE_CHOICES, "label_free")
+        try:
+            self.label_free = check_label_free(label_free)
+        except OptionError as exc:
+            raise OptionError("label_free", exc.problem) from None
         """The label-free option as given (``auto``: the loaded weights' measured default, :meth:`label_free_for`)."""
         self._label_free: LabelFreeResolved | None = None
         self.content_free_cache = ContentFreeCache()
@@ -523,16 +525,18 @@ class Scorer:
 
     def _label_free_rows(self, decisions: Sequence[Decision], method: str, info: dict[str, Any],
                          layout: str) -> list[int]:
-        """The positions of the decisions ``method`` corrects: none with ``none``, else every one the calibration
-        file does not cover (a covered one keeps the file's block, so its extra prompts would be wasted)."""
+        """The positions of the decisions ``method`` corrects: none with ``none``, else every one whose own method
+        (its kind's, :func:`~scorer.scoring.label_free.row_method`) is not ``none`` and that the calibration file does
+        not cover (a covered one keeps the file's block, so its extra prompts would be wasted)."""
         if method == "none":
             return []
-        if self.calibration is None:
-            return list(range(len(decisions)))
-        version = signature_version(layout, self.demos.k if self.demos is not None else 0, self.slots)
-        hit = covered(self.calibration, decisions, info, version,
-                      signature_readout(1, self.slots, self.sequence_norm))
-        return [k for k, c in enumerate(hit) if not c]
+        hit = [False] * len(decisions)
+        if self.calibration is not None:
+            version = signature_version(layout, self.demos.k if self.demos is not None else 0, self.slots)
+            hit = covered(self.calibration, decisions, info, version,
+                          signature_readout(1, self.slots, self.sequence_norm))
+        return [k for k, (d, c) in enumerate(zip(decisions, hit, strict=True))
+                if not c and row_method(method, d) != "none"]
 
     def uncovered_rule(self, method: str) -> str:
         """What a row the calibration file does not cover gets when ``method`` is the label-free method applied:

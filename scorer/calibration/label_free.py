@@ -17,6 +17,10 @@ that carry no answer and divides it out (probabilities renormalised over the dec
   seeded shuffles: the domain's words, none of its meaning; Fei et al. 2023), the mean distribution the prior;
 * ``rotations+domain`` — the rotations' mean divided by the domain prior.
 
+A method may also be one per kind of question (:func:`by_kind`: ``by-kind:choice=M1,score=M2,yesno=M3``, kinds as
+:func:`scorer.decision.questions.answer_kind` tells them apart): each question is corrected by its kind's method
+(:func:`method_for`), and its record names that method. The measured defaults are such (``label_free="auto"``).
+
 The calibrated block keeps the raw readout untouched beside it (``offsets`` are what was subtracted from the raw
 option logits: ``option_logits − offsets`` gives the calibrated log-probabilities up to a constant).
 """
@@ -25,12 +29,13 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from scorer.decision.questions import ANSWER_KINDS
 from scorer.decision.readout import read_probabilities
 
 METHODS = ("none", "rotations", "position-prior", "content-free", "rotations+content-free", "domain",
@@ -41,6 +46,8 @@ CONTENT_FREE_STATES = ("N/A", "[MASK]", "None")
 DOMAIN_SAMPLES = 2
 """Shuffles of the state for the ``domain`` methods."""
 FLOOR = 1e-12
+BY_KIND = "by-kind:"
+"""What starts a method that is one per kind of question (:func:`by_kind`)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,31 @@ def needs(method: str) -> Needs:
     """What :func:`calibrate` needs for ``method``."""
     rot = method in ("rotations", "position-prior", "rotations+content-free", "rotations+domain")
     return Needs(rotations=rot, content_free="content-free" in method, domain="domain" in method)
+
+
+def by_kind(methods: Mapping[str, str]) -> str:
+    """One method per kind of question (every kind of :data:`~scorer.decision.questions.ANSWER_KINDS` named, each a
+    method of :data:`METHODS`) as one method's name: ``by-kind:choice=M1,score=M2,yesno=M3`` (kinds in that order)."""
+    if set(methods) != set(ANSWER_KINDS):
+        raise ValueError(f"a method per kind names every kind ({', '.join(ANSWER_KINDS)}), not {sorted(methods)}")
+    for kind, m in methods.items():
+        if m not in METHODS:
+            raise ValueError(f"unknown label-free method {m!r} for {kind} questions (expected one of "
+                             f"{', '.join(METHODS)})")
+    return BY_KIND + ",".join(f"{k}={methods[k]}" for k in sorted(ANSWER_KINDS))
+
+
+def method_for(method: str, kind: str) -> str:
+    """The method a question of ``kind`` (:func:`scorer.decision.questions.answer_kind`) is corrected by under
+    ``method``: ``method`` itself, or its kind's part of a method per kind (:func:`by_kind`)."""
+    if not method.startswith(BY_KIND):
+        return method
+    pairs = [part.partition("=")[::2] for part in method[len(BY_KIND):].split(",")]
+    parts = dict(pairs)
+    if len(parts) < len(pairs):
+        raise ValueError(f"a kind is named twice in {method!r}")
+    by_kind(parts)  # a malformed name fails here, naming what it lacks
+    return parts[kind]
 
 
 def shuffled_state(state: Any, seed: str) -> str:

@@ -1,12 +1,18 @@
-"""Which label-free correction ``label_free="auto"`` (the default) applies: per model weights and readout, the method
-the single-request study measured right most often on the set defaults are chosen on (``data/eval/authored.jsonl``,
-every row one request; ``benchmarks/single_request_study.py``), and ``none`` — the raw readout — for every other
-model and readout, where nothing was measured.
+"""Which label-free correction ``label_free="auto"`` (the default) applies: per model weights and readout, one method
+per kind of question (choice, yes/no, score: :func:`scorer.decision.questions.answer_kind`), each the one the
+single-request study found right most often on that kind, and ``none`` — the raw readout — for every other model and
+readout, where nothing was measured.
+
+The rule, the same for every entry (``benchmarks/label_free_selection.py`` applies it to a study's records): per
+kind, every family of every labelled set that asks questions of that kind (``data/eval/``: authored, boundary,
+single) is one vote of equal weight, the method's balanced accuracy on those questions, each answered alone
+(``benchmarks/single_request_study.py``); the kind's default is the best mean (ties to the cheaper). How the rule
+does on questions it has not seen is measured by leaving each family out (the selection report's ``cross_fitted``);
+those are the numbers :attr:`Measured.cross_fitted` holds and ``docs/results.md`` quotes.
 
 A default is keyed on the GGUF's sha256 (the weights, not the name they were asked for by: a file of one's own under
 a known name gets no default it was not measured for) and on the resolved readout (``slots``): a correction measured
-through letters says nothing about a JSON answer. The report each one comes from is named in :attr:`Measured.report`
-and in ``docs/results.md``; the numbers here are that report's, for the record's reader.
+through letters says nothing about a JSON answer.
 """
 
 from __future__ import annotations
@@ -15,45 +21,78 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scorer.calibration.label_free import METHODS
+from scorer.calibration.label_free import BY_KIND, METHODS, by_kind, method_for
+from scorer.core.checks import OptionError, one_of
+from scorer.core.errors import brief
 
 AUTO = "auto"
 """The option value that picks the measured default (:func:`resolve`)."""
 CHOICES = (AUTO, *METHODS)
-"""What ``label_free`` accepts."""
+"""What ``label_free`` accepts besides a method per kind (:func:`check_label_free`)."""
+PER_KIND = f"{BY_KIND}choice=M1,score=M2,yesno=M3"
+"""How a method per kind is written (each ``M`` one of :data:`~scorer.calibration.label_free.METHODS`)."""
+
+
+def check_label_free(value: Any) -> str:
+    """``value`` as the ``label_free`` option takes it: one of :data:`CHOICES`, or a method per kind of question
+    (:data:`PER_KIND`, what ``auto`` resolves to for the measured weights); else :class:`OptionError` (the option
+    named by the caller)."""
+    if isinstance(value, str) and value.startswith(BY_KIND):
+        try:
+            method_for(value, "choice")
+        except ValueError as exc:
+            raise OptionError(None, f"{brief(value)}: {exc} (expected {PER_KIND})") from None
+        return value
+    try:
+        return one_of(value, CHOICES)
+    except OptionError as exc:
+        raise OptionError(None, f"{exc.problem}, or {PER_KIND}") from None
 
 
 @dataclass(frozen=True)
 class Measured:
-    """One measured default: the method, and where the measurement that chose it is."""
+    """One measured default: the method (one per kind of question), and where the measurement that chose it is."""
 
     model: str
     """The catalogue key the weights are known by (``semif models list``)."""
     gguf_sha256: str
     slots: str
     method: str
+    """A method per kind (:func:`scorer.calibration.label_free.by_kind`)."""
     report: str
-    """The single-request study report (path in the repository) that measured it."""
-    authored: tuple[float, float]
-    """Balanced accuracy on the authored set, each row one request: the raw readout, then ``method``."""
+    """The selection report (path in the repository) that chose it, from the single-request study it names."""
+    cross_fitted: tuple[tuple[str, float, float], ...]
+    """Per labelled set: balanced accuracy of the raw readout, then of the rule's methods picked without each
+    family (the selection report's ``cross_fitted``), each row one request."""
 
 
+def _by_kind(choice: str, score: str, yesno: str) -> str:
+    return by_kind({"choice": choice, "score": score, "yesno": yesno})
+
+
+_Q05 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+_Q15 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 DEFAULTS: tuple[Measured, ...] = (
-    # qwen2.5-0.5b reads letters with a strong lean (every yes/no question "yes", routing 12/30): averaging the
-    # option rotations, each divided by its own content-free prior, is ahead of the raw readout on authored
-    # (0.425 -> 0.508) and on the held-out single set, level on boundary, where the model is at chance either way.
-    Measured("qwen2.5-0.5b", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "letters",
-             "rotations+content-free", "data/results/single-request-study-qwen2.5-0.5b-letters.json", (0.425, 0.508)),
-    # Read through auto (a yes/no question as a JSON answer), the same correction is best on authored (0.425 ->
-    # 0.550) and lifts boundary off chance (0.500 -> 0.625); on the held-out single set it is level with letters'.
-    Measured("qwen2.5-0.5b", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "auto",
-             "rotations+content-free", "data/results/single-request-study-qwen2.5-0.5b-auto.json", (0.425, 0.550)),
-    # qwen2.5-1.5b: no correction is ahead of the raw readout on authored, under letters (0.619) or auto (0.686,
-    # yes/no read as a JSON answer; rotations 0.658, rotations with content-free priors 0.636).
-    Measured("qwen2.5-1.5b", "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "letters",
-             "none", "data/results/single-request-study-qwen2.5-1.5b-letters.json", (0.619, 0.619)),
-    Measured("qwen2.5-1.5b", "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "auto",
-             "none", "data/results/single-request-study-qwen2.5-1.5b-auto.json", (0.686, 0.686)),
+    # qwen2.5-0.5b leans hard (read by letters every yes/no question "yes", routing 12/30): every kind is corrected;
+    # the options' rotations each divided by their own content-free prior win on choice and score questions.
+    Measured("qwen2.5-0.5b", _Q05, "letters",
+             _by_kind("rotations+content-free", "rotations+content-free", "content-free"),
+             "data/results/label-free-selection-qwen2.5-0.5b-letters.json",
+             (("authored", 0.425, 0.508), ("boundary", 0.5, 0.458), ("single", 0.363, 0.525))),
+    Measured("qwen2.5-0.5b", _Q05, "auto",
+             _by_kind("rotations+content-free", "rotations+content-free", "rotations"),
+             "data/results/label-free-selection-qwen2.5-0.5b-auto.json",
+             (("authored", 0.425, 0.517), ("boundary", 0.5, 0.667), ("single", 0.363, 0.53))),
+    # qwen2.5-1.5b: choice questions gain from the same correction, score questions from the domain prior (the
+    # state's own words shuffled); read as a JSON answer (auto) yes/no questions are best left raw.
+    Measured("qwen2.5-1.5b", _Q15, "letters",
+             _by_kind("rotations+content-free", "domain", "domain"),
+             "data/results/label-free-selection-qwen2.5-1.5b-letters.json",
+             (("authored", 0.619, 0.653), ("boundary", 0.625, 0.833), ("single", 0.504, 0.614))),
+    Measured("qwen2.5-1.5b", _Q15, "auto",
+             _by_kind("rotations+content-free", "domain", "none"),
+             "data/results/label-free-selection-qwen2.5-1.5b-auto.json",
+             (("authored", 0.686, 0.669), ("boundary", 0.875, 0.875), ("single", 0.537, 0.62))),
 )
 
 
@@ -74,9 +113,9 @@ class Resolved:
         if self.measured is None:
             return {"by": "option", "asked": self.asked}
         m = self.measured
-        return {"by": "auto", "asked": AUTO, "measured": {"model": m.model, "slots": m.slots, "report": m.report,
-                                                          "authored_raw": m.authored[0],
-                                                          "authored_method": m.authored[1]}}
+        return {"by": "auto", "asked": AUTO, "measured": {
+            "model": m.model, "slots": m.slots, "method": m.method, "report": m.report,
+            "cross_fitted": {name: {"none": raw, "method": fixed} for name, raw, fixed in m.cross_fitted}}}
 
 
 def find(gguf_sha256: str | None, slots: str) -> Measured | None:

@@ -276,14 +276,15 @@ def add_preset_arg(p: argparse.ArgumentParser) -> None:
 
 def add_label_free_arg(p: Any) -> None:
     """``--label-free METHOD``: the label-free correction of every request (:mod:`scorer.calibration.label_free`)."""
-    from scorer.calibration.label_free_defaults import CHOICES
+    from scorer.calibration.label_free_defaults import CHOICES, PER_KIND, check_label_free
 
-    p.add_argument("--label-free", type=choice(CHOICES), choices=CHOICES, default=ScorerOptions.label_free,
+    p.add_argument("--label-free", type=_rule(check_label_free), default=ScorerOptions.label_free,
                    metavar="METHOD",
                    help=f"correct every question's readout without labels from a few more prompts about it: "
-                        f"{', '.join(CHOICES)} (default {ScorerOptions.label_free}: the method the single-request "
-                        "study measured best for the loaded weights and readout, none where nothing was measured; "
-                        "docs/results.md); a --calibration file that covers a question wins")
+                        f"{', '.join(CHOICES)}, or one method per kind of question, {PER_KIND} (default "
+                        f"{ScorerOptions.label_free}: per kind, the method the single-request studies measured best "
+                        "for the loaded weights and readout, none where nothing was measured; docs/results.md); a "
+                        "--calibration file that covers a question wins")
 
 
 def add_scorer_args(p: argparse.ArgumentParser) -> None:

@@ -34,6 +34,10 @@ YES, NO = "yes", "no"
 """The option ids of a ``yesno`` question."""
 YES_NO_OPTIONS: tuple[tuple[str, str], ...] = ((YES, "Yes"), (NO, "No"))
 """A ``yesno`` question's options when none are given: ``A. Yes``, ``B. No``."""
+YES_NO_IDS = frozenset((YES, NO))
+"""The option ids that make a question a yes/no one whatever its ``type`` (:func:`answer_kind`)."""
+ANSWER_KINDS = ("choice", "yesno", "score")
+"""How a question is answered, for what reads questions apart (:func:`answer_kind`)."""
 OPTION_FORMS = "a list of option ids, an object id -> description, or a list of {id, description} objects"
 """What ``options`` may be (the ``expected`` of a refusal)."""
 
@@ -60,6 +64,16 @@ def normalize_options(raw: Any, path: str, line: int | None, field: str = "optio
             out.append(o)
         return out
     return raw
+
+
+def answer_kind(qtype: str | None, ids: Sequence[str]) -> str:
+    """What a question with type ``qtype`` and option ids ``ids`` asks for: ``yesno`` when its options are exactly
+    ``yes`` and ``no`` (in either order, whatever its type: a ``choice`` between them is a yes/no question to the
+    model), ``score`` for a ``score`` question, else ``choice``. The readout ``auto`` and the label-free default
+    both tell questions apart by it."""
+    if len(ids) == 2 and set(ids) == YES_NO_IDS:
+        return "yesno"
+    return "score" if qtype == "score" else "choice"
 
 
 def check_type(value: Any, path: str, line: int | None) -> str:

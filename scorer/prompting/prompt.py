@@ -46,6 +46,7 @@ from typing import Any, Protocol, TypeVar
 from scorer.core.checks import AUTO_SLOTS, SEQUENCE_SLOTS, SLOTS
 from scorer.core.errors import InputError, ValidationError
 from scorer.core.hashing import sha256_chunks, sha256_text
+from scorer.decision.questions import answer_kind
 from scorer.formats.rows import Decision, Option, codes
 
 PROMPT_VERSION = "semif-direct-v1"
@@ -124,10 +125,6 @@ def state_block(decision: Decision) -> str:
     return f"{_STATE_HEAD}{state_text(decision.state)}"
 
 
-YES_NO_IDS = frozenset(("yes", "no"))
-"""The option ids of a yes/no question, which ``auto`` reads as a JSON answer (:func:`slots_for`)."""
-
-
 def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
     """The answer slots a decision with ``n`` options (ids ``ids``) is read through when the run reads ``slots``:
     ``auto`` reads a yes/no question (exactly the ids ``yes`` and ``no``, in either order, whatever its ``type``) as
@@ -137,7 +134,7 @@ def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
     bare words on every labelled set, ``docs/results.md``); a question with more options than there are letters is
     numbered (``codes``) instead of lettered; every other case as asked."""
     if slots == AUTO_SLOTS:
-        slots = "json" if len(ids) == 2 and set(ids) == YES_NO_IDS else "letters"
+        slots = "json" if answer_kind(None, ids) == "yesno" else "letters"
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 

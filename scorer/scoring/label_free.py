@@ -15,7 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from scorer.calibration.label_free import CONTENT_FREE_STATES, DOMAIN_SAMPLES, block, calibrate, needs, shuffled_state
+from scorer.calibration.label_free import (
+    CONTENT_FREE_STATES,
+    DOMAIN_SAMPLES,
+    block,
+    calibrate,
+    method_for,
+    needs,
+    shuffled_state,
+)
+from scorer.decision.questions import answer_kind
 from scorer.formats.rows import Decision
 
 CACHE_QUESTIONS = 4096
@@ -57,13 +66,18 @@ class ContentFreeCache:
             self.entries.popitem(last=False)
 
 
+def row_method(method: str, d: Decision) -> str:
+    """The method ``d`` is corrected by under ``method`` (its kind's, when ``method`` is one per kind)."""
+    return method_for(method, answer_kind(d.type, d.option_ids))
+
+
 def derived_decisions(method: str, decisions: Sequence[Decision], cache: ContentFreeCache) -> list[Decision]:
     """The prompts ``method`` needs for ``decisions`` besides their own (module docstring), content-free ones only for
     questions not in ``cache`` (once per question)."""
-    need = needs(method)
     out: list[Decision] = []
     asked: set[tuple[Any, ...]] = set()
     for d in decisions:
+        need = needs(row_method(method, d))
         n = len(d.options)
         shifts = range(n) if need.rotations else range(1)
         if need.rotations:
@@ -86,13 +100,14 @@ def calibrate_records(method: str, decisions: Sequence[Decision], records: Seque
     """``records`` (one per decision, in order) with the label-free ``calibrated`` block of ``method``, computed from
     the ``derived`` records (:func:`derived_decisions`' prompts for these decisions, scored). ``chosen``: how the
     method was chosen (the block's ``label_free.chosen``)."""
-    need = needs(method)
     by_id = {r["id"]: r for r in derived}
     owner: dict[tuple[Any, ...], str] = {}
     for d in decisions:  # the row whose id named a question's content-free prompts (the first that asked it)
         owner.setdefault(question_key(d), d.id)
     out = []
     for d, rec in zip(decisions, records, strict=True):
+        own = row_method(method, d)
+        need = needs(own)
         n = len(d.options)
         shifts = list(range(n)) if need.rotations else [0]
         by_position = [np.asarray(rec["probabilities"], dtype=np.float64)]
@@ -116,6 +131,6 @@ def calibrate_records(method: str, decisions: Sequence[Decision], records: Seque
         if need.domain:
             dom = [np.asarray(by_id[f"{d.id}{SEP}dom{j}"]["probabilities"]) for j in range(DOMAIN_SAMPLES)]
             prompts += DOMAIN_SAMPLES
-        p = calibrate(method, by_position, cf, dom)
-        out.append({**rec, "calibrated": block(rec, method, p, prompts, cached, str(rec["signature"]), chosen)})
+        p = calibrate(own, by_position, cf, dom)
+        out.append({**rec, "calibrated": block(rec, own, p, prompts, cached, str(rec["signature"]), chosen)})
     return out

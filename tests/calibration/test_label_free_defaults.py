@@ -1,7 +1,8 @@
 """The label-free default (scorer/calibration/label_free_defaults.py): ``auto`` applies the method measured for the
-loaded weights and readout, exactly as naming that method would, says so in the record, and is the raw readout
-(the run named as a plain one) for weights or readouts nothing was measured for; every measured default is the
-one its committed study report names best on the authored set, for the weights the catalogue pins."""
+loaded weights and readout — one per kind of question — exactly as naming that method would, each question
+corrected as naming its kind's method alone would, says so in the record, and is the raw readout (the run named as
+a plain one) for weights or readouts nothing was measured for; every measured default is the one its committed
+selection report picked by the rule, from the committed study it names, for the weights the catalogue pins."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 from fakes import FakeBackend
 
 from scorer import Scorer
-from scorer.calibration.label_free import METHODS
-from scorer.calibration.label_free_defaults import AUTO, DEFAULTS, find, resolve
+from scorer.calibration.label_free import METHODS, by_kind, method_for
+from scorer.calibration.label_free_defaults import AUTO, DEFAULTS, check_label_free, find, resolve
+from scorer.core.checks import OptionError
 from scorer.formats.records import validate_records
 from scorer.models import store
 from scorer.scoring.options import ScorerOptions
@@ -26,8 +28,10 @@ QUESTIONS = {
     "team": {"type": "choice", "question": "Which team?", "options": {"billing": "payments", "tech": "bugs",
                                                                      "sales": "new orders"}},
     "refund": {"type": "yesno", "question": "Does the customer ask for a refund?"},
+    "urgency": {"type": "score", "question": "How urgent?", "options": ["low", "medium", "high"]},
 }
-MEASURED = next(m for m in DEFAULTS if m.method != "none")
+KIND = {"team": "choice", "refund": "yesno", "urgency": "score"}
+MEASURED = next(m for m in DEFAULTS if m.model == "qwen2.5-1.5b" and m.slots == "letters")
 
 
 class WeighedFake(FakeBackend):
@@ -57,12 +61,40 @@ def test_auto_applies_the_measured_method_as_naming_it_would_and_says_why():
         a, n = auto[name].record, named[name].record
         assert a["probabilities"] == n["probabilities"]
         assert a["calibrated"]["probabilities"] == n["calibrated"]["probabilities"]
-        assert a["calibrated"]["estimator"] == MEASURED.method
+        assert a["calibrated"]["estimator"] == method_for(MEASURED.method, KIND[name])
         assert a["run"]["config_sha256"] == n["run"]["config_sha256"]  # the run is named by the method applied
         chosen = a["calibrated"]["label_free"]["chosen"]
         assert chosen["by"] == "auto" and chosen["measured"]["report"] == MEASURED.report
-        assert chosen["measured"]["model"] == MEASURED.model
+        assert chosen["measured"]["model"] == MEASURED.model and chosen["measured"]["method"] == MEASURED.method
         assert n["calibrated"]["label_free"]["chosen"] == {"by": "option", "asked": MEASURED.method}
+
+
+@pytest.mark.parametrize("name", list(QUESTIONS))
+def test_a_method_per_kind_corrects_each_question_as_its_kinds_method_alone_would(name):
+    per_kind = by_kind({"choice": "rotations+content-free", "score": "domain", "yesno": "none"})
+    got = _ask(MEASURED.gguf_sha256, per_kind)[name].record
+    own = method_for(per_kind, KIND[name])
+    alone = _ask(MEASURED.gguf_sha256, own)[name].record
+    assert got["probabilities"] == alone["probabilities"]  # the raw readout is untouched
+    if own == "none":
+        assert "calibrated" not in got  # no correction, no extra prompts, no block
+    else:
+        assert got["calibrated"]["estimator"] == own
+        assert got["calibrated"]["probabilities"] == alone["calibrated"]["probabilities"]
+        assert got["calibrated"]["label_free"]["prompts"] == alone["calibrated"]["label_free"]["prompts"]
+
+
+@pytest.mark.parametrize("bad,why", [
+    ("by-kind:choice=none,score=none", r"names every kind"),
+    ("by-kind:choice=none,score=guess,yesno=none", r"unknown label-free method 'guess' for score questions"),
+    ("by-kind:choice=none,choice=none,score=none,yesno=none", r"a kind is named twice"),
+    ("guess", r"'guess' is not one of auto, none, .*, or by-kind:choice=M1,score=M2,yesno=M3"),
+])
+def test_a_bad_method_per_kind_is_a_field_named_error(bad, why):
+    with pytest.raises(OptionError, match=r"^label_free: .*" + why):
+        Scorer(backend=FakeBackend(), slots="letters", label_free=bad)
+    with pytest.raises(OptionError, match=why):
+        check_label_free(bad)
 
 
 @pytest.mark.parametrize("sha,slots", [(None, "letters"), ("0" * 64, "letters"), (MEASURED.gguf_sha256, "json")])
@@ -82,17 +114,18 @@ def test_a_named_method_is_not_replaced_by_the_measured_one():
 
 
 @pytest.mark.parametrize("m", DEFAULTS, ids=lambda m: f"{m.model}-{m.slots}")
-def test_every_measured_default_is_its_reports_best_on_authored_for_the_pinned_weights(m):
+def test_every_measured_default_is_its_selection_reports_pick_for_the_pinned_weights(m):
     assert m.gguf_sha256 == store.REGISTRY[m.model].sha256
-    assert m.method in METHODS and find(m.gguf_sha256, m.slots) is m
+    assert find(m.gguf_sha256, m.slots) is m
+    assert {method_for(m.method, k) for k in KIND.values()} <= set(METHODS)
     report = json.loads((ROOT / m.report).read_text(encoding="utf-8"))
+    assert report["kind"] == "label-free-selection"
     assert report["model"]["key"] == m.model and report["model"]["gguf_sha256"] == m.gguf_sha256
-    assert report["slots"] == m.slots
-    authored = report["sets"]["authored"]["methods"]
-    best = max(authored, key=lambda k: authored[k]["balanced_accuracy"])
-    want = best if authored[best]["balanced_accuracy"] > authored["none"]["balanced_accuracy"] else "none"
-    assert m.method == want
-    assert m.authored == (round(authored["none"]["balanced_accuracy"], 3),
-                          round(authored[m.method]["balanced_accuracy"], 3))
-    with gzip.open(ROOT / report["sets"]["authored"]["records"]["path"]) as records:  # its records are committed
+    assert report["slots"] == m.slots and report["method"] == m.method
+    assert m.cross_fitted == tuple((name, round(v["none"]["balanced_accuracy"], 3),
+                                    round(v["cross_fitted"]["balanced_accuracy"], 3))
+                                   for name, v in sorted(report["sets"].items()))
+    study = json.loads((ROOT / report["study"]).read_text(encoding="utf-8"))  # the study it read is committed
+    assert study["model"]["gguf_sha256"] == m.gguf_sha256 and study["slots"] == m.slots
+    with gzip.open(ROOT / study["sets"]["authored"]["records"]["path"]) as records:  # and so are its records
         assert records.readline()
