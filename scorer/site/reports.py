@@ -20,7 +20,11 @@ from scorer.site.formatting import fmt_value
 from scorer.site.inputs import BuildError, ReportFile
 from scorer.site.latency_charts import draw_decision_latency
 from scorer.site.quant_charts import draw_quant_schemes
-from scorer.site.single_request_charts import draw_single_request_peer, draw_single_request_study
+from scorer.site.single_request_charts import (
+    draw_label_free_selection,
+    draw_single_request_peer,
+    draw_single_request_study,
+)
 from scorer.site.study_charts import draw_quality_study
 
 _GENERIC_MAX_ROWS = 200
@@ -70,6 +74,8 @@ _KINDS: dict[str, _Kind] = {
                                  draw_single_request_peer),
     "single-request-study": _Kind("single-request", "Label-free corrections of one request",
                                   draw_single_request_study),
+    "label-free-selection": _Kind("single-request", "The label-free default per kind of question, out of fold",
+                                  draw_label_free_selection),
     "llamacpp-batch-probe": _Kind("drift", "llama.cpp: which rule keeps the fast paths exact", draw_batch_probe),
 }
 

@@ -1,8 +1,9 @@
 """The single-request report (``kind: single-request-peer``, benchmarks/single_request_peer.py): per labelled set, each
 lane's balanced accuracy (SemIf's configurations beside the peer typed-gguf on the same GGUF, every state one
-request), then every lane, set and question type in a table; and the single-request study
+request), then every lane, set and question type in a table; the single-request study
 (``kind: single-request-study``, benchmarks/single_request_study.py): per set, each label-free method's balanced
-accuracy."""
+accuracy; and the label-free default's selection (``kind: label-free-selection``,
+benchmarks/label_free_selection.py): per set, the raw readout against the rule's picks out of fold and in sample."""
 
 from __future__ import annotations
 
@@ -121,3 +122,51 @@ def draw_single_request_study(rel: str, rep: ReportFile) -> None:
                                       "share at confidence ≥ 0.9", "right at ≥ 0.9"],
                           "rows": table,
                           "note": "methods: scorer.calibration.label_free; confidence: (p_max − 1/K)/(1 − 1/K)"})
+
+
+def _selection_sets(rel: str, obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    sets = obj.get("sets")
+    if not isinstance(sets, dict) or not sets:
+        raise BuildError(f"{rel}: a label-free-selection report needs 'sets' (a non-empty object)")
+    for s, block in sets.items():
+        for part in ("none", "picked", "cross_fitted"):
+            r = block.get(part) if isinstance(block, dict) else None
+            if not isinstance(r, dict) or finite(r.get("balanced_accuracy")) is None:
+                raise BuildError(f"{rel}: sets.{s}.{part}.balanced_accuracy: expected a finite number")
+    return sets
+
+
+def draw_label_free_selection(rel: str, rep: ReportFile) -> None:
+    """One bar chart per set (the raw readout, the rule's methods judged out of fold, and judged on every family), the
+    picks per kind, and the votes per family."""
+    sets = _selection_sets(rel, rep.obj)
+    got = rep.obj.get("picked")
+    picked: dict[str, Any] = got if isinstance(got, dict) else {}
+    words = ", ".join(f"{fmt_value(k)} {fmt_value(m)}" for k, m in picked.items())
+    names = {"none": "raw readout", "cross_fitted": "picked without the family (out of fold)",
+             "picked": "picked on every family (in sample)"}
+    table = []
+    for s, block in sets.items():
+        bars = [(names[p], float(block[p]["balanced_accuracy"]),
+                 ", ".join(f"{t} {_pct(v.get('balanced_accuracy'))}" for t, v in
+                           (block[p].get("by_type") or {}).items())) for p in names]
+        chart = svg_bars(bars, "balanced accuracy (per family, averaged)", f"Label-free default per kind: {s}",
+                         label_w=300)
+        rep.charts.append(with_caption(chart, (
+            f"{s}: every row answered alone; the rule picks per kind of question ({words}); out of fold, each family "
+            "is corrected by the methods picked from the other families alone.")))
+        for p, name in names.items():
+            for t, v in (block[p].get("by_type") or {}).items():
+                table.append([fmt_value(s), name, fmt_value(t), _pct(v.get("balanced_accuracy"))])
+    rep.tables.insert(0, {"caption": "every set and question type: raw, out of fold, in sample",
+                          "columns": ["set", "readout", "type", "balanced accuracy"], "rows": table,
+                          "note": fmt_value(rep.obj.get("rule"))})
+    votes = rep.obj.get("votes")
+    if isinstance(votes, list):
+        rows = [[fmt_value(v.get("set")), fmt_value(v.get("family")), fmt_value(v.get("kind")),
+                 fmt_value(v.get("rows")), fmt_value(v.get("held_out_pick")),
+                 ", ".join(f"{fmt_value(m)} {_pct(x)}" for m, x in (v.get("balanced_accuracy") or {}).items())]
+                for v in votes if isinstance(v, dict)]
+        rep.tables.insert(1, {"caption": "the votes: each family's balanced accuracy per method",
+                              "columns": ["set", "family", "kind", "rows", "picked without it", "per method"],
+                              "rows": rows, "note": "a family's vote: its balanced accuracy on that kind's questions"})

@@ -315,6 +315,10 @@ def test_bad_trace_stops_the_build_naming_the_file(tmp_path: Path, case: str) ->
      r"results/r\.json: results\[0\]\.size: 0 \(expected a number of questions >= 1\)"),
     (b'{"kind": "decision-latency", "results": [{"model": "m", "lane": "l", "size": 4, "cache": "hot"}]}',
      r"results/r\.json: results\[0\]\.cache: 'hot'"),
+    (b'{"kind": "label-free-selection", "sets": {}}',
+     r"results/r\.json: a label-free-selection report needs 'sets'"),
+    (b'{"kind": "label-free-selection", "sets": {"single": {"none": {"balanced_accuracy": 0.5}, "picked": {}}}}',
+     r"results/r\.json: sets\.single\.picked\.balanced_accuracy: expected a finite number"),
     (b'{"kind": "calibration", "raw": {}, "methods": [{"method": "raw \xc2\xb7 plain"}], '
      b'"best_label_free": {"method": "gone"}}',
      r"results/r\.json: best_label_free\.method: 'gone' \(expected the name of one of methods\[\]\.method\)"),
