@@ -73,6 +73,7 @@ KINDS: dict[str, str] = {
     "single-request-study": "semif-single-request-study-v1",  # benchmarks/single_request_study.py
     "decision-latency": "semif-decision-latency-v1",  # benchmarks/decision_latency.py (/v1/systemone vs peers)
     "single-request-peer": "semif-single-request-peer-v1",  # benchmarks/single_request_peer.py (SemIf vs typed-gguf)
+    "label-free-selection": "semif-label-free-selection-v1",  # benchmarks/label_free_selection.py (auto's picks)
     "llamacpp-batch-probe": "semif-llamacpp-batch-probe-v2",  # benchmarks/llamacpp_batch_probe.py (batch-shape drift)
     "busy": "semif-busy-v1",  # benchmarks/busy.py (slowdown beside a CPU-bound background job, SemIf and typed-gguf)
 }

@@ -89,7 +89,7 @@ def test_writers_write_the_format_listed_for_their_kind() -> None:
                "agent-example": "agent_example.py", "requant-grid": "requant_grid.py",
                "confidence": "confidence_reliability.py", "single-request-study": "single_request_study.py",
                "decision-latency": "decision_latency.py", "single-request-peer": "single_request_peer.py",
-               "llamacpp-batch-probe": "llamacpp_batch_probe.py",
+               "llamacpp-batch-probe": "llamacpp_batch_probe.py", "label-free-selection": "label_free_selection.py",
                "busy": "busy.py"}
     assert {k: _script(ROOT / "benchmarks" / f).FORMAT for k, f in scripts.items()} == {k: KINDS[k] for k in scripts}
     assert set(KINDS) == set(written) | set(scripts)  # every kind has its writer checked here
