@@ -96,10 +96,10 @@ class ScorerOptions:
     """A row the calibration does not cover: refused (``error``) or scored raw and flagged (``raw``); with a
     ``label_free`` method, corrected by it instead."""
     label_free: str = DEFAULT_LABEL_FREE
-    """The label-free correction of every request (:data:`scorer.calibration.label_free.METHODS`; ``none``: the raw
-    readout acts; ``auto``: the method measured for the loaded weights and readout,
-    :mod:`scorer.calibration.label_free_defaults`): computed from a few more prompts about each question, no labels,
-    no batch; a calibration file that covers a question wins."""
+    """The label-free correction of every request (:data:`scorer.calibration.label_free.METHODS`, or one per kind of
+    question, :func:`scorer.calibration.label_free.by_kind`; ``none``: the raw readout acts; ``auto``: per kind, the
+    method measured for the loaded weights and readout, :mod:`scorer.calibration.label_free_defaults`): computed from a
+    few more prompts about each question, no labels, no batch; a calibration file that covers a question wins."""
     echo: bool | str | None = None
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
