@@ -56,7 +56,8 @@ from scorer.models import store  # noqa: E402
 from scorer.scoring.systemone_run import SystemOneConfig, run_systemone  # noqa: E402
 
 SETS = {"authored": ROOT / "data" / "eval" / "authored.jsonl", "boundary": ROOT / "data" / "eval" / "boundary.jsonl",
-        "single": ROOT / "data" / "eval" / "single.jsonl"}
+        "single": ROOT / "data" / "eval" / "single.jsonl", "heldout": ROOT / "data" / "eval" / "heldout.jsonl"}
+"""The labelled sets (``heldout``: never read by any choice of a default, ``data/eval/build_heldout.py``)."""
 FORMAT = "semif-single-request-peer-v1"
 
 
