@@ -26,6 +26,7 @@ from typing import Any
 
 from scorer.core.checks import OptionError
 from scorer.core.errors import InputError, SemifError, brief
+from scorer.decision.confidence import choice_confidence, score_confidence
 from scorer.decision.policy import ANY_MARGIN, Policy, Verdict, acting
 
 QUESTION_TYPES = ("choice", "yesno", "score")
@@ -213,6 +214,15 @@ class Answer:
     record: Mapping[str, Any]
     """The exact record (schema ``semif-record-v2``), read-only."""
 
+    @property
+    def confidence(self) -> float:
+        """How peaked the acting readout is, in [0, 1]: the number the System One and Decisions faces answer with
+        (:mod:`scorer.decision.confidence`: ``(p_max − 1/K)/(1 − 1/K)`` for a choice or yes/no question, the spread
+        about the most probable level for a score). It says how sure the answer is, not how often such answers are
+        right: that is measured per model (``data/results/confidence-reliability.json``)."""
+        p = list(self.probabilities.values())
+        return score_confidence(p) if self.type == "score" else choice_confidence(p)
+
     def verdict(self, policy: Policy) -> Verdict:
         """Whether ``policy`` lets this answer be acted on, and why (:meth:`scorer.decision.policy.Policy.verdict`)."""
         if not isinstance(policy, Policy):
@@ -232,8 +242,8 @@ class Answer:
     def to_json(self) -> dict[str, Any]:
         """The answer as JSON (what ``semif ask`` prints and the service's ``/v1/ask`` answers)."""
         return {"type": self.type, "final_choice": self.final_choice, "raw_choice": self.raw_choice,
-                "probabilities": dict(self.probabilities), "margin": self.margin, "tie": self.tie,
-                "calibrated": self.calibrated, "uncovered": self.uncovered,
+                "probabilities": dict(self.probabilities), "confidence": self.confidence, "margin": self.margin,
+                "tie": self.tie, "calibrated": self.calibrated, "uncovered": self.uncovered,
                 "allowed_token_mass": self.allowed_token_mass, **self._typed_json()}
 
     def _typed_json(self) -> dict[str, Any]:

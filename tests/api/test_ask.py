@@ -17,6 +17,7 @@ from fakes import FakeBackend, prior_for
 from scorer import Choice, Score, Scorer, YesNo, cli
 from scorer.calibration.core import Calibration
 from scorer.core.errors import InputError, SemifError
+from scorer.decision.confidence import binary_confidence, choice_confidence, score_confidence
 from scorer.decision.questions import ChoiceAnswer, ScoreAnswer, YesNoAnswer, answer_of
 from scorer.formats.echo import state_sha256
 from scorer.formats.records import read_records, validate_records
@@ -69,6 +70,30 @@ def test_ask_prefills_the_state_once_and_types_every_answer():
     doc = answers.to_json()
     assert doc["refund"]["p_yes"] == refund.p_yes and doc["severity"]["expected"] == sev.expected
     assert doc["team"]["final_choice"] == team.final_choice and doc["team"]["raw_choice"] == team.raw_choice
+
+
+def test_every_answer_has_the_wire_confidence_of_its_acting_readout():
+    with Scorer(backend=FakeBackend(), slots="letters") as s:
+        answers = s.ask(STATE, QUESTIONS)
+    team, refund, sev = answers["team"], answers["refund"], answers["severity"]
+    # the faces' own functions, on the acting probabilities
+    assert team.confidence == choice_confidence(list(team.probabilities.values()))
+    assert refund.confidence == pytest.approx(binary_confidence(refund.p_yes))
+    assert sev.confidence == score_confidence(list(sev.probabilities.values()))
+    doc = answers.to_json()
+    assert [doc[k]["confidence"] for k in ("team", "refund", "severity")] == [team.confidence, refund.confidence,
+                                                                                sev.confidence]
+    # in [0, 1] and monotone in the acting probability of the answer, a calibrated readout included
+    rec = dict(team.record)
+    seen = []
+    for top in (0.34, 0.5, 0.7, 0.9, 1.0):
+        rest = (1 - top) / 2
+        cal = {"applied": True, "probabilities": [top, rest, rest], "option_logits": [0.0, 0.0, 0.0],
+               "choice": rec["option_ids"][0], "margin": top - rest, "tie": False}
+        a = answer_of({**rec, "calibrated": cal})
+        assert a.calibrated and 0.0 <= a.confidence <= 1.0
+        seen.append(a.confidence)
+    assert seen == sorted(seen) and seen[0] < 0.02 and seen[-1] == 1.0
 
 
 def test_ask_equals_semif_score_shared_on_its_rows(tmp_path, monkeypatch):
