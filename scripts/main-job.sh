@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job:
 #   1. fetch + verify the models (sha256 pins),
-#   2. the bundled example decisions, one line each, with the best shipped model (qwen2.5-1.5b, llama.cpp) and its
-#      preset, the default configuration's count beside it,
+#   2. the bundled example decisions, one request each, with the best shipped model (qwen2.5-1.5b, llama.cpp) and its
+#      defaults (as every face answers one request), its preset's count beside it,
 #   3. typed vs free vs grammar-constrained generation (`semif versus`, qwen2.5-0.5b, torch) → a trace in data/traces/,
 #   4. the small shape benchmark (direct / serial / shared / --exact) → a report in data/results/,
 #   5. build the static site → site/.
@@ -35,17 +35,29 @@ echo "Progress and notes go to stderr and $OUT/; the decisions and summaries go 
 step "1/5 models $BEST and $MODEL: fetch and verify"
 $SEMIF models fetch "$BEST" "$MODEL"
 
-step "2/5 the example decisions (data/examples/decisions.jsonl) with $BEST and its preset"
-# The default configuration first, into its file (its count is printed beside the preset's). The preset is the quality
-# study's winner for this model; its calibration was fitted on the study's questions, which these examples do not
-# share: they are read with the preset's prompt and readout, uncalibrated (--uncovered raw), and say so.
-$SEMIF score --model "$BEST" --backend llamacpp --input data/examples/decisions.jsonl \
-  --output "$OUT/examples-default.jsonl" --mode shared 2>"$OUT/examples-default.log"
+step "2/5 the example decisions (data/examples/decisions.jsonl) with $BEST: its defaults, then its preset"
+# The defaults first, as every face answers ONE request (Scorer, semif ask, the service, MCP: slots auto, the
+# label-free correction measured for these weights; no statistics of the other rows): each example is scored alone.
+.venv/bin/python - "$BEST" data/examples/decisions.jsonl "$OUT/examples-default.jsonl" 2>"$OUT/examples-default.log" <<'PY'
+import json, sys
+from pathlib import Path
+from scorer import Scorer
+from scorer.formats.records import dumps_record
+model, rows_path, out = sys.argv[1:]
+rows = [json.loads(line) for line in Path(rows_path).read_text(encoding="utf-8").splitlines() if line.strip()]
+with Scorer(model, "llamacpp") as scorer, open(out, "xb") as f:
+    for row in rows:  # one request per example
+        rec = scorer.decide_many([row])[0]
+        f.write(dumps_record(dict(rec.record)))
+        print(f"{row['id']:<22} {rec.final_choice!s:<14} label {row.get('label')}", file=sys.stderr)
+PY
+# The preset is the quality study's winner for this model; its calibration was fitted on the study's questions, which
+# these examples do not share: they are read with the preset's prompt and readout, uncalibrated (--uncovered raw).
 $SEMIF score --model "$BEST" --backend llamacpp --input data/examples/decisions.jsonl \
   --output "$OUT/examples-preset.jsonl" --mode shared --preset accurate --uncovered raw --summary \
   2>"$OUT/examples-preset.log"
-echo "-- $BEST: $(count "$OUT/examples-preset.jsonl") with its preset (accurate), $(count "$OUT/examples-default.jsonl")" \
-  "with the default configuration; the records and logs are in $OUT/"
+echo "-- $BEST: $(count "$OUT/examples-default.jsonl") right with its defaults, one request per example;" \
+  "$(count "$OUT/examples-preset.jsonl") with its preset (accurate); the records and logs are in $OUT/"
 
 step "3/5 typed vs free vs constrained generation (semif versus, one labelled state of the shape workload)"
 # The state (s01) is fixed by a rule made before anything was scored (data/versus/build.py); its typed
