@@ -18,17 +18,12 @@ statistics are meant to be fitted on it either.
 All content below is hand-written by the SemIf team; nothing is random, so the output
 is byte-for-byte reproducible: python data/eval/build_heldout.py
 """
-import json
 import os
+import sys
 
-HARD = "hard"
-
-
-def opts(*pairs):
-    return [{"id": i, "description": d} for i, d in pairs]
-
-
-YN = opts(("yes", "Yes"), ("no", "No"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the row form, option helpers and writer are build_single.py's: one convention for both sets
+from build_single import HARD, YN, dump, opts, rows_from
 
 # Each group: (family, state, [(slug, type, question, options, label, why[, HARD]), ...])
 GROUPS = []
@@ -972,24 +967,7 @@ GROUPS.append(("bug-triage", BUG_GUIDE + (
 
 
 def rows_heldout():
-    out = []
-    counters = {}
-    for family, state, questions in GROUPS:
-        counters[family] = counters.get(family, 0) + 1
-        group = f"{family}-{counters[family]:02d}"
-        for slug, qtype, question, options, label, why, *hard in questions:
-            row = {"id": f"{group}-{slug}", "state": state, "question": question, "options": options,
-                   "type": qtype, "label": label, "family": family, "group": group, "why": why}
-            if hard:
-                row["difficulty"] = hard[0]
-            out.append(row)
-    return out
-
-
-def dump(path, rows):
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return rows_from(GROUPS)
 
 
 def main():

@@ -1055,10 +1055,12 @@ GROUPS.append(("moderation", FORUM_RULES + (
     ("action", "score", ACTION_Q, ACTION4, "none", "A post that breaks no rule needs no action."),
 ]))
 
-def rows_single():
+def rows_from(groups):
+    """The rows of ``groups`` ((family, state, questions) each): ids, groups and fields as every set built here has
+    them (``build_heldout.py`` builds with it too)."""
     out = []
     counters = {}
-    for family, state, questions in GROUPS:
+    for family, state, questions in groups:
         counters[family] = counters.get(family, 0) + 1
         group = f"{family}-{counters[family]:02d}"
         for slug, qtype, question, options, label, why, *hard in questions:
@@ -1068,6 +1070,10 @@ def rows_single():
                 row["difficulty"] = hard[0]
             out.append(row)
     return out
+
+
+def rows_single():
+    return rows_from(GROUPS)
 
 
 def dump(path, rows):

@@ -1,6 +1,6 @@
-"""The confidence report (``kind: confidence``, benchmarks/confidence_reliability.py): per labelled set, a reliability
-diagram of the wire ``confidence`` with one series per model, and in words how often a confidence of 0.9 or more
-occurs, how often such answers are right, and how much can be automated at each error budget."""
+"""The confidence report (``kind: confidence``, benchmarks/confidence_reliability.py): per labelled set and weights, a
+reliability diagram of the wire ``confidence`` with one series per tool, and in words how often a confidence of 0.9 or
+more occurs, how often such answers are right, and how much can be automated at each error budget."""
 
 from __future__ import annotations
 
@@ -25,12 +25,13 @@ def _rows(rel: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def draw_confidence(rel: str, rep: ReportFile) -> None:
-    """One reliability diagram per set (a series per model), captioned with the high-confidence answers and the
-    automation table in words."""
+    """One reliability diagram per set and weights (a series per tool: SemIf and the peer beside it; rows without
+    ``weights`` and ``tool`` are one series per model), captioned with the high-confidence answers and the automation
+    table in words."""
     rows = _rows(rel, rep.obj)
-    for set_name in dict.fromkeys(str(r.get("set")) for r in rows):
-        mine = [r for r in rows if str(r.get("set")) == set_name]
-        series = [(str(r.get("model")), r["reliability"]) for r in mine]
+    for set_name, weights in dict.fromkeys((str(r.get("set")), str(r.get("weights") or "")) for r in rows):
+        mine = [r for r in rows if str(r.get("set")) == set_name and str(r.get("weights") or "") == weights]
+        series = [(str(r.get("tool") or r.get("model")), r["reliability"]) for r in mine]
         words = []
         for r in mine:
             h = r["high"]
@@ -39,8 +40,8 @@ def draw_confidence(rel: str, rep: ReportFile) -> None:
             words.append(f"{r.get('model')}: accuracy {_pct(r.get('accuracy'))}, confidence ≥ "
                          f"{finite(h.get('threshold')) or 0.9:g} on {_pct(h.get('share'))} of the decisions ({right});"
                          f" acted on, most confident first: {auto}")
-        caption = (f"{set_name}: decisions grouped by their confidence, per model; each point is how often a group was "
-                   "right (its size: how many decisions); on the diagonal, confidence means what it says. "
-                   + " · ".join(words) + ".")
-        rep.charts.append(with_caption(svg_reliability(series, f"Reliability of the confidence, {set_name}"),
-                                       caption))
+        where = f"{set_name}, {weights}" if weights else set_name
+        caption = (f"{where}: decisions grouped by their confidence, per {'tool' if weights else 'model'}; each point "
+                   "is how often a group was right (its size: how many decisions); on the diagonal, confidence means "
+                   "what it says. " + " · ".join(words) + ".")
+        rep.charts.append(with_caption(svg_reliability(series, f"Reliability of the confidence, {where}"), caption))
