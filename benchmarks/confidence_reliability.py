@@ -39,11 +39,6 @@ LANES = ("semif:default", "typed-gguf")
 """The lanes read from each: SemIf's default and the peer."""
 
 
-def _p_max_ece(table: metrics.Table) -> float:
-    """ECE of the answer's own probability (the table as aligned, before the wire confidence replaces ``conf``)."""
-    return metrics.ece(table)
-
-
 def run(results: Path) -> dict[str, Any]:
     """The report body and its inputs."""
     rows: list[dict[str, Any]] = []
@@ -62,6 +57,7 @@ def run(results: Path) -> dict[str, Any]:
                 path = ROOT / rel if not Path(rel).is_absolute() else Path(rel)
                 recs = read_records(path)
                 labels = metrics.labels_from_records(recs, str(path))
+                # as aligned, a table's ``conf`` is the answer's own probability (p_max); wire_table replaces it
                 table, _ = metrics.align(labels, [calibrated_view(r) for r in recs], str(path))
                 wire = wire_table(labels, recs, str(path))
                 tool = "semif" if lane["name"].startswith("semif") else lane["name"]
@@ -70,7 +66,7 @@ def run(results: Path) -> dict[str, Any]:
                              "configuration": " ".join(lane.get("flags") or []) or "the tool's defaults",
                              "measured_utc": peer.get("created_utc"),
                              "records": {"path": rel, "rows": len(recs)}, **summary(wire),
-                             "ece_p_max": _p_max_ece(table)})
+                             "ece_p_max": metrics.ece(table)})
                 inputs[f"{name}/{lane['name']}/{set_name}"] = path
     if not rows:
         raise SystemExit(f"error: none of {', '.join(REPORTS)} is under {results}")
