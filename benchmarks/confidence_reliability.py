@@ -33,7 +33,7 @@ from scorer.formats.records import read_records  # noqa: E402
 
 FORMAT = "semif-confidence-v2"
 REPORTS = ("single-request-peer-qwen2.5-1.5b.json", "single-request-peer-heldout-qwen2.5-1.5b.json",
-           "single-request-peer-qwen2.5-0.5b.json")
+           "single-request-peer-qwen2.5-0.5b.json", "single-request-peer-heldout-qwen2.5-0.5b.json")
 """The peer reports read (under ``--results``), those that exist."""
 LANES = ("semif:default", "typed-gguf")
 """The lanes read from each: SemIf's default and the peer."""
