@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictStr, Tag
 
-from scorer.decision.confidence import choice_confidence, expected_level, score_confidence
+from scorer.decision.confidence import expected_level
 from scorer.decision.questions import NO, YES
 from scorer.serving.wire import AskResult, extension, option_description, probabilities, text_of, usage
 
@@ -287,10 +287,10 @@ def response(req: DecisionsRequest, result: AskResult, refused: dict[int, str]) 
             body: dict[str, Any] = {"type": "predicate", "probability": float(a.probabilities[YES])}
         elif isinstance(q, Choice):
             top = max(range(len(p)), key=lambda k: p[k])
-            body = {"type": "choice", "choice": q.choices[top].value, "confidence": choice_confidence(p),
+            body = {"type": "choice", "choice": q.choices[top].value, "confidence": a.confidence,
                     "probabilities": [{"value": c.value, "probability": v} for c, v in zip(q.choices, p, strict=True)]}
         else:
-            body = {"type": "score", "score": expected_level(p), "confidence": score_confidence(p),
+            body = {"type": "score", "score": expected_level(p), "confidence": a.confidence,
                     "probabilities": [{"value": k, "label": lv.label, "probability": v}
                                       for k, (lv, v) in enumerate(zip(q.levels, p, strict=True))]}
         answers.append({**body, "name": q.name, "semif": extension(asked)})

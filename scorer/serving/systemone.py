@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from scorer.decision.confidence import choice_confidence, expected_level, score_confidence
+from scorer.decision.confidence import expected_level
 from scorer.decision.questions import NO, YES, YES_NO_OPTIONS
 from scorer.serving.wire import AskResult, extension, option_description, probabilities, text_of, usage
 
@@ -136,9 +136,9 @@ def response(req: SystemOneRequest, result: AskResult) -> dict[str, Any]:
         if isinstance(q, ChoiceQuestion):
             body: dict[str, Any] = {"type": "choice", "choice": a.final_choice if a.final_choice is not None
                                     else max(a.probabilities, key=lambda k: a.probabilities[k]),
-                                    "confidence": choice_confidence(p), "probabilities": dict(a.probabilities)}
+                                    "confidence": a.confidence, "probabilities": dict(a.probabilities)}
         elif isinstance(q, ScoreQuestion):
-            body = {"type": "score", "score": expected_level(p), "confidence": score_confidence(p),
+            body = {"type": "score", "score": expected_level(p), "confidence": a.confidence,
                     "legend": {str(i): v for i, v in enumerate(q.criteria)},
                     "probabilities": {str(i): v for i, v in enumerate(p)}}
         else:
