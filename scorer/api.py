@@ -61,6 +61,7 @@ from scorer.models import store
 from scorer.prompting.demos import DEFAULT_K, DEFAULT_SEED, Demos, load_demos
 from scorer.prompting.layouts import STATE_MAJOR, check_layout, signature_version
 from scorer.scoring.label_free import ContentFreeCache, calibrate_records, derived_decisions, row_method
+from scorer.scoring.measured_confidence import with_confidence
 from scorer.scoring.modes import prepare, score_items
 from scorer.scoring.options import (
     ScorerOptions,
@@ -613,7 +614,8 @@ class Scorer:
                                           self.content_free_cache, label_free.describe())
                 for k, rec in zip(fix, fixed, strict=True):
                     records[k] = rec
-            records = list(with_preset(with_echo(records, decisions, level), self.preset))
+            records = list(with_preset(with_echo(with_confidence(records, label_free.measured), decisions, level),
+                                       self.preset))
         if indices is not None:
             for rec, index in zip(records, indices, strict=True):
                 rec["run"]["index"] = index

@@ -240,6 +240,18 @@ class FakeBackend(Backend):
         return guidance.LlgGrammar(lltok, gbnf, VOCAB)
 
 
+class WeighedFake(FakeBackend):
+    """The fake model under the identity of catalogued weights (what the label-free default and the confidence curve
+    are keyed on)."""
+
+    def __init__(self, gguf_sha256: str | None) -> None:
+        super().__init__()
+        self.sha = gguf_sha256
+
+    def model_info(self) -> dict[str, Any]:
+        return {**super().model_info(), "gguf_sha256": self.sha}
+
+
 def fake_vocab(tok: FakeTokenizer) -> list[bytes]:
     """Bytes of every fake token id; special and unused ids carry llguidance's 0xFF marker."""
     out = [b"\xff" + s.encode() for s in SPECIALS] + [b"\xff<unused%d>" % i for i in range(len(SPECIALS), _BASE)]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scorer.calibration.confidence_map import ConfidenceMap
 from scorer.calibration.label_free import BY_KIND, METHODS, by_kind, method_for
 from scorer.core.checks import OptionError, one_of
 from scorer.core.errors import brief
@@ -29,6 +30,8 @@ AUTO = "auto"
 """The option value that picks the measured default (:func:`resolve`)."""
 CHOICES = (AUTO, *METHODS)
 """What ``label_free`` accepts besides a method per kind (:func:`check_label_free`)."""
+CONFIDENCE_REPORT = "data/results/confidence-reliability.json"
+"""The report that fits the measured defaults' confidence curves (``benchmarks/confidence_reliability.py``)."""
 PER_KIND = f"{BY_KIND}choice=M1,score=M2,yesno=M3"
 """How a method per kind is written (each ``M`` one of :data:`~scorer.calibration.label_free.METHODS`)."""
 
@@ -64,6 +67,10 @@ class Measured:
     cross_fitted: tuple[tuple[str, float, float], ...]
     """Per labelled set: balanced accuracy of the raw readout, then of the rule's methods picked without each
     family (the selection report's ``cross_fitted``), each row one request."""
+    confidence: ConfidenceMap | None = None
+    """The curve that maps an answer's peakedness to its ``confidence`` (:mod:`scorer.calibration.confidence_map`),
+    fitted on this default's answers to the selection sets (:data:`CONFIDENCE_REPORT`'s ``maps``); None: not
+    measured for this readout, the peakedness is the confidence."""
 
 
 def _by_kind(choice: str, score: str, yesno: str) -> str:
@@ -82,7 +89,10 @@ DEFAULTS: tuple[Measured, ...] = (
     Measured("qwen2.5-0.5b", _Q05, "auto",
              _by_kind("rotations+content-free", "rotations+content-free", "rotations"),
              "data/results/label-free-selection-qwen2.5-0.5b-auto.json",
-             (("authored", 0.425, 0.517), ("boundary", 0.5, 0.667), ("single", 0.363, 0.53))),
+             (("authored", 0.425, 0.517), ("boundary", 0.5, 0.667), ("single", 0.363, 0.53)),
+             ConfidenceMap(-0.210455, 2.101052)),
+    # The served default (auto) of each has its confidence curve (CONFIDENCE_REPORT); letters, never served by
+    # default, keeps the peakedness.
     # qwen2.5-1.5b: choice questions gain from the same correction, score questions from the domain prior (the
     # state's own words shuffled); read as a JSON answer (auto) yes/no questions are best left raw.
     Measured("qwen2.5-1.5b", _Q15, "letters",
@@ -92,7 +102,8 @@ DEFAULTS: tuple[Measured, ...] = (
     Measured("qwen2.5-1.5b", _Q15, "auto",
              _by_kind("rotations+content-free", "domain", "none"),
              "data/results/label-free-selection-qwen2.5-1.5b-auto.json",
-             (("authored", 0.686, 0.669), ("boundary", 0.875, 0.875), ("single", 0.537, 0.62))),
+             (("authored", 0.686, 0.669), ("boundary", 0.875, 0.875), ("single", 0.537, 0.62)),
+             ConfidenceMap(-0.230682, 3.032299)),
 )
 
 

@@ -13,8 +13,10 @@ implement it independently: jev-style, any2jev, callo, avrik-server, ruling):
 * **yes/no** (``noul``, ``predicate``): the wire formats carry only p(yes); :func:`binary_confidence` is the choice
   formula for two options, ``|2 p − 1|``, for callers that want one.
 
-These say how peaked the distribution is, not how often such answers are right: whether a confidence of 0.9 is right
-90 % of the time is a property of the model and its calibration, measured per model on labelled sets.
+These say how peaked the distribution is, not how often such answers are right. Where the weights' default readout
+was measured on labelled rows, the answer's ``confidence`` is this peakedness through the weights' curve
+(:mod:`scorer.calibration.confidence_map`, the record's ``confidence`` block), fitted so that it estimates how often
+such answers are right; elsewhere it is the peakedness itself (:attr:`scorer.decision.questions.Answer.confidence`).
 """
 
 from __future__ import annotations

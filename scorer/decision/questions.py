@@ -216,10 +216,15 @@ class Answer:
 
     @property
     def confidence(self) -> float:
-        """How peaked the acting readout is, in [0, 1]: the number the System One and Decisions faces answer with
-        (:mod:`scorer.decision.confidence`: ``(p_max − 1/K)/(1 − 1/K)`` for a choice or yes/no question, the spread
-        about the most probable level for a score). It says how sure the answer is, not how often such answers are
-        right: that is measured per model (``data/results/confidence-reliability.json``)."""
+        """How sure the answer is, in [0, 1], from the acting readout: the number the System One and Decisions faces
+        answer with. Its peakedness (:mod:`scorer.decision.confidence`: ``(p_max − 1/K)/(1 − 1/K)`` for a choice or
+        yes/no question, the spread about the most probable level for a score), mapped — where the weights and
+        readout have a measured curve, the record's ``confidence`` block — to how often answers that peaked were
+        right (:mod:`scorer.calibration.confidence_map`); how far that holds is measured per model
+        (``data/results/confidence-reliability.json``)."""
+        block = self.record.get("confidence")
+        if isinstance(block, Mapping):
+            return float(block["value"])
         p = list(self.probabilities.values())
         return score_confidence(p) if self.type == "score" else choice_confidence(p)
 

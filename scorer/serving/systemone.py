@@ -20,9 +20,9 @@ System One  SemIf question                                                  answ
 A question's text is its ``instructions`` (JSON instructions and descriptions as compact JSON text); without
 instructions it is :data:`DEFAULT_QUESTION` for its type. ``state`` is text or JSON, rendered as ``/v1/ask`` renders
 it. The numbers are the acting readout (the calibrated one when the server has a calibration);
-``confidence`` is :mod:`scorer.decision.confidence`'s. Every answer also carries a ``semif`` block
-(:func:`scorer.serving.wire.extension`) that the SDK ignores. Image assets (a ``multipart/form-data`` body, or
-``assets``) are refused with 422: text models only.
+``confidence`` is the answer's own (:attr:`scorer.decision.questions.Answer.confidence`). Every answer also carries a
+``semif`` block (:func:`scorer.serving.wire.extension`) that the SDK ignores. Image assets (a ``multipart/form-data``
+body, or ``assets``) are refused with 422: text models only.
 
 Errors: 422 with the vendor's shape ``{"detail": [{loc, msg, type, input?, ctx?}]}`` (``loc`` from ``"body"``), plus
 an ``error`` object that the OpenAI-style clients read; the SDK shows ``questions.tone.choice.criteria: Field

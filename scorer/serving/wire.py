@@ -5,9 +5,9 @@ twice), token usage read off the records, and the error every dialect answers wi
 
 Both dialects are thin translators onto :meth:`Scorer.ask`: the same question gets the same numbers through
 ``/v1/ask``, ``/v1/systemone``, ``/v1/decisions``, the Python API and ``semif ask``. What a dialect adds is its wire
-shape, its ``confidence`` (:mod:`scorer.decision.confidence`) and its extension block ``semif`` on every answer
-(which model decided, whether the question was escalated, the raw readout beside the acting one), which the official
-SDKs ignore.
+shape, its ``confidence`` (:attr:`scorer.decision.questions.Answer.confidence`) and its extension block ``semif`` on
+every answer (which model decided, whether the question was escalated, the raw readout beside the acting one), which
+the official SDKs ignore.
 """
 
 from __future__ import annotations

@@ -37,7 +37,11 @@ def draw_confidence(rel: str, rep: ReportFile) -> None:
             h = r["high"]
             auto = ", ".join(f"{_pct(a.get('share'))} at {_pct(a.get('max_error'))} error" for a in r["automation"])
             right = "none occur" if not h.get("rows") else f"{_pct(h.get('accuracy'))} of them right"
-            words.append(f"{r.get('model')}: accuracy {_pct(r.get('accuracy'))}, confidence ≥ "
+            ece = finite(r.get("ece"))
+            peak = finite(r.get("ece_peakedness"))
+            err = "" if ece is None else f", calibration error {ece:.2f}" + (
+                f" (the bare peakedness {peak:.2f})" if peak is not None and abs(peak - ece) > 1e-9 else "")
+            words.append(f"{r.get('model')}: accuracy {_pct(r.get('accuracy'))}{err}, confidence ≥ "
                          f"{finite(h.get('threshold')) or 0.9:g} on {_pct(h.get('share'))} of the decisions ({right});"
                          f" acted on, most confident first: {auto}")
         where = f"{set_name}, {weights}" if weights else set_name

@@ -9,15 +9,15 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fakes import FakeBackend
+from fakes import FakeBackend, WeighedFake
 
 from scorer import Scorer
 from scorer.calibration.label_free import METHODS, by_kind, method_for
-from scorer.calibration.label_free_defaults import AUTO, DEFAULTS, check_label_free, find, resolve
+from scorer.calibration.label_free_defaults import AUTO, CONFIDENCE_REPORT, DEFAULTS, check_label_free, find, resolve
 from scorer.core.checks import OptionError
+from scorer.decision.confidence import choice_confidence, score_confidence
 from scorer.formats.records import validate_records
 from scorer.models import store
 from scorer.scoring.options import ScorerOptions
@@ -32,17 +32,6 @@ QUESTIONS = {
 }
 KIND = {"team": "choice", "refund": "yesno", "urgency": "score"}
 MEASURED = next(m for m in DEFAULTS if m.model == "qwen2.5-1.5b" and m.slots == "letters")
-
-
-class WeighedFake(FakeBackend):
-    """The fake model under the identity of catalogued weights (what ``auto`` keys on)."""
-
-    def __init__(self, gguf_sha256: str | None) -> None:
-        super().__init__()
-        self.sha = gguf_sha256
-
-    def model_info(self) -> dict[str, Any]:
-        return {**super().model_info(), "gguf_sha256": self.sha}
 
 
 def _ask(sha: str | None, label_free: str, slots: str = "letters"):
@@ -129,3 +118,44 @@ def test_every_measured_default_is_its_selection_reports_pick_for_the_pinned_wei
     assert study["model"]["gguf_sha256"] == m.gguf_sha256 and study["slots"] == m.slots
     with gzip.open(ROOT / study["sets"]["authored"]["records"]["path"]) as records:  # and so are its records
         assert records.readline()
+
+
+@pytest.mark.parametrize("m", DEFAULTS, ids=lambda m: f"{m.model}-{m.slots}")
+def test_the_served_defaults_carry_the_confidence_curve_their_report_fitted(m):
+    report = json.loads((ROOT / CONFIDENCE_REPORT).read_text(encoding="utf-8"))
+    assert report["kind"] == "confidence"
+    fitted = report["maps"].get(m.model)
+    if m.slots != "auto":  # the report fits the served default's answers (lane semif:default: slots auto) only
+        assert m.confidence is None
+        return
+    assert fitted is not None and fitted["gguf_sha256"] == m.gguf_sha256
+    assert m.confidence is not None and (m.confidence.a, m.confidence.b) == (fitted["a"], fitted["b"])
+    assert set(fitted["sets"]) == {"authored", "boundary", "single"}  # never the held-out set
+
+
+AUTO_MEASURED = next(m for m in DEFAULTS if m.model == "qwen2.5-1.5b" and m.slots == "auto")
+
+
+def test_every_answer_of_a_measured_default_has_its_curves_confidence():
+    answers = _ask(AUTO_MEASURED.gguf_sha256, AUTO, "auto")
+    validate_records([dict(a.record) for a in answers.values()])
+    curve = AUTO_MEASURED.confidence
+    assert curve is not None
+    for name, a in answers.items():
+        block = a.record["confidence"]
+        p = list(a.probabilities.values())  # the acting readout: corrected where the kind's method is not none
+        peak = score_confidence(p) if KIND[name] == "score" else choice_confidence(p)
+        assert block["peakedness"] == peak and block["value"] == curve(peak) == a.confidence
+        assert (block["curve"]["a"], block["curve"]["b"]) == (curve.a, curve.b)
+        assert block["curve"]["report"] == CONFIDENCE_REPORT and block["curve"]["slots"] == "auto"
+        assert answers.to_json()[name]["confidence"] == a.confidence
+        assert ("calibrated" in a.record) == (method_for(AUTO_MEASURED.method, KIND[name]) != "none")
+
+
+@pytest.mark.parametrize("label_free", ["none", "rotations"])
+def test_a_named_method_keeps_the_peakedness_the_curve_was_not_fitted_on(label_free):
+    answers = _ask(AUTO_MEASURED.gguf_sha256, label_free, "auto")
+    for name, a in answers.items():
+        assert "confidence" not in a.record
+        p = list(a.probabilities.values())
+        assert a.confidence == (score_confidence(p) if KIND[name] == "score" else choice_confidence(p))

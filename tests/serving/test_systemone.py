@@ -16,7 +16,7 @@ import httpx
 import orjson
 import pytest
 import zstandard
-from fakes import FakeBackend
+from fakes import FakeBackend, WeighedFake
 from serve_helpers import GatedBackend, live
 from typesafe_sdk import (
     Choice,
@@ -32,6 +32,7 @@ from typesafe_sdk import (
 from typesafe_sdk._schemas import models as wire  # the SDK's own wire models (generated from the vendor's OpenAPI)
 
 from scorer import Scorer
+from scorer.calibration.label_free_defaults import DEFAULTS
 from scorer.decision.confidence import choice_confidence, score_confidence
 from scorer.serving.http_server import Limits
 from scorer.serving.served import ServedModels, parse_route
@@ -104,6 +105,19 @@ def test_every_question_type_answers_as_scorer_ask_and_fits_the_sdks_models(url)
     assert got.answers["legal"].noul == want["legal"].probabilities["yes"]
     assert got.usage.output_tokens == 0 and got.usage.input_tokens > 0
     assert again.answers == got.answers
+
+
+def test_the_wire_confidence_is_the_measured_curves_where_the_weights_have_one():
+    measured = next(m for m in DEFAULTS if m.model == "qwen2.5-1.5b" and m.slots == "auto")
+    with Scorer(backend=WeighedFake(measured.gguf_sha256), mode="shared") as s, live(build_app(s)) as u, \
+            _client(u) as c:
+        got = c.system_one(state=STATE, questions=QUESTIONS)
+        want = s.ask(STATE, ASK)
+    assert measured.confidence is not None
+    for name in ("team", "urgency"):
+        block = want[name].record["confidence"]
+        assert got.answers[name].confidence == pytest.approx(want[name].confidence, abs=1e-12)
+        assert want[name].confidence == measured.confidence(block["peakedness"]) != block["peakedness"]
 
 
 def test_255_criteria_are_read_by_number_and_answered_as_scorer_ask(url):
