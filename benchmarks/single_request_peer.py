@@ -56,8 +56,10 @@ from scorer.models import store  # noqa: E402
 from scorer.scoring.systemone_run import SystemOneConfig, run_systemone  # noqa: E402
 
 SETS = {"authored": ROOT / "data" / "eval" / "authored.jsonl", "boundary": ROOT / "data" / "eval" / "boundary.jsonl",
-        "single": ROOT / "data" / "eval" / "single.jsonl", "heldout": ROOT / "data" / "eval" / "heldout.jsonl"}
-"""The labelled sets (``heldout``: never read by any choice of a default, ``data/eval/build_heldout.py``)."""
+        "single": ROOT / "data" / "eval" / "single.jsonl", "heldout": ROOT / "data" / "eval" / "heldout.jsonl",
+        "heldout2": ROOT / "data" / "eval" / "heldout2.jsonl"}
+"""The labelled sets (``heldout`` and ``heldout2``: never read by any choice of a default,
+``data/eval/build_heldout.py`` and ``data/eval/build_heldout2.py``)."""
 FORMAT = "semif-single-request-peer-v1"
 
 
