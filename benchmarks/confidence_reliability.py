@@ -8,7 +8,7 @@ SemIf's ``confidence`` is the peakedness mapped by the weights' measured curve
 (:mod:`scorer.calibration.confidence_map`), and this report is where that curve is fitted: per weights, on SemIf's
 default answers to the selection sets (authored, boundary, single — the sets the defaults were chosen on), every kind of
 question together. Its rows judge it on rows it was not fitted on: on a selection set, each family's confidence comes
-from the curve fitted without that family (cross-fitted); on the held-out set, from the curve fitted on all the
+from the curve fitted without that family (cross-fitted); on the held-out sets, from the curve fitted on all the
 selection sets (the shipped one, :data:`scorer.calibration.label_free_defaults.DEFAULTS`). typed-gguf's rows are its own
 wire confidence.
 
@@ -45,14 +45,14 @@ from scorer.formats.envelope import make_report, write_report  # noqa: E402
 from scorer.formats.records import read_records  # noqa: E402
 
 FORMAT = "semif-confidence-v3"
-REPORTS = ("single-request-peer-qwen2.5-1.5b.json", "single-request-peer-heldout-qwen2.5-1.5b.json",
-           "single-request-peer-qwen2.5-0.5b.json", "single-request-peer-heldout-qwen2.5-0.5b.json")
+REPORTS = tuple(f"single-request-peer-{which}{model}.json" for model in ("qwen2.5-1.5b", "qwen2.5-0.5b")
+                for which in ("", "heldout-", "heldout2-"))
 """The peer reports read (under ``--results``), those that exist."""
 LANES = ("semif:default", "typed-gguf")
 """The lanes read from each: SemIf's default and the peer."""
 SEMIF = "semif:default"
 SELECTION = ("authored", "boundary", "single")
-"""The sets the defaults were chosen on: the confidence curve is fitted on them (the held-out set never)."""
+"""The sets the defaults were chosen on: the confidence curve is fitted on them (the held-out sets never)."""
 
 
 @dataclass

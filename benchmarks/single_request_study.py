@@ -63,7 +63,7 @@ from scorer.prompting.prompt import slots_for  # noqa: E402
 
 SETS = {"authored": ROOT / "data" / "eval" / "authored.jsonl", "boundary": ROOT / "data" / "eval" / "boundary.jsonl",
         "shape-small": ROOT / "data" / "workloads" / "shape-small.jsonl",
-        "single": ROOT / "data" / "eval" / "single.jsonl"}
+        "single": ROOT / "data" / "eval" / "single.jsonl", "heldout": ROOT / "data" / "eval" / "heldout.jsonl"}
 FORMAT = "semif-single-request-study-v1"
 CONTENT_FREE = CONTENT_FREE_STATES
 FLOOR = 1e-12
