@@ -44,6 +44,12 @@ def score_confidence(probabilities: Sequence[float]) -> float:
     return min(1.0, max(0.0, 1.0 - spread / uniform))
 
 
+def peakedness(probabilities: Sequence[float], qtype: str | None) -> float:
+    """How peaked an answer of type ``qtype`` is: :func:`score_confidence` for a ``score`` question,
+    :func:`choice_confidence` for any other (a yes/no question is a choice over two)."""
+    return score_confidence(probabilities) if qtype == "score" else choice_confidence(probabilities)
+
+
 def binary_confidence(p_yes: float) -> float:
     """The choice formula for two options: ``|2 p − 1|``."""
     return min(1.0, abs(2.0 * p_yes - 1.0))

@@ -26,7 +26,7 @@ from typing import Any
 
 from scorer.core.checks import OptionError
 from scorer.core.errors import InputError, SemifError, brief
-from scorer.decision.confidence import choice_confidence, score_confidence
+from scorer.decision.confidence import peakedness
 from scorer.decision.policy import ANY_MARGIN, Policy, Verdict, acting
 
 QUESTION_TYPES = ("choice", "yesno", "score")
@@ -225,8 +225,7 @@ class Answer:
         block = self.record.get("confidence")
         if isinstance(block, Mapping):
             return float(block["value"])
-        p = list(self.probabilities.values())
-        return score_confidence(p) if self.type == "score" else choice_confidence(p)
+        return peakedness(list(self.probabilities.values()), self.type)
 
     def verdict(self, policy: Policy) -> Verdict:
         """Whether ``policy`` lets this answer be acted on, and why (:meth:`scorer.decision.policy.Policy.verdict`)."""

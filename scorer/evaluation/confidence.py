@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from scorer.decision.confidence import choice_confidence, score_confidence
+from scorer.decision.confidence import peakedness
 from scorer.decision.policy import calibrated_view
 from scorer.evaluation import metrics
 
@@ -36,8 +36,7 @@ def wire_table(labels: list[metrics.Label], records: Sequence[dict[str, Any]], n
     conf = np.ones(table.n)
     for i, (lab, p) in enumerate(zip(table.labels, table.probs, strict=True)):
         if p is not None:
-            values = [float(v) for v in p]
-            conf[i] = score_confidence(values) if kinds.get(lab.id) == "score" else choice_confidence(values)
+            conf[i] = peakedness([float(v) for v in p], kinds.get(lab.id))
     out = copy.copy(table)
     out.conf = conf
     return out

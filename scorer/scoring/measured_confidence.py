@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from scorer.calibration.label_free_defaults import CONFIDENCE_REPORT, Measured
-from scorer.decision.confidence import choice_confidence, score_confidence
+from scorer.decision.confidence import peakedness
 from scorer.decision.policy import acting
 
 
@@ -38,8 +38,7 @@ def confidence_block(record: Mapping[str, Any], measured: Measured) -> dict[str,
     probabilities = acting(record).get("probabilities")
     if not probabilities:
         return None
-    p = [float(x) for x in probabilities]
-    peak = score_confidence(p) if record.get("type") == "score" else choice_confidence(p)
+    peak = peakedness([float(x) for x in probabilities], record.get("type"))
     return {"value": curve(peak), "peakedness": peak,
             "curve": {"form": "sigma(a + b * peakedness)", "a": curve.a, "b": curve.b, "model": measured.model,
                       "slots": measured.slots, "report": CONFIDENCE_REPORT}}
