@@ -10,6 +10,9 @@ rendered in a JSON-answer shape instead of SemIf's own:
 * ``PROBE_TURNS=two``: the layout's first part (the state in state-major) in a user turn of its own, the rest and
   the cue in a second user turn (as typed-gguf asks its question after the state); ``one`` (the default) keeps both in
   one turn;
+* ``PROBE_LISTING=bulleted``: each option as ``- id: description`` and the cue ``<exactly one option id>`` (naming no
+  option) instead of ``id. description`` under a cue that lists them (``dotted``, the default) — the listing
+  ``--slots json`` has given choice and score questions since ``semif-json-v2``;
 * the assistant turn prefilled with ``{"answer":``, every option read as the continuation `` "A"`` (its label in
   quotes, the closing quote included so that no option's tokens begin another's), summed or averaged per token
   (``--sequence-norm``).
@@ -40,6 +43,7 @@ from scorer.prompting import layouts, prompt  # noqa: E402
 
 LABELS = os.environ.get("PROBE_LABELS", "letters")
 TURNS = os.environ.get("PROBE_TURNS", "one")
+LISTING = os.environ.get("PROBE_LISTING", "dotted")
 PREFILL = '{"answer":'
 SYSTEM = ("You are a precise decision function. Read the state and answer the question with exactly one of the "
           "listed options. Reply with a JSON object and nothing else.")
@@ -53,8 +57,12 @@ def _question(decision: Decision) -> tuple[str, str]:
     """The question with its options, and the JSON answer cue."""
     labs = _labels(decision)
     lines = [f"Question: {decision.question.strip()}", "Options:"]
-    lines += [f"{lab}. {o.description.strip()}" for lab, o in zip(labs, decision.options, strict=True)]
-    what = f"one letter, {labs[0]} to {labs[-1]}" if LABELS == "letters" else "one of " + ", ".join(labs)
+    if LISTING == "bulleted":
+        lines += [f"- {lab}: {o.description.strip()}" for lab, o in zip(labs, decision.options, strict=True)]
+        what = "exactly one option " + ("letter" if LABELS == "letters" else "id")
+    else:
+        lines += [f"{lab}. {o.description.strip()}" for lab, o in zip(labs, decision.options, strict=True)]
+        what = f"one letter, {labs[0]} to {labs[-1]}" if LABELS == "letters" else "one of " + ", ".join(labs)
     return "\n".join(lines), f'Answer with JSON: {{"answer": "<{what}>"}}'
 
 
@@ -93,12 +101,15 @@ _layout_version = layouts.version
 
 def version(layout: str, slots: str = "letters", demos: bool = False) -> str:
     turns = "-two-turns" if TURNS == "two" else ""
+    turns += "-bulleted" if LISTING == "bulleted" else ""
     return f"probe-json-{LABELS}{turns}|{_layout_version(layout, slots, demos)}"
 
 
 def main(argv: list[str] | None = None) -> int:
     if LABELS not in ("letters", "ids"):
         raise SystemExit(f"PROBE_LABELS={LABELS!r} (expected letters or ids)")
+    if LISTING not in ("dotted", "bulleted"):
+        raise SystemExit(f"PROBE_LISTING={LISTING!r} (expected dotted or bulleted)")
     if TURNS not in ("one", "two"):
         raise SystemExit(f"PROBE_TURNS={TURNS!r} (expected one or two)")
     layouts.messages = messages
@@ -121,6 +132,7 @@ def shape() -> str:
     """What the probe changed, for the report."""
     where = "the options listed under letters" if LABELS == "letters" else "the options listed under their ids"
     turns = ", the question in a second user turn" if TURNS == "two" else ""
+    turns += (", each option as '- id: description' and the cue naming no option" if LISTING == "bulleted" else "")
     return f"probe-json: {where}{turns}, assistant prefilled {PREFILL!r}, each option read as its quoted label"
 
 

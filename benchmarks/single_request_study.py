@@ -52,6 +52,7 @@ from scorer.calibration.prior import DEFAULT_MIN_ROWS, fit_prior  # noqa: E402
 from scorer.core.checks import DEFAULT_SEQUENCE_NORM, SEQUENCE_NORMS, SLOTS, OptionError, check_sequence_norm  # noqa: E402
 from scorer.core.io import check_writable  # noqa: E402
 from scorer.decision.confidence import choice_confidence  # noqa: E402
+from scorer.decision.questions import ANSWER_KINDS, answer_kind  # noqa: E402
 from scorer.decision.readout import read_sequences  # noqa: E402
 from scorer.evaluation import metrics  # noqa: E402
 from scorer.evaluation.confidence import summary as confidence_summary  # noqa: E402
@@ -277,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="the label-free methods judged (a list; default every one); only the prompts they read are "
                          "scored (none: the rows themselves)")
+    ap.add_argument("--kinds", default=",".join(ANSWER_KINDS),
+                    help="the kinds of question studied (a list of " + ", ".join(ANSWER_KINDS) + "; default every "
+                         "one): a set's other rows are left out")
     ap.add_argument("--from-records", type=Path, metavar="DIR",
                     help="judge the records an earlier run kept (DIR/SET.jsonl.gz) again, without a model (each set's "
                          "scoring seconds are taken from the report DIR.json when it is there)")
@@ -288,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         ap.error(f"--methods: {', '.join(unknown) or 'nothing'} is not among {', '.join(METHODS)}")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if not kinds or any(k not in ANSWER_KINDS for k in kinds):
+        ap.error(f"--kinds: {args.kinds!r} (expected a list of {', '.join(ANSWER_KINDS)})")
     try:  # the scorer's own rule: a normalisation only for slots read as sequences, sum when none is given
         norm = check_sequence_norm(args.sequence_norm, args.slots)
     except OptionError as exc:
@@ -307,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     info: dict[str, Any] = {}
     for name in names:
         path = SETS.get(name, Path(name))
-        rows = load_decisions(path)
+        rows = [d for d in load_decisions(path) if answer_kind(d.type, d.option_ids) in kinds]
         extra = derived(rows, methods)
         t0 = time.perf_counter()
         reused = 0
@@ -346,9 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     if scorer is not None:
         scorer.close()
     readout = args.slots + (f" ({args.sequence_norm})" if args.sequence_norm else "")
+    if set(kinds) != set(ANSWER_KINDS):
+        readout += ", " + " and ".join(kinds) + " questions only"
     report = make_report("single-request-study", FORMAT, inputs, {
         "title": f"Label-free corrections of one request, {args.model} {args.backend}, read through {readout}",
-        "slots": args.slots, "sequence_norm": args.sequence_norm,
+        "slots": args.slots, "sequence_norm": args.sequence_norm, "kinds": kinds,
         "model": info, "methods": {m: METHODS[m] for m in methods},
         "content_free_states": list(CONTENT_FREE), "domain_samples": DOMAIN_SAMPLES,
         "metric": "balanced accuracy within each family, averaged over families; every row answered alone",

@@ -18,7 +18,7 @@ options are listed under their own ids and the model is asked for an id (the ``-
 ``semif-direct-ids-v1``, ``semif-question-major-ids-v1``; ``sequence`` scores the ids prompt unchanged); with ``codes``
 they are numbered and the model is asked for a number (the ``-codes`` versions). A question with more options than
 letters is numbered when the run reads letters (:func:`scorer.prompting.prompt.slots_for`); its demonstrations are then
-numbered too. With ``json`` (``semif-json-v1``, ``semif-question-major-json-v1``) each layout's two parts go in two user
+numbered too. With ``json`` (``semif-json-v2``, ``semif-question-major-json-v2``) each layout's two parts go in two user
 turns, its first part (state-major: the state; question-major: the question and options) in a turn of its own and the
 other with the JSON answer cue in the next (:func:`scorer.prompting.prompt.json_turns`); demonstrations are shown in
 the same turns, answered ``{"answer": "id"}``, before the row's, in both layouts.
@@ -79,7 +79,7 @@ IDS_VERSIONS = {STATE_MAJOR: IDS_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_
 QUESTION_MAJOR_CODES_VERSION = "semif-question-major-codes-v1"
 CODES_VERSIONS = {STATE_MAJOR: CODES_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_CODES_VERSION}
 """The prompt version each layout renders when the options are numbered (``codes``)."""
-QUESTION_MAJOR_JSON_VERSION = "semif-question-major-json-v1"
+QUESTION_MAJOR_JSON_VERSION = "semif-question-major-json-v2"
 JSON_VERSIONS = {STATE_MAJOR: JSON_PROMPT_VERSION, QUESTION_MAJOR: QUESTION_MAJOR_JSON_VERSION}
 """The prompt version each layout renders when the answer is asked for as JSON (``json``): the same with
 demonstrations, which ``json`` always shows before the row's turns."""

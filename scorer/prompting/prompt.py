@@ -23,12 +23,14 @@ number zero-padded to the width of the largest, so no number's text begins anoth
 continuation, as ``sequence`` scores an id (its tokens' log-probabilities summed). It is how a question with more
 options than letters (more than 16, up to :data:`scorer.formats.rows.MAX_OPTIONS`) is read when the run reads letters
 (:func:`slots_for`), and can be asked for any question with ``--slots codes``.
-``json`` (``semif-json-v1``) asks for the answer as a JSON object, as decision APIs' clients and the PyPI peer
-typed-gguf do: the state in a user turn of its own, then the question with its options listed under their ids and the
-cue ``Answer with JSON: {"answer": "<one of billing, tech>"}`` in a second one; the assistant turn is prefilled with
+``json`` (``semif-json-v2``) asks for the answer as a JSON object, as decision APIs' clients and the PyPI peer
+typed-gguf do: the state in a user turn of its own, then the question with its options listed under their ids — as
+bullets (``- billing: …``) under the cue ``Answer with JSON: {"answer": "<exactly one option id>"}``, or, for a yes/no
+question, as ``yes. …`` lines under ``Answer with JSON: {"answer": "<one of yes, no>"}`` (``semif-json-v1`` listed
+every question that way) — in a second one; the assistant turn is prefilled with
 ``{"answer":`` and each option is scored as the continuation `` "billing"`` (its id in quotes, the closing quote
 included, so ids that share first tokens, ``d1`` and ``d10``, are still disjoint answers), per token by default
-(:data:`scorer.core.checks.JSON_SEQUENCE_NORM`). The single-request JSON study (``docs/results.md``) chose the shape.
+(:data:`scorer.core.checks.JSON_SEQUENCE_NORM`). The single-request JSON studies (``docs/results.md``) chose the shapes.
 
 Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
 option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
@@ -54,7 +56,7 @@ IDS_PROMPT_VERSION = "semif-direct-ids-v1"
 """The prompt version of ``--slots ids`` (module docstring)."""
 CODES_PROMPT_VERSION = "semif-direct-codes-v1"
 """The prompt version of ``--slots codes`` (module docstring)."""
-JSON_PROMPT_VERSION = "semif-json-v1"
+JSON_PROMPT_VERSION = "semif-json-v2"
 """The prompt version of ``--slots json`` (module docstring)."""
 JSON_PREFILL = '{"answer":'
 """What ``--slots json`` prefills the assistant turn with; each option is read as `` "id"`` after it."""
@@ -153,13 +155,26 @@ def labels(decision: Decision, slots: str) -> tuple[str, ...]:
     return codes(n) if slots == "codes" else tuple(decision.option_ids)
 
 
+def json_bullets(decision: Decision) -> bool:
+    """Whether ``--slots json`` lists ``decision``'s options as bullets (``- billing: …``, every question but a
+    yes/no one) rather than as ``yes. …`` lines (a yes/no question). The bulleted listing, whose cue names no option,
+    was right more often on choice questions and the dotted one on yes/no questions in the single-request JSON
+    studies (``docs/results.md``), so each kind keeps the one it was measured best with."""
+    return answer_kind(decision.type, decision.option_ids) != "yesno"
+
+
 def question_block(decision: Decision, slots: str = "letters") -> str:
     """The question and its options, one per line: under their letters (the model then never sees option
-    ids), their numbers (``slots="codes"``) or, with ``slots="ids"`` or ``"sequence"``, under their own ids."""
+    ids), their numbers (``slots="codes"``) or, with ``slots="ids"`` or ``"sequence"``, under their own ids; with
+    ``slots="json"`` under their ids too, as bullets (``- billing: …``) unless it is a yes/no question
+    (:func:`json_bullets`)."""
     lines = [f"Question: {decision.question.strip()}", "Options:"]
-    sep = ":" if slots in ("ids", "sequence") else "."
-    lines += [f"{label}{sep} {opt.description.strip()}"
-              for label, opt in zip(labels(decision, slots), decision.options, strict=True)]
+    pairs = zip(labels(decision, slots), decision.options, strict=True)
+    if slots == "json" and json_bullets(decision):
+        lines += [f"- {label}: {opt.description.strip()}" for label, opt in pairs]
+    else:
+        sep = ":" if slots in ("ids", "sequence") else "."
+        lines += [f"{label}{sep} {opt.description.strip()}" for label, opt in pairs]
     return "\n".join(lines)
 
 
@@ -169,7 +184,11 @@ def json_answer(option_id: str) -> str:
 
 
 def json_cue(decision: Decision) -> str:
-    """``--slots json``'s last line: the answer's exact shape, naming the option ids."""
+    """``--slots json``'s last line: the answer's exact shape — naming the option ids for a yes/no question, asking
+    for "exactly one option id" for every other (bulleted, :func:`json_bullets`: a cue that lists the ids in order
+    gives the first ones a push the bullets above it do not)."""
+    if json_bullets(decision):
+        return 'Answer with JSON: {"answer": "<exactly one option id>"}'
     ids = ", ".join(decision.option_ids)
     return f'Answer with JSON: {{"answer": "<one of {ids}>"}}'
 

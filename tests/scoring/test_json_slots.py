@@ -12,6 +12,7 @@ parametrized over ``sequence`` and ``json``.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -58,9 +59,9 @@ def test_the_state_then_the_question_and_a_json_cue_then_the_prefilled_answer():
     p = render(FakeTokenizer(), d, "json")
     want_msgs = [{"role": "system", "content": JSON_SYSTEM},
                  {"role": "user", "content": f"State:\n{d.state}"},
-                 {"role": "user", "content": "Question: Question 0?\nOptions:\nrefund. the customer asks for money back"
-                                             "\nother. anything else\nspam. not a customer\n\n"
-                                             'Answer with JSON: {"answer": "<one of refund, other, spam>"}'}]
+                 {"role": "user", "content": "Question: Question 0?\nOptions:\n- refund: the customer asks for money "
+                                             "back\n- other: anything else\n- spam: not a customer\n\n"
+                                             'Answer with JSON: {"answer": "<exactly one option id>"}'}]
     assert p.text == FakeTokenizer().render_chat(want_msgs) + JSON_PREFILL
     assert p.version == JSON_PROMPT_VERSION and p.slots == "json" and p.slot_texts == ("refund", "other", "spam")
     assert [FakeTokenizer().decode(list(c)) for c in p.continuations] == [' "refund"', ' "other"', ' "spam"']
@@ -68,11 +69,20 @@ def test_the_state_then_the_question_and_a_json_cue_then_the_prefilled_answer():
     assert p.prefix_text.endswith(f"State:\n{d.state}")
 
 
+def test_a_yes_no_question_keeps_its_dotted_options_and_a_cue_that_names_them():
+    d = replace(_decisions(1)[0], options=(Option("yes", "the customer asks for money back"), Option("no", "not so")))
+    p = render(FakeTokenizer(), d, "json")
+    assert ("Options:\nyes. the customer asks for money back\nno. not so\n\n"
+            'Answer with JSON: {"answer": "<one of yes, no>"}') in p.text
+    assert p.version == JSON_PROMPT_VERSION and "- yes:" not in p.text
+    assert [FakeTokenizer().decode(list(c)) for c in p.continuations] == [' "yes"', ' "no"']
+
+
 def test_question_major_puts_the_question_first_and_both_layouts_show_demonstrations_as_json_turns():
     d = _decisions(1)[0]
     demos = _demos(1)
     p = prompt_for(FakeTokenizer(), d, "question-major", demos, "json")
-    assert p.version == layouts.QUESTION_MAJOR_JSON_VERSION and p.prefix_text.endswith("spam. not a customer")
+    assert p.version == layouts.QUESTION_MAJOR_JSON_VERSION and p.prefix_text.endswith("- spam: not a customer")
     assert p.text.index("Question: Question 0?") < p.text.index(f"State:\n{d.state}")
     shown = demos.by_id[p.demo_ids[0]].shown
     answer = json.dumps({"answer": shown.decision.option_ids[shown.label_index]})
