@@ -325,8 +325,8 @@ class Scorer:
     question, options and a state digest (or the state) in every record (:mod:`scorer.formats.echo`); every scoring
     method
     takes ``echo=`` too, for that call only (None: the scorer's; False: none), as the service's and MCP's requests do.
-    ``slots`` is what is read out: ``"auto"`` (the default, :data:`~scorer.scoring.options.DEFAULT_SLOTS`: a yes/no
-    question read as ``"json"`` reads it, every other question by letters; letters with a calibration file or the
+    ``slots`` is what is read out: ``"auto"`` (the default, :data:`~scorer.scoring.options.DEFAULT_SLOTS`: a yes/no or
+    choice question read as ``"json"`` reads it, a score question by letters; letters with a calibration file or the
     openai backend), ``"letters"`` (the options lettered A, B, …) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
     refused naming ``options[i].id``) or ``"sequence"`` (the ids prompt, each id scored as a continuation of it: its

@@ -94,15 +94,18 @@ DEFAULTS: tuple[Measured, ...] = (
     # The served default (auto) of each has its confidence curve (CONFIDENCE_REPORT); letters, never served by
     # default, keeps the peakedness.
     # qwen2.5-1.5b: choice questions gain from the same correction, score questions from the domain prior (the
-    # state's own words shuffled); read as a JSON answer (auto) yes/no questions are best left raw.
+    # state's own words shuffled); read as a JSON answer (auto) yes/no questions are best left raw. Under auto the
+    # choice questions are JSON answers too (their options as bullets): their votes come from the study of that
+    # readout (the selection report's studies_for), which judged the label-free methods that need no domain prompts.
     Measured("qwen2.5-1.5b", _Q15, "letters",
              _by_kind("rotations+content-free", "domain", "domain"),
              "data/results/label-free-selection-qwen2.5-1.5b-letters.json",
              (("authored", 0.619, 0.653), ("boundary", 0.625, 0.833), ("single", 0.504, 0.614))),
     Measured("qwen2.5-1.5b", _Q15, "auto",
              _by_kind("rotations+content-free", "domain", "none"),
-             "data/results/label-free-selection-qwen2.5-1.5b-auto.json",
-             (("authored", 0.686, 0.669), ("boundary", 0.875, 0.875), ("single", 0.537, 0.62)),
+             "data/results/label-free-selection-qwen2.5-1.5b-auto-json-choice.json",
+             (("authored", 0.675, 0.688), ("boundary", 0.875, 0.875), ("heldout", 0.475, 0.438),
+              ("single", 0.548, 0.613)),
              ConfidenceMap(-0.230682, 3.032299)),
 )
 

@@ -34,7 +34,7 @@ the options' numbers scored as token sequences (``codes``: what a question with 
 through when the run reads letters), ``json`` (the options listed under their ids, the question in a user turn
 after the state's, the answer asked for as a JSON object and each option scored as the continuation `` "id"`` of the
 prefilled ``{"answer":``: the single-request JSON study, ``docs/results.md``), or ``auto``: per question, a yes/no
-question (options ``yes`` and ``no``) read as ``json`` reads it and every other question by letters
+question (options ``yes`` and ``no``) or a choice question read as ``json`` reads it and a score question by letters
 (:func:`scorer.prompting.prompt.slots_for`; measured by the single-request studies, ``docs/results.md``)."""
 AUTO_SLOTS = "auto"
 """The per-question readout (:data:`SLOTS`)."""

@@ -212,7 +212,7 @@ def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown:
     ``shown`` are the demonstrations picked for this row (:meth:`scorer.prompting.demos.Demos.pick`), ``level`` where
     they came from and ``demos_k`` how many the run asked for; all three are recorded in the prompt.
     """
-    slots = slots_for(slots, len(decision.options), decision.option_ids)
+    slots = slots_for(slots, len(decision.options), decision.option_ids, decision.type)
     msgs, head = messages(decision, layout, shown, slots)
     return render_messages(tok, msgs, head, decision, version(layout, slots, bool(shown)), slots=slots,
                            layout=layout,

@@ -127,16 +127,17 @@ def state_block(decision: Decision) -> str:
     return f"{_STATE_HEAD}{state_text(decision.state)}"
 
 
-def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
-    """The answer slots a decision with ``n`` options (ids ``ids``) is read through when the run reads ``slots``:
-    ``auto`` reads a yes/no question (exactly the ids ``yes`` and ``no``, in either order, whatever its ``type``) as
-    ``json`` — the answer asked for as a JSON object, ``"yes"`` and ``"no"`` scored after the prefilled
-    ``{"answer":`` — and every other question by letters (the single-request study and the JSON study beside
-    typed-gguf: read by letter the model leans towards ``A. Yes``; the JSON answer is right at least as often as the
-    bare words on every labelled set, ``docs/results.md``); a question with more options than there are letters is
-    numbered (``codes``) instead of lettered; every other case as asked."""
+def slots_for(slots: str, n: int, ids: Sequence[str] = (), qtype: str | None = None) -> str:
+    """The answer slots a decision with ``n`` options (ids ``ids``, type ``qtype``) is read through when the run reads
+    ``slots``: ``auto`` reads a yes/no question (exactly the ids ``yes`` and ``no``, in either order, whatever its
+    ``type``) and a choice question as ``json`` — the answer asked for as a JSON object, each option's quoted id scored
+    after the prefilled ``{"answer":`` — and a score question by letters (the single-request studies beside typed-gguf,
+    ``docs/results.md``: read by letter the model leans towards ``A. Yes``, and with their options as bullets under
+    their ids choice questions are right more often than lettered on every labelled set; a score question's levels
+    are not); a question with more options than there are letters is numbered (``codes``) instead of lettered; every
+    other case as asked."""
     if slots == AUTO_SLOTS:
-        slots = "json" if answer_kind(None, ids) == "yesno" else "letters"
+        slots = "letters" if answer_kind(qtype, ids) == "score" else "json"
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 
@@ -520,7 +521,7 @@ def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt
     (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are);
     with ``slots="ids"`` an option id that breaks a slot rule is an :class:`InputError` naming its field.
     """
-    slots = slots_for(slots, len(decision.options), decision.option_ids)
+    slots = slots_for(slots, len(decision.options), decision.option_ids, decision.type)
     msgs, head = messages_for(decision, slots)
     return render_messages(tok, msgs, head, decision, prompt_version(slots), slots=slots)
 

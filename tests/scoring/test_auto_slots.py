@@ -1,5 +1,5 @@
-"""``slots="auto"``: a yes/no question read as ``json`` reads it (the answer asked for as JSON, each quoted id scored
-after the prefilled ``{"answer":``), every other question by letters (numbers past 16 options).
+"""``slots="auto"``: a yes/no or choice question read as ``json`` reads it (the answer asked for as JSON, each quoted
+id scored after the prefilled ``{"answer":``), a score question by letters (numbers past 16 options).
 
 Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``json`` run and
 a ``letters`` run of the same rows (the independent paths), the default (letters) and the refusals naming ``slots``.
@@ -26,22 +26,28 @@ TEAMS = (Option("billing", "Billing"), Option("tech", "Technical support"), Opti
 STATES = ["I was charged twice, refund me.", "My router keeps dropping the connection."]
 
 
+LEVELS = (Option("low", "Can wait"), Option("medium", "Today"), Option("high", "Now"))
+
+
 def _rows() -> list[Decision]:
     out = []
     for i, s in enumerate(STATES):
         out += [Decision(f"s{i}-refund", s, "Does the customer ask for a refund?", YES_NO, {"type": "yesno"}),
                 Decision(f"s{i}-team", s, "Which team should answer?", TEAMS, {}),
-                Decision(f"s{i}-swapped", s, "Is the customer angry?", YES_NO[::-1], {})]
+                Decision(f"s{i}-swapped", s, "Is the customer angry?", YES_NO[::-1], {}),
+                Decision(f"s{i}-urgency", s, "How urgent is it?", LEVELS, {}, type="score")]
     return out
 
 
-def test_auto_reads_yes_no_as_json_and_the_rest_by_letters() -> None:
+def test_auto_reads_yes_no_and_choice_as_json_and_score_by_letters() -> None:
     assert "auto" in SLOTS
     assert slots_for("auto", 2, ["yes", "no"]) == "json"
-    assert slots_for("auto", 2, ["no", "yes"]) == "json"
-    assert slots_for("auto", 3, ["yes", "no", "unknown"]) == "letters"
-    assert slots_for("auto", 2, ["Yes", "No"]) == "letters"  # ids are compared exactly: the words SemIf scores
-    assert slots_for("auto", 17, [f"o{i}" for i in range(17)]) == "codes"
+    assert slots_for("auto", 2, ["no", "yes"], "score") == "json"  # yes and no are a yes/no question to the model
+    assert slots_for("auto", 3, ["yes", "no", "unknown"]) == "json"
+    assert slots_for("auto", 3, ["billing", "tech", "legal"], "choice") == "json"
+    assert slots_for("auto", 17, [f"o{i}" for i in range(17)]) == "json"  # quoted ids, however many
+    assert slots_for("auto", 3, ["low", "medium", "high"], "score") == "letters"
+    assert slots_for("auto", 17, [f"l{i}" for i in range(17)], "score") == "codes"
     assert slots_for("letters", 2, ["yes", "no"]) == "letters"  # the other slots as asked
 
 
@@ -57,7 +63,7 @@ def test_a_mixed_run_equals_the_json_and_letters_runs_row_for_row(mode: str) -> 
 
     auto, js, letters = records("auto"), records("json"), records("letters")
     for d in rows:
-        ref = js[d.id] if {o.id for o in d.options} == {"yes", "no"} else letters[d.id]
+        ref = letters[d.id] if d.type == "score" else js[d.id]
         got = auto[d.id]
         assert got["prompt_version"] == ref["prompt_version"]
         assert got["slots"]["readout"] == ref["slots"]["readout"]
@@ -65,7 +71,8 @@ def test_a_mixed_run_equals_the_json_and_letters_runs_row_for_row(mode: str) -> 
         np.testing.assert_array_equal(got["probabilities"], ref["probabilities"])
     assert auto["s0-refund"]["prompt_version"] == JSON_PROMPT_VERSION
     assert auto["s0-refund"]["slots"]["normalisation"] == "sum"  # score_items' default, as auto's runs have it
-    assert auto["s0-team"]["prompt_version"] == PROMPT_VERSION
+    assert auto["s0-team"]["prompt_version"] == JSON_PROMPT_VERSION
+    assert auto["s0-urgency"]["prompt_version"] == PROMPT_VERSION
 
 
 def test_the_default_is_auto_where_it_can_apply_and_letters_where_it_cannot() -> None:
@@ -91,7 +98,7 @@ def test_ask_answers_every_type_under_auto() -> None:
                                                                                         "tech": "Tech"}},
                             "urgency": {"type": "score", "question": "Urgency?", "options": ["low", "high"]}})
     readouts = {r["id"].split("/")[-1]: r["slots"]["readout"] for r in got.records}
-    assert sorted(readouts.values()) == ["json", "letters", "letters"]
+    assert readouts == {"refund": "json", "team": "json", "urgency": "letters"}
     assert got["refund"].record["slots"]["normalisation"] == "sum"  # auto's default, json answers included
     assert 0.0 <= got["refund"].p_yes <= 1.0
 
@@ -112,4 +119,4 @@ def test_rows_keep_their_row_form() -> None:
     # the fixture rows are valid input rows (the API validates what the faces send)
     s = Scorer(backend=FakeBackend(), slots="auto")
     recs = s.decide_many([row_of(d) for d in _rows()])
-    assert [r.record["slots"]["readout"] for r in recs] == ["json", "letters", "json"] * 2
+    assert [r.record["slots"]["readout"] for r in recs] == ["json", "json", "json", "letters"] * 2
