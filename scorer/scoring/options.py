@@ -55,9 +55,9 @@ score question by letters. Chosen by the single-request studies (``docs/results.
 of letters on the authored set defaults are chosen on and on boundary, for both shipped models (qwen2.5-0.5b with its
 label-free correction 0.508 -> 0.550 authored, 0.458 -> 0.625 boundary; qwen2.5-1.5b raw, one System One request per
 state, 0.635 -> 0.701 and 0.625 -> 0.875), and level or ahead on the held-out single set; choice questions as JSON
-(their options as bullets) ahead of letters on every labelled set with the label-free default (qwen2.5-1.5b). Where it cannot apply (:func:`default_slots`) the
-default is letters; a records run (``semif score``) reads letters unless told: its records are meant to be comparable
-with the committed ones."""
+(their options as bullets) ahead of letters on every labelled set with the label-free default (qwen2.5-1.5b). Where
+it cannot apply (:func:`default_slots`) the default is letters; a records run (``semif score``) reads letters unless
+told: its records are meant to be comparable with the committed ones."""
 
 
 def default_slots(scores_continuations: bool, calibration: bool) -> str:
@@ -105,8 +105,8 @@ class ScorerOptions:
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
     """The readout: ``auto`` (the default, :data:`DEFAULT_SLOTS`: a yes/no or choice question read as ``json`` reads
-    it, a score question by letters; letters with a calibration file or a backend that does not score continuations, such
-    as openai: :func:`default_slots`), ``letters``, ``ids``, ``sequence``, ``codes`` or ``json``
+    it, a score question by letters; letters with a calibration file or a backend that does not score continuations,
+    such as openai: :func:`default_slots`), ``letters``, ``ids``, ``sequence``, ``codes`` or ``json``
     (:data:`scorer.core.checks.SLOTS`)."""
     sequence_norm: str | None = None
     """``slots="sequence"`` (or ``"json"``, ``"auto"``): ``sum`` or ``mean`` per token (default: sum, auto's
