@@ -134,10 +134,11 @@ def slots_for(slots: str, n: int, ids: Sequence[str] = (), qtype: str | None = N
     after the prefilled ``{"answer":`` — and a score question by letters (the single-request studies beside typed-gguf,
     ``docs/results.md``: read by letter the model leans towards ``A. Yes``, and with their options as bullets under
     their ids choice questions are right more often than lettered on every labelled set; a score question's levels
-    are not); a question with more options than there are letters is numbered (``codes``) instead of lettered; every
-    other case as asked."""
+    are not); a question with more options than there are letters is numbered (``codes``) instead — under ``auto`` a
+    choice question too, as it was before choice questions were JSON answers (measured up to 255 options); every other
+    case as asked."""
     if slots == AUTO_SLOTS:
-        slots = "letters" if answer_kind(qtype, ids) == "score" else "json"
+        slots = "letters" if answer_kind(qtype, ids) == "score" or n > len(LETTERS) else "json"
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 

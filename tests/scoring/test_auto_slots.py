@@ -1,5 +1,6 @@
 """``slots="auto"``: a yes/no or choice question read as ``json`` reads it (the answer asked for as JSON, each quoted
-id scored after the prefilled ``{"answer":``), a score question by letters (numbers past 16 options).
+id scored after the prefilled ``{"answer":``), a score question by letters (numbers past 16 options, for a choice
+question too).
 
 Unit tests on the fake backend: the per-question resolution, a mixed run equal row for row to a ``json`` run and
 a ``letters`` run of the same rows (the independent paths), the default (letters) and the refusals naming ``slots``.
@@ -45,7 +46,8 @@ def test_auto_reads_yes_no_and_choice_as_json_and_score_by_letters() -> None:
     assert slots_for("auto", 2, ["no", "yes"], "score") == "json"  # yes and no are a yes/no question to the model
     assert slots_for("auto", 3, ["yes", "no", "unknown"]) == "json"
     assert slots_for("auto", 3, ["billing", "tech", "legal"], "choice") == "json"
-    assert slots_for("auto", 17, [f"o{i}" for i in range(17)]) == "json"  # quoted ids, however many
+    assert slots_for("auto", 16, [f"o{i}" for i in range(16)]) == "json"
+    assert slots_for("auto", 17, [f"o{i}" for i in range(17)]) == "codes"  # numbered past the letters, as before
     assert slots_for("auto", 3, ["low", "medium", "high"], "score") == "letters"
     assert slots_for("auto", 17, [f"l{i}" for i in range(17)], "score") == "codes"
     assert slots_for("letters", 2, ["yes", "no"]) == "letters"  # the other slots as asked
