@@ -58,74 +58,116 @@ def family_of(d: Decision) -> str:
 
 
 class Study:
-    """A study report's sets: rows and their per-method corrections (the study's own code on its records)."""
+    """A study report's sets: rows and their per-method corrections (the study's own code on its records), the rows of
+    the kinds of question ``kinds`` only (None: every kind the study scored); options read as sequences are read
+    again under ``norm`` when it is given (:func:`single_request_study.renormalised`)."""
 
-    def __init__(self, report_path: Path) -> None:
+    def __init__(self, report_path: Path, kinds: Sequence[str] | None = None, norm: str | None = None) -> None:
+        self.path = report_path
         self.report = json.loads(report_path.read_text(encoding="utf-8"))
+        self.methods = [m for m in METHODS if all(m in v["methods"] for v in self.report["sets"].values())]
+        scored = self.report.get("kinds") or list(ANSWER_KINDS)
+        self.kinds = [k for k in scored if kinds is None or k in kinds]
         self.rows: dict[str, list[Decision]] = {}
         self.per: dict[str, list[study.RowRecords]] = {}
         for name, entry in self.report["sets"].items():
-            rows = load_decisions(study.SETS[name])
+            rows = [d for d in load_decisions(study.SETS[name]) if kind_of(d) in scored]
             recs: dict[str, dict[str, Any]] = {}
             with gzip.open(ROOT / entry["records"]["path"], "rt", encoding="utf-8") as f:
                 for line in f:
                     rec = json.loads(line)
+                    if norm and (rec.get("slots") or {}).get("normalisation") not in (None, norm):
+                        rec = study.renormalised(rec, norm)
                     recs[rec["id"]] = rec
             owner: dict[tuple[str, tuple[str, ...]], str] = {}
-            for d in rows:
+            for d in rows:  # the content-free prompts' owner, as the study derived them (the rows it scored)
                 owner.setdefault((d.question, tuple(d.option_ids)), d.id)
-            want = study.needs(list(METHODS))
-            self.rows[name] = rows
-            self.per[name] = [study.RowRecords(d, recs, owner[(d.question, tuple(d.option_ids))], want) for d in rows]
+            want = study.needs(self.methods)
+            keep = [d for d in rows if kind_of(d) in self.kinds]
+            self.rows[name] = keep
+            self.per[name] = [study.RowRecords(d, recs, owner[(d.question, tuple(d.option_ids))], want) for d in keep]
 
-    def groups(self) -> dict[Group, list[tuple[str, int]]]:
+    def groups(self) -> dict[Group, list[int]]:
         """Every (set, family, kind) and the positions of its rows."""
-        out: dict[Group, list[tuple[str, int]]] = {}
+        out: dict[Group, list[int]] = {}
         for name, rows in self.rows.items():
             for i, d in enumerate(rows):
-                out.setdefault((name, family_of(d), kind_of(d)), []).append((name, i))
+                out.setdefault((name, family_of(d), kind_of(d)), []).append(i)
         return out
+
+    def made(self, name: str, positions: Sequence[int], method_of: Mapping[int, str]) -> list[dict[str, Any]]:
+        """The records of ``positions`` of set ``name``, row ``i`` corrected by ``method_of[i]``."""
+        return [study._record(self.per[name][i].d, self.per[name][i].method(method_of[i])) for i in positions]
 
     def judge(self, name: str, positions: Sequence[int], method_of: Mapping[int, str]) -> dict[str, Any]:
         """The study's judgement of ``positions`` of set ``name``, row ``i`` corrected by ``method_of[i]``."""
         rows = [self.rows[name][i] for i in positions]
-        made = [study._record(self.per[name][i].d, self.per[name][i].method(method_of[i])) for i in positions]
-        return study.judge(rows, study.gold(rows), made, "selection")
+        return study.judge(rows, study.gold(rows), self.made(name, positions, method_of), "selection")
 
 
-def pick(votes: Mapping[Group, Mapping[str, float]], groups: Sequence[Group]) -> str:
-    """The method with the highest mean vote over ``groups`` (ties: the first in METHODS)."""
-    means = {m: float(np.mean([votes[g][m] for g in groups])) for m in METHODS}
-    return max(METHODS, key=lambda m: (means[m], -METHODS.index(m)))
+def pick(votes: Mapping[Group, Mapping[str, float]], groups: Sequence[Group], methods: Sequence[str]) -> str:
+    """The method of ``methods`` with the highest mean vote over ``groups`` (ties: the first in METHODS)."""
+    means = {m: float(np.mean([votes[g][m] for g in groups])) for m in methods}
+    return max(methods, key=lambda m: (means[m], -METHODS.index(m)))
+
+
+def judge_set(studies: Sequence[Study], name: str, method_of: Mapping[Group, str]) -> dict[str, Any]:
+    """Set ``name`` judged whole, its rows gathered from every study that holds some, each corrected by the method
+    ``method_of`` its (set, family, kind) gets."""
+    rows: list[Decision] = []
+    made: list[dict[str, Any]] = []
+    for s in studies:
+        got = s.rows.get(name) or []
+        every = list(range(len(got)))
+        rows += got
+        made += s.made(name, every, {i: method_of[(name, family_of(d), kind_of(d))] for i, d in enumerate(got)})
+    return study.judge(rows, study.gold(rows), made, "selection")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--study", type=Path, required=True, help="a single-request study report (every method judged)")
+    ap.add_argument("--study-for", action="append", default=[], metavar="KIND=REPORT",
+                    help="the questions of one kind taken from another study (e.g. read through another readout, "
+                         "study run with --kinds KIND); its candidates are the methods it judged on every set")
+    ap.add_argument("--study-norm", choices=("sum", "mean"),
+                    help="read the --study-for studies' sequence records again under this normalisation (the one "
+                         "the readout being chosen for uses)")
     ap.add_argument("--output", type=Path, required=True)
     ap.add_argument("--force", action="store_true", help="overwrite an existing report")
     args = ap.parse_args(argv)
     check_writable(args.output, overwrite=args.force)
-    s = Study(args.study)
-    missing = [m for m in METHODS if any(m not in v["methods"] for v in s.report["sets"].values())]
+    overrides: dict[str, Path] = {}
+    for item in args.study_for:
+        kind, _, path = item.partition("=")
+        if kind not in ANSWER_KINDS or not path:
+            ap.error(f"--study-for: {item!r} (expected KIND=REPORT, KIND one of {', '.join(ANSWER_KINDS)})")
+        overrides[kind] = Path(path)
+    main_study = Study(args.study, [k for k in ANSWER_KINDS if k not in overrides])
+    missing = [m for m in METHODS if m not in main_study.methods]
     if missing:
         ap.error(f"--study: {args.study} did not judge {', '.join(missing)} on every set (run the study with every "
                  "method)")
-    groups = s.groups()
-    votes = {g: {m: s.judge(g[0], [i for _, i in pos], dict.fromkeys([i for _, i in pos], m))["balanced_accuracy"]
-                 for m in METHODS} for g, pos in groups.items()}
+    studies = [main_study] + [Study(path, [kind], args.study_norm) for kind, path in overrides.items()]
+    for kind, s in zip(overrides, studies[1:], strict=True):
+        if kind not in s.kinds:
+            ap.error(f"--study-for {kind}: {s.path} scored no {kind} questions")
+    candidates = {k: s.methods for s in studies for k in s.kinds}
+    located = {g: (s, pos) for s in studies for g, pos in s.groups().items()}
+    votes = {g: {m: s.judge(g[0], pos, dict.fromkeys(pos, m))["balanced_accuracy"] for m in s.methods}
+             for g, (s, pos) in located.items()}
+    groups = list(located)
     kinds = [k for k in ANSWER_KINDS if any(g[2] == k for g in groups)]
-    picked = {k: pick(votes, [g for g in groups if g[2] == k]) for k in kinds}
-    held_out = {g: pick(votes, [o for o in groups if o[2] == g[2] and o != g]) if
+    picked = {k: pick(votes, [g for g in groups if g[2] == k], candidates[k]) for k in kinds}
+    held_out = {g: pick(votes, [o for o in groups if o[2] == g[2] and o != g], candidates[g[2]]) if
                 len([o for o in groups if o[2] == g[2]]) > 1 else "none" for g in groups}
+    names = list(dict.fromkeys(name for s in studies for name in s.rows))
     result: dict[str, Any] = {}
-    for name, rows in s.rows.items():
-        every = list(range(len(rows)))
-        cross = {i: held_out[(name, family_of(d), kind_of(d))] for i, d in enumerate(rows)}
-        chosen = {i: picked[kind_of(d)] for i, d in enumerate(rows)}
-        result[name] = {"rows": len(rows), "cross_fitted": s.judge(name, every, cross),
-                        "picked": s.judge(name, every, chosen),
-                        "none": s.judge(name, every, dict.fromkeys(every, "none"))}
+    for name in names:
+        result[name] = {"rows": sum(len(s.rows.get(name) or []) for s in studies),
+                        "cross_fitted": judge_set(studies, name, held_out),
+                        "picked": judge_set(studies, name, {g: picked[g[2]] for g in groups}),
+                        "none": judge_set(studies, name, dict.fromkeys(groups, "none"))}
         c = result[name]["cross_fitted"]
         print(f"{name}: cross-fitted {c['balanced_accuracy']:.3f} ("
               + ", ".join(f"{t} {v['balanced_accuracy']:.3f}" for t, v in c["by_type"].items())
@@ -133,16 +175,22 @@ def main(argv: list[str] | None = None) -> int:
               f"{result[name]['none']['balanced_accuracy']:.3f}", file=sys.stderr)
     full = {k: picked.get(k, "none") for k in ANSWER_KINDS}
     print(f"picked: {full}", file=sys.stderr)
-    report = make_report("label-free-selection", FORMAT, {"study": args.study}, {
-        "title": f"The label-free default per kind of question, chosen out of fold: {s.report['model']['key']} "
-                 f"read through {s.report['slots']}",
-        "model": s.report["model"], "slots": s.report["slots"], "study": str(args.study),
+    readout = main_study.report["slots"] + "".join(
+        f"; {k} questions from {p.name} ({s.report['slots']}{', ' + args.study_norm if args.study_norm else ''})"
+        for (k, p), s in zip(overrides.items(), studies[1:], strict=True))
+    report = make_report("label-free-selection", FORMAT, {"study": args.study, **{f"study-{k}": p for k, p in
+                                                                                 overrides.items()}}, {
+        "title": f"The label-free default per kind of question, chosen out of fold: "
+                 f"{main_study.report['model']['key']} read through {readout}",
+        "model": main_study.report["model"], "slots": main_study.report["slots"], "study": str(args.study),
+        "studies_for": {k: str(p) for k, p in overrides.items()}, "study_norm": args.study_norm,
+        "candidates": candidates,
         "rule": "per kind, the method with the highest balanced accuracy averaged over every family (of every set) "
                 "that asks that kind, ties to the cheaper; cross_fitted: each family corrected by the methods "
                 "picked without it",
         "picked": full, "method": by_kind(full),
         "kinds_without_families": [k for k in ANSWER_KINDS if k not in kinds],
-        "votes": [{"set": g[0], "family": g[1], "kind": g[2], "rows": len(groups[g]), "held_out_pick": held_out[g],
+        "votes": [{"set": g[0], "family": g[1], "kind": g[2], "rows": len(located[g][1]), "held_out_pick": held_out[g],
                    "balanced_accuracy": votes[g]} for g in sorted(groups)],
         "sets": result})
     write_report(args.output, report, overwrite=args.force)

@@ -361,9 +361,12 @@ def decision_rows(n_states: int = 6, n_q: int = 8, prefix: str = "s") -> list[De
 
 def row_of(d: Decision, extra: bool = True) -> dict[str, Any]:
     """``d`` as the input row it was parsed from (:func:`~scorer.formats.rows.parse_decision`'s inverse): id, state,
-    question, options as ``{id, description}``, then its extra fields unless ``extra`` is False."""
-    row = {"id": d.id, "state": d.state, "question": d.question,
-           "options": [{"id": o.id, "description": o.description} for o in d.options]}
+    question, options as ``{id, description}``, its type when it names one, then its extra fields unless ``extra`` is
+    False."""
+    row: dict[str, Any] = {"id": d.id, "state": d.state, "question": d.question,
+                           "options": [{"id": o.id, "description": o.description} for o in d.options]}
+    if d.type is not None:
+        row["type"] = d.type
     return {**row, **d.extra} if extra else row
 
 

@@ -118,6 +118,12 @@ def test_every_measured_default_is_its_selection_reports_pick_for_the_pinned_wei
     assert study["model"]["gguf_sha256"] == m.gguf_sha256 and study["slots"] == m.slots
     with gzip.open(ROOT / study["sets"]["authored"]["records"]["path"]) as records:  # and so are its records
         assert records.readline()
+    for kind, path in (report.get("studies_for") or {}).items():  # a kind voted from another study: the same
+        other = json.loads((ROOT / path).read_text(encoding="utf-8"))
+        assert other["model"]["gguf_sha256"] == m.gguf_sha256 and kind in other["kinds"]
+        assert set(report["candidates"][kind]) <= set(other["sets"]["authored"]["methods"])
+        with gzip.open(ROOT / other["sets"]["authored"]["records"]["path"]) as records:
+            assert records.readline()
 
 
 @pytest.mark.parametrize("m", DEFAULTS, ids=lambda m: f"{m.model}-{m.slots}")
