@@ -85,6 +85,8 @@ its logits, the margin, the choice's probability, calibrated logits against raw 
 above float64 rounding in what SemIf writes, far below a difference a decision could turn on."""
 LETTERS = "ABCDEFGHIJKLMNOP"
 """The answer letters of the prompt, in the order options are lettered."""
+BY_ID = ("ids", "sequence", "json")
+"""The readouts that read each option by its id: the model never sees letters."""
 RECORD_MAX_DEPTH = MAX_DEPTH + 2
 """Deepest nesting in a record: a row's extra value (:data:`MAX_DEPTH`) sits under ``extra`` in the record."""
 
@@ -436,13 +438,16 @@ def check_record(rec: Any, name: str, line: int | None) -> dict[str, Any]:
         if not nonempty_str(o) or o in ids[:i]:
             what = "a repeated id" if o in ids[:i] else "not a non-empty string"
             raise InputError(name, line, f"option_ids[{i}]", f"{brief(o)} is {what}", "distinct, non-empty option ids")
-    numbered = isinstance(rec.get("slots"), dict) and rec["slots"].get("readout") == "codes"
+    readout = rec["slots"].get("readout") if isinstance(rec.get("slots"), dict) else None
+    # a readout by id never shows the model letters: past 16 options its record numbers them, as codes does
+    numbered = readout == "codes" or (readout in BY_ID and len(ids) > len(LETTERS))
     shown = list(codes(len(ids))) if numbered else list(LETTERS[:len(ids)])
     if rec["letters"] != shown or (not numbered and len(ids) > len(LETTERS)):
         raise InputError(name, line, "letters", f"{brief(rec['letters'])} for {len(ids)} options",
-                         f"{brief(shown)}: options are numbered 1, 2, … in order (readout codes)" if numbered else
+                         f"{brief(shown)}: options are numbered 1, 2, … in order (readout codes, or more than "
+                         f"{len(LETTERS)} options read by id)" if numbered else
                          f"{list(LETTERS[:len(ids)])}: options are lettered A, B, … in order (more than "
-                         f"{len(LETTERS)} options: numbered, readout codes)")
+                         f"{len(LETTERS)} options: numbered, readout codes, or read by id)")
     if version == "semif-record-v1":
         for key in ("signature", "calibrated"):
             if key in rec:

@@ -142,6 +142,13 @@ def slots_for(slots: str, n: int, ids: Sequence[str] = (), qtype: str | None = N
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 
+def positions(n: int) -> tuple[str, ...]:
+    """What a record's ``letters`` says of ``n`` options read by id (``ids``, ``sequence``, ``json``), which the model
+    never sees lettered: the letters of their positions, or past 16 options their numbers (as ``codes`` numbers them),
+    so the record holds one per option."""
+    return tuple(LETTERS[:n]) if n <= len(LETTERS) else codes(n)
+
+
 def lists_ids(slots: str) -> bool:
     """Whether a decision read through ``slots`` (as :func:`slots_for` resolved them) lists its options under their
     own ids (``ids``, ``sequence``, ``json``), so the model reads each id, or under letters or numbers, so it never
@@ -558,7 +565,7 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
     if slots in SEQUENCE_SLOTS:
         conts = sequence_slots(tok, decision, text, spans, ids, texts if slots == "codes" else None,
                                quoted=slots == "json")
-        shown = texts if slots == "codes" else tuple(LETTERS[:n])
+        shown = texts if slots == "codes" else positions(n)
         return Prompt(version, text, ids, prefix_text, shown, [c[0] for c in conts], tok.template_name, spans,
                       slots, texts, continuations=conts, **meta)
     slot_ids = id_slots(tok, decision) if slots == "ids" else letter_slots(tok, n)
@@ -572,7 +579,7 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
                                  f"an id whose token follows the prompt unchanged, [{slot}], for --slots ids "
                                  "(or --slots letters)")
             raise ValidationError(f"{what} (expected the prompt's tokens followed by [{slot}])")
-    return Prompt(version, text, ids, prefix_text, LETTERS[:n], slot_ids, tok.template_name, spans, slots, texts,
+    return Prompt(version, text, ids, prefix_text, positions(n), slot_ids, tok.template_name, spans, slots, texts,
                   **meta)
 
 

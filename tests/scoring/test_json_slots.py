@@ -179,3 +179,13 @@ def test_a_system_one_server_reading_json_answers_as_scorer_ask_does():
     assert answers["team"]["probabilities"] == pytest.approx(dict(want["team"].probabilities), abs=1e-12)
     assert answers["refund"]["noul"] == pytest.approx(want["refund"].probabilities["yes"], abs=1e-12)
     assert want["team"].record["slots"]["readout"] == "json"
+
+
+@pytest.mark.parametrize("slots", ["json", "sequence"])
+def test_past_sixteen_options_a_readout_by_id_numbers_them_in_its_record(slots):
+    opts = [{"id": f"{chr(97 + i)}x", "description": f"item {i}"} for i in range(20)]
+    rec = Scorer(backend=FakeBackend(), mode="shared", slots=slots).decide(STATES[0], "Which?", opts).record
+    assert rec["letters"] == [f"{i:02d}" for i in range(1, 21)] and len(rec["probabilities"]) == 20
+    validate_records([rec])  # one entry per option: a record the check reads back
+    with pytest.raises(InputError, match="field 'letters'"):
+        validate_records([{**rec, "letters": list("ABCDEFGHIJKLMNOP")}])
