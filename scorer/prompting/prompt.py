@@ -142,11 +142,11 @@ def slots_for(slots: str, n: int, ids: Sequence[str] = (), qtype: str | None = N
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 
-def positions(n: int) -> tuple[str, ...]:
+def positions(n: int) -> Sequence[str]:
     """What a record's ``letters`` says of ``n`` options read by id (``ids``, ``sequence``, ``json``), which the model
     never sees lettered: the letters of their positions, or past 16 options their numbers (as ``codes`` numbers them),
     so the record holds one per option."""
-    return tuple(LETTERS[:n]) if n <= len(LETTERS) else codes(n)
+    return LETTERS[:n] if n <= len(LETTERS) else codes(n)
 
 
 def lists_ids(slots: str) -> bool:
@@ -565,7 +565,7 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
     if slots in SEQUENCE_SLOTS:
         conts = sequence_slots(tok, decision, text, spans, ids, texts if slots == "codes" else None,
                                quoted=slots == "json")
-        shown = texts if slots == "codes" else positions(n)
+        shown = texts if slots == "codes" else tuple(positions(n))
         return Prompt(version, text, ids, prefix_text, shown, [c[0] for c in conts], tok.template_name, spans,
                       slots, texts, continuations=conts, **meta)
     slot_ids = id_slots(tok, decision) if slots == "ids" else letter_slots(tok, n)
