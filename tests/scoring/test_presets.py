@@ -43,8 +43,7 @@ def _preset(folder: Path, name: str = "good", layout: str = "question-major", k:
     demos = _jsonl(folder / "demos.jsonl", _rows(6, "d"))
     cal_file = None
     if calibrated:
-        with Scorer(backend=FakeBackend(), layout=layout, demos=demos if k else None, demos_k=k or None,
-                    slots="letters") as sc:
+        with Scorer(backend=FakeBackend(), layout=layout, demos=demos if k else None, demos_k=k or None) as sc:
             recs = [d.record for d in sc.decide_many(_rows(8))]
         cal = fit_prior(recs, [r["signature"] for r in recs], "mean", 1, "none")  # these signatures only
         sha = write_calibration(cal, folder / f"{name}-cal.json")
@@ -81,8 +80,7 @@ def test_a_preset_fills_what_is_not_given_and_every_record_names_it(tmp_path):
     # the preset is part of what names the run: the same options without it are another run
     with Scorer(backend=FakeBackend(), preset=_preset(tmp_path / "q", calibrated=False)) as sc:
         with_preset = sc.decide_many(_rows(2))[0].record
-    with Scorer(backend=FakeBackend(), layout="question-major", demos=tmp_path / "q" / "demos.jsonl", demos_k=2,
-                slots="letters") as sc:
+    with Scorer(backend=FakeBackend(), layout="question-major", demos=tmp_path / "q" / "demos.jsonl", demos_k=2) as sc:
         without = sc.decide_many(_rows(2))[0].record
     assert with_preset["probabilities"] == without["probabilities"] and "preset" not in without
     assert with_preset["run"]["config_sha256"] != without["run"]["config_sha256"]
