@@ -45,9 +45,12 @@ from scorer.formats.envelope import make_report, write_report  # noqa: E402
 from scorer.formats.records import read_records  # noqa: E402
 
 FORMAT = "semif-confidence-v3"
-REPORTS = tuple(f"single-request-peer-{which}{model}.json" for model in ("qwen2.5-1.5b", "qwen2.5-0.5b")
-                for which in ("", "heldout-", "heldout2-"))
-"""The peer reports read (under ``--results``), those that exist."""
+REPORTS = ("single-request-peer-json-choice-qwen2.5-1.5b.json",
+           *(f"single-request-peer-{which}qwen2.5-0.5b.json" for which in ("", "heldout-", "heldout2-")))
+"""The peer reports read (under ``--results``), those that exist: each model's served default as it is now. For
+qwen2.5-1.5b, whose ``auto`` reads choice questions as JSON answers since 2026-12-07, the report of that default on
+every labelled set (its earlier reports, ``single-request-peer-[heldout-|heldout2-]qwen2.5-1.5b.json``, answered
+choice questions by letters)."""
 LANES = ("semif:default", "typed-gguf")
 """The lanes read from each: SemIf's default and the peer."""
 SEMIF = "semif:default"

@@ -240,10 +240,12 @@ def _reusable(report: Path, name: str, slots: str, norm: str | None = None) -> d
     if block is None:
         return {}
     out: dict[str, dict[str, Any]] = {}
+    types = {d.id: d.type for d in load_decisions(SETS.get(name, Path(name)))}
     for r in read_records(ROOT / block["records"]["path"]):
         n, ids = len(r["option_ids"]), list(r["option_ids"])
-        resolved = slots_for(slots, n, ids)
-        if resolved != slots_for(earlier_slots, n, ids):
+        qtype = types.get(str(r["id"]).split("#")[0])  # a derived row asks its own row's kind of question
+        resolved = slots_for(slots, n, ids, qtype)
+        if resolved != slots_for(earlier_slots, n, ids, qtype):
             continue
         if resolved == "sequence" and r["slots"].get("normalisation") != (norm or DEFAULT_SEQUENCE_NORM):
             r = renormalised(r, norm or DEFAULT_SEQUENCE_NORM)  # norm is None only for slots that read no sequence

@@ -38,9 +38,10 @@ from scorer.backends.registry import BACKENDS
 from scorer.calibration.apply import apply_records, check_config, check_on_uncovered, covered
 from scorer.calibration.core import Calibration, load_calibration
 from scorer.calibration.label_free_defaults import Resolved as LabelFreeResolved
-from scorer.calibration.label_free_defaults import check_label_free
+from scorer.calibration.label_free_defaults import auto_slots, check_label_free
 from scorer.calibration.label_free_defaults import resolve as resolve_label_free
 from scorer.core.checks import (
+    AUTO_SLOTS,
     OptionError,
     byte_size,
     check_run_options,
@@ -326,8 +327,9 @@ class Scorer:
     method
     takes ``echo=`` too, for that call only (None: the scorer's; False: none), as the service's and MCP's requests do.
     ``slots`` is what is read out: ``"auto"`` (the default, :data:`~scorer.scoring.options.DEFAULT_SLOTS`: a yes/no
-    question read as ``"json"`` reads it, every other question by letters; letters with a calibration file or the
-    openai backend), ``"letters"`` (the options lettered A, B, …) or ``"ids"`` (the
+    question read as ``"json"`` reads it, every other question by letters, a choice question as ``"json"`` too for
+    weights measured so, :meth:`readout_for`; letters with a calibration file or the openai backend), ``"letters"``
+    (the options lettered A, B, …) or ``"ids"`` (the
     options listed under their ids, each id's own token read: every id must be one token, else the row is
     refused naming ``options[i].id``) or ``"sequence"`` (the ids prompt, each id scored as a continuation of it: its
     tokens' log-probabilities from a fork of the prompt's state, any number of tokens; ``sequence_norm`` ``"sum"``, the
@@ -521,8 +523,16 @@ class Scorer:
         (:mod:`scorer.calibration.label_free_defaults`; ``none`` where nothing was measured). Resolved once: a
         scorer holds one backend."""
         if self._label_free is None:
-            self._label_free = resolve_label_free(self.label_free, info, self.slots)
+            # the readout auto comes to for these weights, asked for by name, is what auto's default was measured on
+            measured_as = AUTO_SLOTS if self.slots == auto_slots(info) else self.slots
+            self._label_free = resolve_label_free(self.label_free, info, measured_as)
         return self._label_free
+
+    def readout_for(self, info: Mapping[str, Any]) -> str:
+        """The readout this scorer's ``slots`` come to for the model ``info`` describes: ``auto`` per weights
+        (:func:`~scorer.calibration.label_free_defaults.auto_slots`: choice questions as JSON answers where that was
+        measured right more often), every other readout as given."""
+        return auto_slots(info) if self.slots == AUTO_SLOTS else self.slots
 
     def _label_free_rows(self, decisions: Sequence[Decision], method: str, info: dict[str, Any],
                          layout: str) -> list[int]:
@@ -533,9 +543,9 @@ class Scorer:
             return []
         hit = [False] * len(decisions)
         if self.calibration is not None:
-            version = signature_version(layout, self.demos.k if self.demos is not None else 0, self.slots)
-            hit = covered(self.calibration, decisions, info, version,
-                          signature_readout(1, self.slots, self.sequence_norm))
+            slots = self.readout_for(info)
+            version = signature_version(layout, self.demos.k if self.demos is not None else 0, slots)
+            hit = covered(self.calibration, decisions, info, version, signature_readout(1, slots, self.sequence_norm))
         return [k for k, (d, c) in enumerate(zip(decisions, hit, strict=True))
                 if not c and row_method(method, d) != "none"]
 
@@ -557,14 +567,15 @@ class Scorer:
         every option of this scorer), checked: the one place the API and the service's batching name runs.
         ``layout``: the resolved one (default: this scorer's, resolved for these decisions alone); ``echo``: the
         call's (None: the scorer's)."""
+        slots = self.readout_for(info)
         if layout is None:
             layout = self.layout if self.layout != "auto" else resolve_layout(self.load(), decisions, "auto",
-                                                                                 self.demos, self.slots)[0]
+                                                                                 self.demos, slots)[0]
         method = self.label_free_for(info).method
         return checked_config_parts(info, decisions, run_parts, self.mode if mode is None else mode,
                                     self.max_batch_tokens, calibration=self.calibration,
                                     on_uncovered=self.uncovered_rule(method), echo=self.echo_level(echo),
-                                    layout=layout, demos=self.demos, slots=self.slots,
+                                    layout=layout, demos=self.demos, slots=slots,
                                     sequence_norm=self.sequence_norm,
                                     preset=None if self.preset is None else self.preset.sha256, label_free=method)
 
@@ -593,8 +604,9 @@ class Scorer:
         with self._lock:
             backend = self._load_locked()
             cal = self.calibration
-            layout, _ = resolve_layout(backend, decisions, self.layout, self.demos, self.slots)
             info = backend.model_info()
+            slots = self.readout_for(info)
+            layout, _ = resolve_layout(backend, decisions, self.layout, self.demos, slots)
             parts = self.run_config(decisions, run_parts, info, mode, layout, level or False)
             run = {"config_sha256": config_sha256(parts), "started_unix": round(time.time(), 3),
                    "resumed_from": resumed_from}
@@ -603,7 +615,7 @@ class Scorer:
             fix = self._label_free_rows(decisions, method, info, layout)
             extra = derived_decisions(method, [decisions[k] for k in fix], self.content_free_cache) if fix else []
             items = prepare(backend, [*decisions, *extra], with_prefix=mode != "direct", layout=layout,
-                            demos=self.demos, slots=self.slots)
+                            demos=self.demos, slots=slots)
             scored = list(score_items(backend, items, mode, run, 0, self.max_batch_tokens, self.prefix_cache,
                                       self.sequence_norm))
             records, derived = scored[:len(decisions)], scored[len(decisions):]

@@ -23,7 +23,7 @@ from typing import Any
 
 from scorer.calibration.confidence_map import ConfidenceMap
 from scorer.calibration.label_free import BY_KIND, METHODS, by_kind, method_for
-from scorer.core.checks import OptionError, one_of
+from scorer.core.checks import AUTO_CHOICE_JSON, AUTO_SLOTS, OptionError, one_of
 from scorer.core.errors import brief
 
 AUTO = "auto"
@@ -71,6 +71,10 @@ class Measured:
     """The curve that maps an answer's peakedness to its ``confidence`` (:mod:`scorer.calibration.confidence_map`),
     fitted on this default's answers to the selection sets (:data:`CONFIDENCE_REPORT`'s ``maps``); None: not
     measured for this readout, the peakedness is the confidence."""
+    choice: str = "letters"
+    """How ``slots="auto"`` reads these weights' choice questions (an ``auto`` entry only): ``letters``, or ``json``
+    where the study of that readout found them right more often than by letters (``auto`` then comes to
+    :data:`~scorer.core.checks.AUTO_CHOICE_JSON` for these weights: :func:`auto_slots`)."""
 
 
 def _by_kind(choice: str, score: str, yesno: str) -> str:
@@ -86,6 +90,8 @@ DEFAULTS: tuple[Measured, ...] = (
              _by_kind("rotations+content-free", "rotations+content-free", "content-free"),
              "data/results/label-free-selection-qwen2.5-0.5b-letters.json",
              (("authored", 0.425, 0.508), ("boundary", 0.5, 0.458), ("single", 0.363, 0.525))),
+    # Under auto its choice questions keep their letters: read as JSON answers in bullets they were right less often
+    # (single-request-json-bullets-choice-qwen2.5-0.5b.json; its selection out of fold: single 0.530 -> 0.497).
     Measured("qwen2.5-0.5b", _Q05, "auto",
              _by_kind("rotations+content-free", "rotations+content-free", "rotations"),
              "data/results/label-free-selection-qwen2.5-0.5b-auto.json",
@@ -94,16 +100,21 @@ DEFAULTS: tuple[Measured, ...] = (
     # The served default (auto) of each has its confidence curve (CONFIDENCE_REPORT); letters, never served by
     # default, keeps the peakedness.
     # qwen2.5-1.5b: choice questions gain from the same correction, score questions from the domain prior (the
-    # state's own words shuffled); read as a JSON answer (auto) yes/no questions are best left raw.
+    # state's own words shuffled); read as a JSON answer (auto) yes/no questions are best left raw. Under auto its
+    # choice questions are JSON answers too (choice="json", their options as bullets: right more often than by
+    # letters on every labelled set, single-request-json-bullets-choice-qwen2.5-1.5b.json): their votes come from the
+    # study of that readout (the selection report's studies_for), which judged the label-free methods that need no
+    # domain prompts.
     Measured("qwen2.5-1.5b", _Q15, "letters",
              _by_kind("rotations+content-free", "domain", "domain"),
              "data/results/label-free-selection-qwen2.5-1.5b-letters.json",
              (("authored", 0.619, 0.653), ("boundary", 0.625, 0.833), ("single", 0.504, 0.614))),
     Measured("qwen2.5-1.5b", _Q15, "auto",
              _by_kind("rotations+content-free", "domain", "none"),
-             "data/results/label-free-selection-qwen2.5-1.5b-auto.json",
-             (("authored", 0.686, 0.669), ("boundary", 0.875, 0.875), ("single", 0.537, 0.62)),
-             ConfidenceMap(-0.230682, 3.032299)),
+             "data/results/label-free-selection-qwen2.5-1.5b-auto-json-choice.json",
+             (("authored", 0.675, 0.688), ("boundary", 0.875, 0.875), ("heldout", 0.475, 0.438),
+              ("single", 0.548, 0.613)),
+             ConfidenceMap(0.136531, 1.208154), choice="json"),
 )
 
 
@@ -132,6 +143,15 @@ class Resolved:
 def find(gguf_sha256: str | None, slots: str) -> Measured | None:
     """The measured default for these weights read through ``slots`` (None: nothing measured)."""
     return next((m for m in DEFAULTS if m.gguf_sha256 == gguf_sha256 and m.slots == slots), None)
+
+
+def auto_slots(model_info: Mapping[str, Any]) -> str:
+    """What ``slots="auto"`` comes to for the model ``model_info`` describes (a backend's ``model_info()``): choice
+    questions read as JSON answers (:data:`~scorer.core.checks.AUTO_CHOICE_JSON`) for weights measured so
+    (:attr:`Measured.choice`), else ``auto`` itself (choice questions by letters: every other model, where nothing was
+    measured, and qwen2.5-0.5b, where letters were right more often)."""
+    measured = find(model_info.get("gguf_sha256"), AUTO_SLOTS)
+    return AUTO_CHOICE_JSON if measured is not None and measured.choice == "json" else AUTO_SLOTS
 
 
 def resolve(asked: str, model_info: Mapping[str, Any], slots: str) -> Resolved:

@@ -142,7 +142,8 @@ def add_slots_arg(p: Any, norm: bool = True, default: str = "letters") -> None:
                         "a question with more than 16 options, up to 255); json: the state, then the question with "
                         "the options under their ids in a second user turn, the answer asked for as JSON and each "
                         "option scored as the quoted id after a prefilled {\"answer\": (per token by default); "
-                        "auto: a yes/no question read as json reads it, every other question by letters "
+                        "auto: a yes/no question read as json reads it, every other by letters (a choice question "
+                        "as json too for weights measured to answer so, qwen2.5-1.5b) "
                         f"(default {default}"
                         + ("; letters with --calibration or --backend openai)" if default == DEFAULT_SLOTS else ")"))
     if norm:

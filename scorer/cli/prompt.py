@@ -26,6 +26,8 @@ def register(sub: Any) -> None:
 
 
 def _cmd_prompt(args: argparse.Namespace) -> int:
+    from scorer.calibration.label_free_defaults import auto_slots
+    from scorer.core.checks import AUTO_SLOTS
     from scorer.core.errors import InputError
     from scorer.formats.rows import load_decisions
     from scorer.prompting.demos import prompt_for
@@ -38,11 +40,13 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
         raise InputError(args.input, None, "id", f"no row with id {args.id!r}", "an id present in the file")
     layout, demos = layout_options(args)
     backend = load_model(args)
+    # --slots auto comes to what a scorer of these weights reads (choice questions as JSON answers for some)
+    slots = auto_slots(backend.model_info()) if args.slots == AUTO_SLOTS else args.slots
     # auto: the choice `semif score --layout auto` makes for this very file
-    layout, choice = resolve_layout(backend, rows, layout, demos, args.slots)
+    layout, choice = resolve_layout(backend, rows, layout, demos, slots)
     if choice is not None:
         print(f"[semif] {choice.describe()}", file=sys.stderr)
-    p = prompt_for(backend.tokenizer, decisions[args.id], layout, demos, args.slots)
+    p = prompt_for(backend.tokenizer, decisions[args.id], layout, demos, slots)
     head = prefix_ids(backend.tokenizer, p)
     doc = {"id": args.id, "prompt_version": p.version, "layout": p.layout,
            "demos": {"k": p.demos_k, "ids": list(p.demo_ids), "level": p.demo_level} if p.demos_k else None,

@@ -34,10 +34,19 @@ the options' numbers scored as token sequences (``codes``: what a question with 
 through when the run reads letters), ``json`` (the options listed under their ids, the question in a user turn
 after the state's, the answer asked for as a JSON object and each option scored as the continuation `` "id"`` of the
 prefilled ``{"answer":``: the single-request JSON study, ``docs/results.md``), or ``auto``: per question, a yes/no
-question (options ``yes`` and ``no``) read as ``json`` reads it and every other question by letters
+question (options ``yes`` and ``no``) read as ``json`` reads it and every other question by letters — or, for weights
+measured to answer choice questions better that way, a choice question as ``json`` too (:data:`AUTO_CHOICE_JSON`)
 (:func:`scorer.prompting.prompt.slots_for`; measured by the single-request studies, ``docs/results.md``)."""
 AUTO_SLOTS = "auto"
 """The per-question readout (:data:`SLOTS`)."""
+AUTO_CHOICE_JSON = "auto:choice=json"
+"""What ``auto`` comes to for weights whose single-request study found choice questions right more often read as
+JSON answers (their options as bullets) than by letters
+(:attr:`scorer.calibration.label_free_defaults.Measured.choice`): a yes/no or choice question read as ``json`` reads
+it, a score question by letters. A run's configuration and its records name it; it can be asked for by name too (not
+a ``--slots`` choice)."""
+AUTO_FORMS = (AUTO_SLOTS, AUTO_CHOICE_JSON)
+"""The per-question readouts: ``auto`` as asked, and what it resolves to per weights."""
 SEQUENCE_SLOTS = ("sequence", "codes", "json")
 """The slots read as continuations of the prompt (every position of a pass), not one token at the answer position."""
 SEQUENCE_NORMS = ("sum", "mean")
@@ -48,7 +57,7 @@ DEFAULT_SEQUENCE_NORM = "sum"
 JSON_SEQUENCE_NORM = "mean"
 """``--slots json``'s normalisation when none is given: per token, as the JSON-answer study measured it (a quoted id's
 closing quote and its id's own length would otherwise count against longer ids)."""
-NORMED_SLOTS = ("sequence", "json", "auto")
+NORMED_SLOTS = ("sequence", "json", *AUTO_FORMS)
 """The slots that take a ``--sequence-norm`` (``codes`` always sums)."""
 
 
@@ -174,8 +183,8 @@ def check_run_options(mode: Any, max_batch_tokens: Any) -> tuple[str, int]:
 
 def check_slots(slots: Any) -> str:
     """The answer slots of a run (``--slots``; ``Scorer(slots=…)``), checked; the message names them as the API
-    does."""
-    return one_of(slots, SLOTS, "slots")
+    does (:data:`AUTO_CHOICE_JSON`, what ``auto`` resolves to for some weights, is taken too)."""
+    return AUTO_CHOICE_JSON if slots == AUTO_CHOICE_JSON else one_of(slots, SLOTS, "slots")
 
 
 def check_sequence_norm(norm: Any, slots: str) -> str | None:
@@ -202,7 +211,7 @@ def scores_continuations(backend: str) -> bool:
 def check_slots_backend(slots: str, backend: str) -> None:
     """``--slots sequence`` reads every position of a pass, which the ``openai`` backend (a remote engine returning
     one position's log-probabilities) cannot give: refused before anything loads, naming the slots."""
-    if (slots in SEQUENCE_SLOTS or slots == AUTO_SLOTS) and not scores_continuations(backend):
+    if (slots in SEQUENCE_SLOTS or slots in AUTO_FORMS) and not scores_continuations(backend):
         raise OptionError("slots", f"{slots} scores each option's tokens at every position of a pass, which the openai "
                           "backend does not return (it reads one position's log-probabilities); use the torch or "
                           "llamacpp backend, or --slots ids")

@@ -64,7 +64,9 @@ class Decision:
     """Where the row came from, ``file:line``, for error messages."""
     type: str | None = None
     """The question type (``choice``, ``yesno``, ``score``: :mod:`scorer.decision.questions`), or None for a row that
-    names none. It changes how the readout is meant, never the prompt or the signature."""
+    names none. It changes how the readout is meant and, where ``slots="auto"`` reads choice questions as JSON answers
+    (for some weights), which readout asks it (a score question keeps its letters:
+    :func:`scorer.prompting.prompt.slots_for`)."""
 
     @property
     def option_ids(self) -> list[str]:

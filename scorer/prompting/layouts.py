@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scorer.core.checks import AUTO_SLOTS, SLOTS, one_of
+from scorer.core.checks import AUTO_FORMS, SLOTS, one_of
 from scorer.core.errors import ValidationError
 from scorer.formats.rows import Decision
 from scorer.prompting.prompt import (
@@ -122,9 +122,9 @@ def check_layout(layout: Any, option: str | None = "layout") -> str:
 def version(layout: str, slots: str = "letters", demos: bool = False) -> str:
     """The prompt version ``layout`` renders when read out through ``slots``, with demonstrations shown or not
     (only state-major's order changes with them)."""
-    one_of(slots, SLOTS, "slots")
-    if slots == AUTO_SLOTS:  # a run's name: auto renders each row in one of the two (prompt.slots_for)
+    if slots in AUTO_FORMS:  # a run's name: auto renders each row in one of the two (prompt.slots_for)
         return "|".join(version(layout, s, demos) for s in ("letters", "json"))
+    one_of(slots, SLOTS, "slots")
     if slots == "json":
         return JSON_VERSIONS[layout]
     if demos and layout == STATE_MAJOR:
@@ -212,7 +212,7 @@ def render(tok: Tokenizer, decision: Decision, layout: str = STATE_MAJOR, shown:
     ``shown`` are the demonstrations picked for this row (:meth:`scorer.prompting.demos.Demos.pick`), ``level`` where
     they came from and ``demos_k`` how many the run asked for; all three are recorded in the prompt.
     """
-    slots = slots_for(slots, len(decision.options), decision.option_ids)
+    slots = slots_for(slots, len(decision.options), decision.option_ids, decision.type)
     msgs, head = messages(decision, layout, shown, slots)
     return render_messages(tok, msgs, head, decision, version(layout, slots, bool(shown)), slots=slots,
                            layout=layout,

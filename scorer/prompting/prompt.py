@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from scorer.core.checks import AUTO_SLOTS, SEQUENCE_SLOTS, SLOTS
+from scorer.core.checks import AUTO_FORMS, AUTO_SLOTS, SEQUENCE_SLOTS, SLOTS
 from scorer.core.errors import InputError, ValidationError
 from scorer.core.hashing import sha256_chunks, sha256_text
 from scorer.decision.questions import answer_kind
@@ -127,16 +127,21 @@ def state_block(decision: Decision) -> str:
     return f"{_STATE_HEAD}{state_text(decision.state)}"
 
 
-def slots_for(slots: str, n: int, ids: Sequence[str] = ()) -> str:
-    """The answer slots a decision with ``n`` options (ids ``ids``) is read through when the run reads ``slots``:
-    ``auto`` reads a yes/no question (exactly the ids ``yes`` and ``no``, in either order, whatever its ``type``) as
-    ``json`` — the answer asked for as a JSON object, ``"yes"`` and ``"no"`` scored after the prefilled
+def slots_for(slots: str, n: int, ids: Sequence[str] = (), qtype: str | None = None) -> str:
+    """The answer slots a decision with ``n`` options (ids ``ids``, type ``qtype``) is read through when the run reads
+    ``slots``: ``auto`` reads a yes/no question (exactly the ids ``yes`` and ``no``, in either order, whatever its
+    ``type``) as ``json`` — the answer asked for as a JSON object, ``"yes"`` and ``"no"`` scored after the prefilled
     ``{"answer":`` — and every other question by letters (the single-request study and the JSON study beside
     typed-gguf: read by letter the model leans towards ``A. Yes``; the JSON answer is right at least as often as the
-    bare words on every labelled set, ``docs/results.md``); a question with more options than there are letters is
-    numbered (``codes``) instead of lettered; every other case as asked."""
-    if slots == AUTO_SLOTS:
-        slots = "json" if answer_kind(None, ids) == "yesno" else "letters"
+    bare words on every labelled set, ``docs/results.md``); :data:`~scorer.core.checks.AUTO_CHOICE_JSON` (what
+    ``auto`` comes to for weights measured so) reads a choice question of up to 16 options as ``json`` too, its
+    options as bullets (a score question's levels keep their letters: there the bullets were not right more often).
+    A question with more options than there are letters is numbered (``codes``) instead of lettered; every other
+    case as asked."""
+    if slots in AUTO_FORMS:
+        kind = answer_kind(None if slots == AUTO_SLOTS else qtype, ids)
+        json_kinds = ("yesno",) if slots == AUTO_SLOTS else ("yesno", "choice")
+        slots = "json" if kind in json_kinds and (kind == "yesno" or n <= len(LETTERS)) else "letters"
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 
@@ -527,7 +532,7 @@ def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt
     (appending the letter must add exactly that letter's token and leave the prompt's tokens as they are);
     with ``slots="ids"`` an option id that breaks a slot rule is an :class:`InputError` naming its field.
     """
-    slots = slots_for(slots, len(decision.options), decision.option_ids)
+    slots = slots_for(slots, len(decision.options), decision.option_ids, decision.type)
     msgs, head = messages_for(decision, slots)
     return render_messages(tok, msgs, head, decision, prompt_version(slots), slots=slots)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scorer.backends.base import Backend
 from scorer.calibration.apply import check_decisions, check_on_uncovered
 from scorer.core.checks import (
-    AUTO_SLOTS,
+    AUTO_FORMS,
     DEFAULT_MAX_BATCH_TOKENS,
     OptionError,
     check_run_options,
@@ -51,12 +51,16 @@ DEFAULT_LABEL_FREE = "auto"
 
 DEFAULT_SLOTS = "auto"
 """The readout a scorer reads unless told otherwise (or a preset says): a yes/no question as a JSON answer, every other
-question by letters. Chosen by the single-request studies (``docs/results.md``): ahead of letters on the authored set
-defaults are chosen on and on boundary, for both shipped models (qwen2.5-0.5b with its label-free correction 0.508 ->
-0.550 authored, 0.458 -> 0.625 boundary; qwen2.5-1.5b raw, one System One request per state, 0.635 -> 0.701 and
-0.625 -> 0.875), and level or ahead on the held-out single set. Where it cannot apply (:func:`default_slots`) the
-default is letters; a records run (``semif score``) reads letters unless told: its records are meant to be comparable
-with the committed ones."""
+question by letters, and for weights measured so (qwen2.5-1.5b:
+:func:`scorer.calibration.label_free_defaults.auto_slots`) a choice question as a JSON answer too (its options as
+bullets). Chosen by the single-request studies
+(``docs/results.md``): yes/no questions as JSON ahead of letters on the authored set defaults are chosen on and on
+boundary, for both shipped models (qwen2.5-0.5b with its label-free correction 0.508 -> 0.550 authored, 0.458 -> 0.625
+boundary; qwen2.5-1.5b raw, one System One request per state, 0.635 -> 0.701 and 0.625 -> 0.875), and level or ahead
+on the held-out single set; choice questions as JSON ahead of letters on every labelled set with qwen2.5-1.5b's
+label-free default, behind with qwen2.5-0.5b's. Where it cannot apply (:func:`default_slots`) the default is letters;
+a records run (``semif score``) reads letters unless told: its records are meant to be comparable with the committed
+ones."""
 
 
 def default_slots(scores_continuations: bool, calibration: bool) -> str:
@@ -104,8 +108,9 @@ class ScorerOptions:
     """What every record echoes of its input: ``digest`` (or True), ``full``, or None (nothing)."""
     slots: str | None = None
     """The readout: ``auto`` (the default, :data:`DEFAULT_SLOTS`: a yes/no question read as ``json`` reads it, every
-    other question by letters; letters with a calibration file or a backend that does not score continuations, such
-    as openai: :func:`default_slots`), ``letters``, ``ids``, ``sequence``, ``codes`` or ``json``
+    other question by letters, a choice question as ``json`` too for weights measured so; letters with a calibration
+    file or a backend that does not score continuations, such as openai: :func:`default_slots`), ``letters``, ``ids``,
+    ``sequence``, ``codes`` or ``json``
     (:data:`scorer.core.checks.SLOTS`)."""
     sequence_norm: str | None = None
     """``slots="sequence"`` (or ``"json"``, ``"auto"``): ``sum`` or ``mean`` per token (default: sum, auto's
@@ -271,7 +276,7 @@ def checked_config_parts(info: dict[str, Any], decisions: Sequence[Decision], ru
     if temperature is not None:
         parts["temperature"] = temperature
     if calibration is not None:
-        if slots == AUTO_SLOTS:
+        if slots in AUTO_FORMS:
             raise OptionError("slots", "auto reads each question in one of two prompts, and a calibration file names "
                               "one prompt version; give slots letters (or the slots the file was fitted with) "
                               "with a calibration file")
