@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from scorer.core.checks import AUTO_FORMS, AUTO_SLOTS, SEQUENCE_SLOTS, SLOTS
+from scorer.core.checks import AUTO_CHOICE_JSON, AUTO_FORMS, SEQUENCE_SLOTS, SLOTS
 from scorer.core.errors import InputError, ValidationError
 from scorer.core.hashing import sha256_chunks, sha256_text
 from scorer.decision.questions import answer_kind
@@ -139,9 +139,9 @@ def slots_for(slots: str, n: int, ids: Sequence[str] = (), qtype: str | None = N
     A question with more options than there are letters is numbered (``codes``) instead of lettered; every other
     case as asked."""
     if slots in AUTO_FORMS:
-        kind = answer_kind(None if slots == AUTO_SLOTS else qtype, ids)
-        json_kinds = ("yesno",) if slots == AUTO_SLOTS else ("yesno", "choice")
-        slots = "json" if kind in json_kinds and (kind == "yesno" or n <= len(LETTERS)) else "letters"
+        kind = answer_kind(qtype, ids)
+        as_json = kind == "yesno" or (slots == AUTO_CHOICE_JSON and kind == "choice" and n <= len(LETTERS))
+        slots = "json" if as_json else "letters"
     return "codes" if slots == "letters" and n > len(LETTERS) else slots
 
 
