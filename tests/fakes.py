@@ -40,6 +40,7 @@ class FakeTokenizer:
         self.broken = broken  # "multi" | "decode" | "collide" | "boundary"
         self.has_template = template
         self.bos_id_prepended = None
+        self._pieces: list[str] | None = None
 
     @property
     def template_name(self) -> str:
@@ -98,6 +99,11 @@ class FakeTokenizer:
             else:
                 out.append("\ufffd")
         return "".join(out)
+
+    def ids_beginning(self, text: str) -> tuple[int, ...]:
+        if self._pieces is None:
+            self._pieces = [self.decode([i]) for i in range(VOCAB)]
+        return tuple(i for i in range(len(SPECIALS), VOCAB) if text and self._pieces[i].startswith(text))
 
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
         if not self.has_template:
@@ -406,9 +412,11 @@ def prior_for(backend: FakeBackend, question: str) -> Any:
 
 
 def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int],
-                 seen: dict[tuple[int, ...], np.ndarray] | None = None) -> list[float]:
+                 seen: dict[tuple[int, ...], np.ndarray] | None = None,
+                 last: Sequence[int] = ()) -> list[float]:
     """The independent path: each token of ``cont`` scored by a fresh pass over the whole prompt and the option's
-    tokens before it (``score_fresh`` only: no prefix state, no packed pass), as a full-vocabulary log-softmax.
+    tokens before it (``score_fresh`` only: no prefix state, no packed pass), as a full-vocabulary log-softmax;
+    ``last`` (a JSON answer's closing class): the last token's read as the log of those tokens' summed probability.
 
     ``seen`` keeps each fresh pass by the tokens it read, for callers that check several modes or options against
     the same prompt on one unchanging backend (options share their first positions; modes share every one): each
@@ -416,13 +424,17 @@ def fresh_loglik(backend: Backend, prompt: list[int], cont: list[int],
     out = []
     for j, t in enumerate(cont):
         key = tuple(prompt + cont[:j])
-        row = seen.get(key) if seen is not None else None
-        if row is None:
+        z = seen.get(key) if seen is not None else None
+        if z is None:
             z = backend.score_fresh(list(key)).astype(np.float64)
-            row = z - (z.max() + np.log(np.exp(z - z.max()).sum()))
             if seen is not None:
-                seen[key] = row
-        out.append(float(row[t]))
+                seen[key] = z
+        lse = z.max() + np.log(np.exp(z - z.max()).sum())
+        if last and j == len(cont) - 1:  # the class's logsumexp, then the normaliser: the operations a pass makes
+            zc = z[np.asarray(last)]
+            out.append(float(zc.max() + np.log(np.exp(zc - zc.max()).sum()) - lse))
+        else:
+            out.append(float(z[t] - lse))
     return out
 
 

@@ -247,11 +247,15 @@ class Backend(ABC):
         return self._packed(prefix, suffixes, max_batch_tokens, run)
 
     def fan_out_logprobs(self, prefix: Prefix, suffixes: list[list[int]], targets: list[list[int]],
-                         max_batch_tokens: int) -> tuple[list[Continuation], FanOutTiming]:
+                         max_batch_tokens: int, closers: Sequence[Sequence[int]] | None = None,
+                         ) -> tuple[list[Continuation], FanOutTiming]:
         """Teacher-forced log-probabilities: for every suffix ``s`` (each continuing ``prefix`` independently, packed
         into passes as in :meth:`fan_out`) and its targets ``t`` (one token id per token of ``s``), the
         full-vocabulary log-probability of ``t[j]`` in the next-token distribution after ``prefix.ids + s[:j + 1]``,
         and the logits at ``s``'s first position (:class:`Continuation`). ``prefix`` is left as it was.
+        ``closers`` (one per suffix; an empty one reads the target alone): at the last position the log of the summed
+        probability of those tokens, ``t[-1]`` among them (a JSON answer's closing quote:
+        :func:`scorer.prompting.prompt.closing_classes`).
 
         ``--slots sequence`` (:mod:`scorer.scoring.sequence`) passes the state of a prompt's tokens but its last, the
         suffixes ``[last token] + option[:-1]`` and the targets ``option``: each option's tokens scored as a
@@ -270,6 +274,16 @@ class Backend(ABC):
             if len(target) != len(suffix):
                 raise ValidationError(f"suffix {k} has {len(suffix)} tokens but {len(target)} targets (expected one "
                                       "target per suffix token)")
+        if closers is not None:
+            if len(closers) != len(suffixes):
+                raise ValidationError(f"{len(closers)} closing classes for {len(suffixes)} suffixes (expected one per "
+                                      "suffix)")
+            for k, cls in enumerate(closers):
+                if cls:
+                    self._check_ids(list(cls), f"closing class of suffix {k}")
+                    if targets[k][-1] not in cls:
+                        raise ValidationError(f"the closing class of suffix {k} lacks its last target "
+                                              f"{targets[k][-1]} (expected a class holding it)")
         if not self.scores_continuations:
             raise ModelError(f"the {self.name} backend returns the logits of one position per pass, not of every "
                              "position (score token sequences on the torch or llamacpp backend)")
@@ -280,7 +294,8 @@ class Backend(ABC):
                 target = targets[at + k]
                 if logits.shape != (len(target), self.n_vocab):
                     raise AssertionError(f"a pass returned logits of shape {logits.shape} for {len(target)} positions")
-                out.append(Continuation(token_logprobs(logits, target), logits[0]))
+                out.append(Continuation(token_logprobs(logits, target, closers[at + k] if closers else None),
+                                        logits[0]))
             return out
         return self._packed(prefix, suffixes, max_batch_tokens, run)
 
@@ -450,15 +465,20 @@ class Backend(ABC):
             raise ValidationError("this prefix was released (prefill it again)")
 
 
-def token_logprobs(logits: np.ndarray, targets: Sequence[int]) -> np.ndarray:
+def token_logprobs(logits: np.ndarray, targets: Sequence[int], last: Sequence[int] | None = None) -> np.ndarray:
     """Row ``j`` of ``logits`` ([positions, vocabulary]) as a log-softmax over the whole vocabulary, read at
-    ``targets[j]`` (float64: the normaliser of a 150k-token vocabulary summed in float32 would cost digits)."""
+    ``targets[j]`` (float64: the normaliser of a 150k-token vocabulary summed in float32 would cost digits); ``last``
+    (non-empty): the last row read as the log of the summed probability of those tokens instead."""
     z = np.asarray(logits, dtype=np.float64)
     if not np.all(np.isfinite(z)):
         raise ValueError("non-finite logits: the forward pass produced NaN/inf")
     top = z.max(axis=1, keepdims=True)
     lse = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
-    return z[np.arange(len(targets)), np.asarray(targets, dtype=np.int64)] - lse
+    out = z[np.arange(len(targets)), np.asarray(targets, dtype=np.int64)] - lse
+    if last:
+        row = z[-1, np.asarray(last, dtype=np.int64)]
+        out[-1] = float(row.max() + np.log(np.exp(row - row.max()).sum())) - lse[-1]
+    return out
 
 
 def pack_chunks(suffixes: list[list[int]], budget: int) -> list[list[list[int]]]:

@@ -31,7 +31,7 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
     from scorer.core.errors import InputError
     from scorer.formats.rows import load_decisions
     from scorer.prompting.demos import prompt_for
-    from scorer.prompting.prompt import prefix_ids
+    from scorer.prompting.prompt import closing_block, prefix_ids
     from scorer.scoring.options import resolve_layout
 
     rows = load_decisions(Path(args.input))
@@ -54,6 +54,8 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
            "token_ids": p.ids, "input_tokens": len(p.ids), "letters": p.letters, "slots": p.slots,
            "slot_texts": list(p.slot_texts), "slot_token_ids": p.slot_ids,
            **({"continuations": [list(c) for c in p.continuations]} if p.continuations else {}),
+           **({"closing": [closing_block(backend.tokenizer.decode([c[-1]]), cls)
+                           for c, cls in zip(p.continuations, p.closers, strict=True)]} if p.closers else {}),
            "prompt_sha256": p.sha256, "tokens_sha256": p.tokens_sha256, "plain_spans": p.plain_spans,
            "hash_rules": {"prompt_sha256": "sha256 of the prompt string, UTF-8",
                           "tokens_sha256": "sha256 of the token ids as little-endian int32 bytes",
@@ -70,4 +72,6 @@ def _cmd_prompt(args: argparse.Namespace) -> int:
               f"{shown}")
         slots = dict(zip(p.slot_texts, p.continuations if p.continuations else p.slot_ids, strict=True))
         print(f"prompt_sha256 {p.sha256}\ntokens_sha256 {p.tokens_sha256}\nslots {slots}")
+        if p.closers:
+            print(f"each closing quote read as any of the {len(p.closers[0])} tokens beginning with it")
     return 0

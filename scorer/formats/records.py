@@ -223,6 +223,8 @@ def _check_slots(rec: dict[str, Any], ids: list[str], name: str, line: int | Non
     if texts != want:
         raise InputError(name, line, "slots.texts", f"{brief(texts)} for readout {slots['readout']!r}",
                          f"{brief(want)}: the {'options letters or numbers' if by_position else 'option ids'}")
+    if "closing" in slots:
+        _check_closing(slots, ids, name, line)
     if slots["readout"] in ("sequence", "codes", "json"):
         _check_sequence(rec, ids, name, line)
         tokens = [t[0] for t in tokens]  # the argmax at the answer position is a slot when it starts an option
@@ -283,6 +285,18 @@ def _check_sequence(rec: dict[str, Any], ids: list[str], name: str, line: int | 
         raise InputError(name, line, "allowed_token_mass", f"{rec['allowed_token_mass']!r} for continuations of "
                          f"total probability {mass:.9g}", "sum_i exp(sum slots.token_logprobs[i]) within "
                          f"{READOUT_TOL:g} (relative)")
+
+
+def _check_closing(slots: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:
+    """A json record's ``slots.closing`` (each entry's shape is the schema's): only the json readout has one, and it
+    has one class per option."""
+    closing = slots["closing"]
+    if slots["readout"] != "json":
+        raise InputError(name, line, "slots.closing", f"present with readout {slots['readout']!r}",
+                         "no closing classes except with readout json")
+    if len(closing) != len(ids):
+        raise InputError(name, line, "slots.closing", f"{brief(closing)} for {len(ids)} options",
+                         "one closing class per option, in the order of option_ids")
 
 
 def _check_permute(rec: dict[str, Any], ids: list[str], name: str, line: int | None) -> None:

@@ -74,14 +74,15 @@ def describe_identity(identity: dict[str, Any]) -> str:
 
 
 def readout_of(record: dict[str, Any]) -> str:
-    """``plain``, ``permute-K`` for an order-averaged record, ``sequence-NORM`` (``json-NORM``) for a ``--slots
+    """``plain``, ``permute-K`` for an order-averaged record, ``sequence-NORM`` (``json-close-NORM``) for a ``--slots
     sequence`` (``--slots json``) one, or ``codes`` for one read by the options' numbers."""
     perm = record.get("permute")
     if isinstance(perm, dict) and perm.get("k"):
         return f"permute-{int(perm['k'])}"
     slots = record.get("slots")
     if isinstance(slots, dict) and slots.get("readout") in ("sequence", "json"):
-        return f"{slots['readout']}-{slots.get('normalisation')}"
+        close = "close-" if slots.get("closing") else ""  # json records from before the closing class: json-NORM
+        return f"{slots['readout']}-{close}{slots.get('normalisation')}"
     if isinstance(slots, dict) and slots.get("readout") == "codes":
         return "codes"
     return "plain"
@@ -93,8 +94,8 @@ def signature_readout(permute: int = 1, slots: str = "letters", sequence_norm: s
         return f"permute-{permute}"
     if slots == "codes":
         return "codes"
-    if slots == "json":
-        return f"json-{sequence_norm or JSON_SEQUENCE_NORM}"
+    if slots == "json":  # its closing quote read as any token beginning with it (records with slots.closing)
+        return f"json-close-{sequence_norm or JSON_SEQUENCE_NORM}"
     return f"sequence-{sequence_norm or DEFAULT_SEQUENCE_NORM}" if slots == "sequence" else "plain"
 
 

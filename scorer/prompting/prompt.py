@@ -30,7 +30,9 @@ question, as ``yes. …`` lines under ``Answer with JSON: {"answer": "<one of ye
 every question that way) — in a second one; the assistant turn is prefilled with
 ``{"answer":`` and each option is scored as the continuation `` "billing"`` (its id in quotes, the closing quote
 included, so ids that share first tokens, ``d1`` and ``d10``, are still disjoint answers), per token by default
-(:data:`scorer.core.checks.JSON_SEQUENCE_NORM`). The single-request JSON studies (``docs/results.md``) chose the shapes.
+(:data:`scorer.core.checks.JSON_SEQUENCE_NORM`); the closing quote's token is read as every token that begins with it
+(``"``, ``"}``, ``",`` …: :func:`closing_classes`), the probability that the model closes the id there. The
+single-request JSON studies (``docs/results.md``) chose the shapes.
 
 Encoding rule: the chat template's own control tokens are parsed; the message contents (state, question,
 option descriptions, instructions) are tokenized as plain text, so control-token strings inside user
@@ -101,6 +103,10 @@ class Tokenizer(Protocol):
 
     def decode(self, ids: list[int]) -> str:
         """Text of the ids, special tokens included."""
+
+    def ids_beginning(self, text: str) -> tuple[int, ...]:
+        """Ids of every vocabulary token (control tokens excepted) whose text begins with ``text``, ascending: what a
+        JSON answer's closing quote is read as (:func:`closing_classes`)."""
 
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
         """The model's own chat template rendered to text, thinking disabled where supported."""
@@ -356,6 +362,9 @@ class Prompt:
     continuations: tuple[tuple[int, ...], ...] = ()
     """``slots="sequence"``, ``"codes"`` or ``"json"``: each option's token ids as a continuation of :attr:`ids`
     (:func:`sequence_slots`); empty for the other slots."""
+    closers: tuple[tuple[int, ...], ...] = ()
+    """``slots="json"``: per option, the tokens its continuation's last token stands for (:func:`closing_classes`:
+    every token beginning with the closing quote's text, the quote alone among them); empty for the other slots."""
 
     @property
     def answer_texts(self) -> tuple[str, ...]:
@@ -523,6 +532,43 @@ def sequence_slots(tok: Tokenizer, decision: Decision, text: str, spans: Sequenc
     return tuple(out)
 
 
+def closing_classes(tok: Tokenizer, decision: Decision,
+                    conts: Sequence[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
+    """What each JSON answer's last token is read as: every token whose text begins with that token's (its closing
+    quote, ``"``), so the option's score is the probability that the model closes the id there, however it goes on.
+
+    A model writes ``"billing"}`` with the quote merged into what follows (qwen2.5 has 424 tokens beginning with
+    ``"``: ``"}``, ``",`` …), so the quote alone, the token the answer's text encodes to, holds a few thousandths of the
+    mass at that position: read alone it would add a nuisance term to every option and leave the declared answers
+    a few thousandths of the vocabulary's mass. The class keeps the options disjoint answers (each is still its id
+    closed by a quote, so ``d1`` never counts ``d10``); an option's class that holds the token another option
+    continues with from the same tokens is refused, naming that option's id."""
+    out: list[tuple[int, ...]] = []
+    for i, cont in enumerate(conts):
+        last = cont[-1]
+        cls = tok.ids_beginning(tok.decode([last]))
+        if last not in cls:
+            raise ValidationError(f"option {i + 1}'s closing token {last} ({tok.decode([last])!r}) is not among the "
+                                  "tokens beginning with its own text: this tokenizer cannot read JSON answers")
+        members = set(cls)
+        for j, other in enumerate(conts):
+            at = len(cont) - 1
+            if j != i and len(other) > at and other[:at] == cont[:at] and other[at] in members:
+                raise InputError(decision.source or decision.id, None, f"options[{j}].id",
+                                 f"{decision.option_ids[j]!r} continues option {decision.option_ids[i]!r}'s answer "
+                                 f"with a token that closes it ({tok.decode([other[at]])!r})",
+                                 "ids none of which is another id followed by a quote, for --slots json "
+                                 "(or --slots letters)")
+        out.append(cls)
+    return tuple(out)
+
+
+def closing_block(text: str, cls: Sequence[int]) -> dict[str, Any]:
+    """A record's account of one option's closing class (``slots.closing[i]``): the text its tokens begin with, how
+    many there are and the :func:`sha256_tokens` of their ids, ascending."""
+    return {"begins": text, "tokens": len(cls), "tokens_sha256": sha256_tokens(list(cls))}
+
+
 def render(tok: Tokenizer, decision: Decision, slots: str = "letters") -> Prompt:
     """Render, encode and validate the state-major prompt of one decision without demonstrations
     (``semif-direct-v1``, or ``semif-direct-ids-v1`` read out through the option ids;
@@ -568,9 +614,10 @@ def render_messages(tok: Tokenizer, msgs: list[dict[str, str]], head: Head, deci
     if slots in SEQUENCE_SLOTS:
         conts = sequence_slots(tok, decision, text, spans, ids, texts if slots == "codes" else None,
                                quoted=slots == "json")
+        closers = closing_classes(tok, decision, conts) if slots == "json" else ()
         shown = texts if slots == "codes" else tuple(positions(n))
         return Prompt(version, text, ids, prefix_text, shown, [c[0] for c in conts], tok.template_name, spans,
-                      slots, texts, continuations=conts, **meta)
+                      slots, texts, continuations=conts, closers=closers, **meta)
     slot_ids = id_slots(tok, decision) if slots == "ids" else letter_slots(tok, n)
     for k, (label, slot) in enumerate(zip(texts, slot_ids, strict=True)):
         ext = tok.encode(text + label, spans)

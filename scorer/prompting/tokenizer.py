@@ -40,6 +40,8 @@ class HFTokenizer:
         self.bos_id_prepended: int | None = tok.bos_token_id if wants_bos else None
         self._special = special_tokens(tok)
         self._splitter = SpecialSplitter(self._special)
+        self._pieces: list[str] | None = None
+        self._beginning: dict[str, tuple[int, ...]] = {}
 
     @property
     def template_name(self) -> str:
@@ -69,6 +71,18 @@ class HFTokenizer:
 
     def decode(self, ids: list[int]) -> str:
         return self.hf.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def ids_beginning(self, text: str) -> tuple[int, ...]:
+        found = self._beginning.get(text)
+        if found is None:
+            if self._pieces is None:  # every token decoded alone, once (about a second for a 150k vocabulary)
+                special = self.special_token_ids
+                ids = [[i] for i in range(self.vocab_size)]
+                self._pieces = [("" if i in special else p) for i, p in enumerate(self.hf.batch_decode(
+                    ids, skip_special_tokens=False, clean_up_tokenization_spaces=False))]
+            found = tuple(i for i, p in enumerate(self._pieces) if text and p.startswith(text))
+            self._beginning[text] = found
+        return found
 
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
         if not self.has_template:

@@ -39,7 +39,7 @@ from scorer.formats.rows import Decision
 from scorer.formats.signature import signature_of, signature_readout
 from scorer.prompting.demos import Demos, prompt_for
 from scorer.prompting.layouts import STATE_MAJOR
-from scorer.prompting.prompt import Prompt, common_prefix, prefix_ids, sha256_tokens
+from scorer.prompting.prompt import Prompt, closing_block, common_prefix, prefix_ids, sha256_tokens
 from scorer.scoring.radix_cache import RadixCache
 from scorer.scoring.sequence import SequenceScores, pass_need, score_rows
 from scorer.scoring.sequence import check_backend as check_sequence_backend
@@ -128,19 +128,22 @@ def make_record(item: Item, logits: np.ndarray | SequenceScores, backend: Backen
     slots: dict[str, Any] = {"readout": p.slots, "texts": list(p.slot_texts), "token_ids": list(p.slot_ids)}
     score_kind = model_info.get("score_kind", SCORE_KIND)
     sig_readout = "plain"
+    tok = backend.tokenizer
     if isinstance(logits, SequenceScores):
         conts, norm = logits.continuations, logits.normalisation
         r = readout.read_sequences([c.logprobs for c in conts], conts[0].head_logits, norm, backend.logits_dtype)
         slots.update(token_ids=[list(c) for c in p.continuations], normalisation=norm,
                      token_counts=[len(c) for c in p.continuations],
                      token_logprobs=[[float(v) for v in c.logprobs] for c in conts])
+        if p.closers:
+            slots["closing"] = [closing_block(tok.decode([c[-1]]), cls)
+                                for c, cls in zip(p.continuations, p.closers, strict=True)]
         score_kind = SEQUENCE_SCORE_KIND.format(norm=norm, backend=model_info.get("backend"),
                                                 dtype=model_info.get("dtype"))
         sig_readout = signature_readout(1, p.slots, norm)
     else:
         r = readout.read(logits, p.slot_ids, backend.logits_dtype, normalized=backend.logits_normalized)
     ids = d.option_ids
-    tok = backend.tokenizer
     timing = {k: round(v, 6) for k, v in timing.items()}
     return {
         "schema": RECORD_SCHEMA,

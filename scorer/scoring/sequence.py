@@ -2,7 +2,8 @@
 
 A row's prompt ``P`` ends where the answer starts; option ``i``'s continuation ``c`` is the tokens its id adds to
 ``P`` (:func:`scorer.prompting.prompt.sequence_slots`), and its token log-probabilities are ``log p(c[j] | P +
-c[:j])``. A
+c[:j])`` (``--slots json``: the last, the closing quote, that of any token beginning with it,
+:attr:`~scorer.prompting.prompt.Prompt.closers`). A
 held state keeps no logits, and the answer position's are the output at ``P``'s last token, so the state forked is
 ``P`` less its last token and each option's pass feeds ``[P[-1]] + c[:-1]``, read at every position
 (:meth:`~scorer.backends.base.Backend.fan_out_logprobs`): one short pass of ``len(c)`` tokens per option, a row's
@@ -140,5 +141,6 @@ def score_rows(backend: Backend, rows: list[tuple[Prompt, list[int]]], mode: str
                 if held is not None:
                     look = look.after(held)
                 prefill_s = look.prefill_s
-            conts, timing = backend.fan_out_logprobs(state, suffixes, targets, max_batch_tokens)
+            conts, timing = backend.fan_out_logprobs(state, suffixes, targets, max_batch_tokens,
+                                                     prompt.closers or None)
         yield SequenceScores(conts, normalisation, prefill_s, timing.copy_s, timing.suffix_s, timing.chunks, look)

@@ -41,7 +41,9 @@ def _tokens_counted(obj: dict[str, Any], readout: Any) -> bool:
 _READOUT_WORDS = {"letters": "letters read", "ids": "option ids read", "sequence": "each option scored whole (sum)",
                   "sequence-mean": "each option scored whole (mean per token)",
                   "json-mean": "JSON answer, each quoted id scored (mean per token)",
-                  "json-sum": "JSON answer, each quoted id scored whole (sum)"}
+                  "json-sum": "JSON answer, each quoted id scored whole (sum)",
+                  "json-close-mean": "JSON answer, each quoted id scored, any closing after the quote (mean per token)",
+                  "json-close-sum": "JSON answer, each quoted id scored whole, any closing after the quote (sum)"}
 
 
 def _how(r: dict[str, Any]) -> str:

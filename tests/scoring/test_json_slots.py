@@ -105,7 +105,7 @@ def test_every_mode_and_layout_equal_a_fresh_full_sequence_log_likelihood_per_to
         p = prompt_for(b.tokenizer, d, layout, demos, "json")
         assert r["prompt_sha256"] == sha256_text(p.text) and r["slots"]["readout"] == "json"
         assert r["slots"]["texts"] == ["refund", "other", "spam"] and r["slots"]["normalisation"] == "mean"
-        want = [fresh_loglik(b, p.ids, list(c)) for c in p.continuations]
+        want = [fresh_loglik(b, p.ids, list(c), last=cls) for c, cls in zip(p.continuations, p.closers, strict=True)]
         assert np.allclose(np.concatenate(r["slots"]["token_logprobs"]), np.concatenate(want), atol=1e-9, rtol=0)
         means = np.array([sum(w) / len(w) for w in want])
         assert np.allclose(r["option_logits"], means, atol=1e-9, rtol=0)
@@ -118,9 +118,51 @@ def test_sum_is_asked_for_by_name_and_names_its_own_signature():
     mean, total = _records(d)[0], _records(d, norm="sum")[0]
     assert total["slots"]["normalisation"] == "sum"
     assert np.allclose(total["option_logits"], [sum(x) for x in total["slots"]["token_logprobs"]], atol=1e-9)
-    assert readout_of(mean) == "json-mean" and readout_of(total) == "json-sum"
+    assert readout_of(mean) == "json-close-mean" and readout_of(total) == "json-close-sum"
     assert mean["signature"] != total["signature"]
-    assert signature_readout(1, "json") == "json-mean" != signature_readout(1, "sequence", "mean")
+    assert signature_readout(1, "json") == "json-close-mean" != signature_readout(1, "sequence", "mean")
+    older = {**mean, "slots": {k: v for k, v in mean["slots"].items() if k != "closing"}}
+    assert readout_of(older) == "json-mean"  # a record from before the closing class keeps its own readout
+
+
+MERGED = ['"}', '",', '"x']  # a BPE vocabulary's tokens that begin with the closing quote (qwen2.5 has 424)
+
+
+def test_the_closing_quote_is_read_as_every_token_that_begins_with_it():
+    tok = FakeTokenizer(merges=MERGED)
+    b = FakeBackend(tokenizer=tok)
+    d = _decisions(2)
+    recs = _records(d, backend=b)
+    validate_records(recs)
+    quote = tok.encode('"')[0]
+    cls = tuple(sorted([quote, *(tok.encode(m)[0] for m in MERGED)]))
+    for dec, r in zip(d, recs, strict=True):
+        p = prompt_for(tok, dec, "state-major", None, "json")
+        assert p.closers == (cls,) * 3 and all(c[-1] == quote for c in p.continuations)
+        assert [c["begins"] for c in r["slots"]["closing"]] == ['"'] * 3
+        assert [c["tokens"] for c in r["slots"]["closing"]] == [4] * 3
+        z = b.score_fresh(p.ids + list(p.continuations[0][:-1])).astype(np.float64)
+        lp = z - (z.max() + np.log(np.exp(z - z.max()).sum()))
+        want = float(np.log(np.exp(lp[list(cls)]).sum()))
+        assert r["slots"]["token_logprobs"][0][-1] == pytest.approx(want, abs=1e-9) and want > lp[quote]
+        mass = sum(np.exp(sum(lps)) for lps in r["slots"]["token_logprobs"])
+        assert r["allowed_token_mass"] == pytest.approx(mass, rel=1e-9)
+
+
+def test_an_id_that_another_continues_with_a_closing_token_is_refused():
+    tok = FakeTokenizer(merges=MERGED)
+    d = _decisions(1, (Option("a", "first"), Option('a"x', "second")))  # ' "a"x"' continues ' "a' with '"x'
+    with pytest.raises(InputError, match=r"options\[1\]\.id"):
+        render(tok, d[0], "json")
+
+
+def test_a_record_with_closing_classes_under_another_readout_or_of_another_length_is_refused():
+    rec = _records(_decisions(1))[0]
+    validate_records([rec])
+    for slots in ({**rec["slots"], "closing": rec["slots"]["closing"][:2]},
+                  {**rec["slots"], "closing": [{**rec["slots"]["closing"][0], "tokens": 0}] * 3}):
+        with pytest.raises(InputError, match=r"slots\.closing"):
+            validate_records([{**rec, "slots": slots}])
 
 
 def test_ids_that_begin_one_another_are_disjoint_once_quoted():

@@ -382,8 +382,10 @@ def _check_real(backend: Backend, mode: str, seen: dict[str, dict[tuple[int, ...
         p = prompt_for(backend.tokenizer, d, layout, demos, slots)
         assert r["slots"]["readout"] == slots and r["prompt_version"] == p.version
         assert max(r["slots"]["token_counts"]) > 1  # multi-token ids
-        for c, lp in zip(p.continuations, r["slots"]["token_logprobs"], strict=True):
-            want = fresh_loglik(backend, p.ids, list(c), seen.setdefault(backend.name, {}))
+        closers = p.closers or ((),) * len(p.continuations)
+        assert bool(p.closers) == (slots == "json")  # a JSON answer's closing quote: any token beginning with it
+        for c, cls, lp in zip(p.continuations, closers, r["slots"]["token_logprobs"], strict=True):
+            want = fresh_loglik(backend, p.ids, list(c), seen.setdefault(backend.name, {}), last=cls)
             worst = max(worst, float(np.max(np.abs(np.array(lp) - want))))
         assert 0.0 < r["allowed_token_mass"] <= 1.0
     assert worst <= SEQ_TOL[backend.name], worst
