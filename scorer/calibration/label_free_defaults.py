@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scorer.calibration.confidence_map import ConfidenceMap
+from scorer.calibration.confidence_map import ConfidenceMap, KindCurves
 from scorer.calibration.label_free import BY_KIND, METHODS, by_kind, method_for
 from scorer.core.checks import AUTO_CHOICE_JSON, AUTO_SLOTS, OptionError, one_of
 from scorer.core.errors import brief
@@ -67,10 +67,10 @@ class Measured:
     cross_fitted: tuple[tuple[str, float, float], ...]
     """Per labelled set: balanced accuracy of the raw readout, then of the rule's methods picked without each
     family (the selection report's ``cross_fitted``), each row one request."""
-    confidence: ConfidenceMap | None = None
-    """The curve that maps an answer's peakedness to its ``confidence`` (:mod:`scorer.calibration.confidence_map`),
-    fitted on this default's answers to the selection sets (:data:`CONFIDENCE_REPORT`'s ``maps``); None: not
-    measured for this readout, the peakedness is the confidence."""
+    confidence: KindCurves | None = None
+    """The curves, one per kind of question, that map an answer's peakedness to its ``confidence``
+    (:mod:`scorer.calibration.confidence_map`), fitted on this default's answers to the selection sets
+    (:data:`CONFIDENCE_REPORT`'s ``maps``); None: not measured for this readout, the peakedness is the confidence."""
     choice: str = "letters"
     """How ``slots="auto"`` reads these weights' choice questions (an ``auto`` entry only): ``letters``, or ``json``
     where the study of that readout found them right more often than by letters (``auto`` then comes to
@@ -79,6 +79,12 @@ class Measured:
 
 def _by_kind(choice: str, score: str, yesno: str) -> str:
     return by_kind({"choice": choice, "score": score, "yesno": yesno})
+
+
+def _one_curve(curve: ConfidenceMap) -> KindCurves:
+    """Curves in the form "one for every kind" (the reliability report's choice for weights where a curve per kind
+    was less calibrated out of fold)."""
+    return KindCurves(curve, curve, curve)
 
 
 _Q05 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
@@ -96,9 +102,10 @@ DEFAULTS: tuple[Measured, ...] = (
              _by_kind("rotations+content-free", "rotations+content-free", "rotations"),
              "data/results/label-free-selection-qwen2.5-0.5b-auto.json",
              (("authored", 0.425, 0.517), ("boundary", 0.5, 0.667), ("single", 0.363, 0.53)),
-             ConfidenceMap(-0.210455, 2.101052)),
-    # The served default (auto) of each has its confidence curve (CONFIDENCE_REPORT); letters, never served by
-    # default, keeps the peakedness.
+             _one_curve(ConfidenceMap(-0.210455, 2.101052))),
+    # The served default (auto) of each has its confidence curves (CONFIDENCE_REPORT: one per kind of question, or
+    # one for every kind, whichever was better calibrated out of fold); letters, never served by default, keeps the
+    # peakedness.
     # qwen2.5-1.5b: choice questions gain from the same correction, score questions from the domain prior (the
     # state's own words shuffled); read as a JSON answer (auto) yes/no questions are best left raw. Under auto its
     # choice questions are JSON answers too (choice="json", their options as bullets: right more often than by
@@ -114,7 +121,8 @@ DEFAULTS: tuple[Measured, ...] = (
              "data/results/label-free-selection-qwen2.5-1.5b-auto-json-choice.json",
              (("authored", 0.675, 0.688), ("boundary", 0.875, 0.875), ("heldout", 0.475, 0.438),
               ("single", 0.548, 0.613)),
-             ConfidenceMap(0.136531, 1.208154), choice="json"),
+             KindCurves(ConfidenceMap(-0.988461, 2.095058), ConfidenceMap(0.204341, 2.022796),
+                        ConfidenceMap(0.097082, 2.632335)), choice="json"),
 )
 
 

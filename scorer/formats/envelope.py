@@ -69,7 +69,7 @@ KINDS: dict[str, str] = {
     "quality-study": "semif-quality-study-v1",  # benchmarks/quality_study.py
     "preset": "semif-preset-v1",  # benchmarks/quality_study.py --write-preset (read by scorer.scoring.presets)
     "agent-example": "semif-agent-example-v1",  # benchmarks/agent_example.py (examples/agent.py, docs/python-api.md)
-    "confidence": "semif-confidence-v3",  # benchmarks/confidence_reliability.py (the curves, judged on labels)
+    "confidence": "semif-confidence-v4",  # benchmarks/confidence_reliability.py (the curves, judged on labels)
     "single-request-study": "semif-single-request-study-v1",  # benchmarks/single_request_study.py
     "decision-latency": "semif-decision-latency-v1",  # benchmarks/decision_latency.py (/v1/systemone vs peers)
     "single-request-peer": "semif-single-request-peer-v1",  # benchmarks/single_request_peer.py (SemIf vs typed-gguf)

@@ -1,7 +1,8 @@
 """The ``confidence`` block of a record whose weights and readout have a measured confidence curve
-(:mod:`scorer.calibration.confidence_map`, carried by the label-free default
-:mod:`scorer.calibration.label_free_defaults` resolved for them): the answer's peakedness, the curve, and the confidence
-it maps to — what :attr:`scorer.decision.questions.Answer.confidence`, and through it every face, answers with.
+(:mod:`scorer.calibration.confidence_map`, one per kind of question, carried by the label-free default
+:mod:`scorer.calibration.label_free_defaults` resolved for them): the answer's peakedness, its kind's curve, and the
+confidence it maps to — what :attr:`scorer.decision.questions.Answer.confidence`, and through it every face, answers
+with.
 
 The curve was fitted on the default's own answers, so it is applied only to a record whose acting readout is the
 default's: the raw readout (no ``calibrated`` block, or one that left a question a calibration file does not cover
@@ -17,6 +18,7 @@ from typing import Any
 from scorer.calibration.label_free_defaults import CONFIDENCE_REPORT, Measured
 from scorer.decision.confidence import peakedness
 from scorer.decision.policy import acting
+from scorer.decision.questions import answer_kind
 
 
 def acts_as_measured(record: Mapping[str, Any]) -> bool:
@@ -32,16 +34,18 @@ def acts_as_measured(record: Mapping[str, Any]) -> bool:
 def confidence_block(record: Mapping[str, Any], measured: Measured) -> dict[str, Any] | None:
     """``record``'s ``confidence`` block under ``measured``'s curve; None when it has none, or the record's acting
     readout is not the default's, or it carries no probabilities."""
-    curve = measured.confidence
-    if curve is None or not acts_as_measured(record):
+    curves = measured.confidence
+    if curves is None or not acts_as_measured(record):
         return None
     probabilities = acting(record).get("probabilities")
     if not probabilities:
         return None
+    kind = answer_kind(record.get("type"), record["option_ids"])
+    curve = curves.for_kind(kind)
     peak = peakedness([float(x) for x in probabilities], record.get("type"))
     return {"value": curve(peak), "peakedness": peak,
-            "curve": {"form": "sigma(a + b * peakedness)", "a": curve.a, "b": curve.b, "model": measured.model,
-                      "slots": measured.slots, "report": CONFIDENCE_REPORT}}
+            "curve": {"form": "sigma(a + b * peakedness)", "a": curve.a, "b": curve.b, "kind": kind,
+                      "model": measured.model, "slots": measured.slots, "report": CONFIDENCE_REPORT}}
 
 
 def with_confidence(records: Iterable[dict[str, Any]], measured: Measured | None) -> Iterator[dict[str, Any]]:

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from scorer.calibration.confidence_map import ConfidenceMap, cross_fitted, fit
+from scorer.calibration.confidence_map import KINDS, ConfidenceMap, cross_fitted, cross_fitted_by_kind, fit, fit_by_kind
 
 
 def test_the_fit_finds_the_curve_the_rows_were_drawn_from():
@@ -62,3 +62,31 @@ def test_each_row_is_judged_by_the_curve_fitted_without_its_group():
 def test_a_fit_needs_two_rows_and_one_outcome_each(x, y):
     with pytest.raises(ValueError, match=r"two or more rows"):
         fit(x, y)
+
+
+def test_each_kind_gets_the_curve_its_own_rows_make():
+    rng = np.random.default_rng(11)
+    truth = {"choice": ConfidenceMap(-1.0, 3.0), "score": ConfidenceMap(0.5, 1.0), "yesno": ConfidenceMap(0.0, 4.0)}
+    kinds = [k for k in KINDS for _ in range(8000)]
+    x = rng.uniform(0, 1, len(kinds))
+    y = rng.uniform(0, 1, len(kinds)) < np.array([truth[k](v) for k, v in zip(kinds, x, strict=True)])
+    got = fit_by_kind(x.tolist(), y.tolist(), kinds)
+    for k in KINDS:
+        assert got.for_kind(k).a == pytest.approx(truth[k].a, abs=0.15)
+        assert got.for_kind(k).b == pytest.approx(truth[k].b, abs=0.3)
+    with pytest.raises(ValueError, match="unknown kind of question 'ids'"):
+        got.for_kind("ids")
+
+
+def test_a_kind_is_cross_fitted_without_the_rows_group_and_without_the_other_kinds():
+    x = [0.1, 0.9, 0.2, 0.8, 0.3, 0.7, 0.4, 0.6, 0.5, 0.95, 0.05, 0.5]
+    y = [False, True, False, True, True, True, False, False, True, True, False, False]
+    groups = ["g1", "g1", "g2", "g2", "g3", "g3", "g1", "g2", "g3", "g1", "g2", "g3"]
+    kinds = ["choice"] * 6 + ["yesno"] * 6
+    got = cross_fitted_by_kind(x, y, groups, kinds)
+    choice_rest = [i for i in range(6) if groups[i] != "g2"]
+    assert got[2] == fit([x[i] for i in choice_rest], [y[i] for i in choice_rest])(0.2)
+    yesno_rest = [i for i in range(6, 12) if groups[i] != "g1"]
+    assert got[6] == fit([x[i] for i in yesno_rest], [y[i] for i in yesno_rest])(0.4)
+    with pytest.raises(ValueError, match="one peakedness, outcome, group and kind per row"):
+        cross_fitted_by_kind(x, y, groups, kinds[:-1])

@@ -14,6 +14,7 @@ import pytest
 from fakes import FakeBackend, WeighedFake
 
 from scorer import Scorer
+from scorer.calibration.confidence_map import KINDS
 from scorer.calibration.label_free import METHODS, by_kind, method_for
 from scorer.calibration.label_free_defaults import AUTO, CONFIDENCE_REPORT, DEFAULTS, check_label_free, find, resolve
 from scorer.core.checks import OptionError
@@ -135,7 +136,10 @@ def test_the_served_defaults_carry_the_confidence_curve_their_report_fitted(m):
         assert m.confidence is None
         return
     assert fitted is not None and fitted["gguf_sha256"] == m.gguf_sha256
-    assert m.confidence is not None and (m.confidence.a, m.confidence.b) == (fitted["a"], fitted["b"])
+    assert m.confidence is not None and set(fitted["kinds"]) == set(KINDS)
+    for kind in KINDS:
+        curve = m.confidence.for_kind(kind)
+        assert (curve.a, curve.b) == (fitted["kinds"][kind]["a"], fitted["kinds"][kind]["b"])
     assert set(fitted["sets"]) == {"authored", "boundary", "single"}  # never the held-out set
 
 
@@ -145,14 +149,15 @@ AUTO_MEASURED = next(m for m in DEFAULTS if m.model == "qwen2.5-1.5b" and m.slot
 def test_every_answer_of_a_measured_default_has_its_curves_confidence():
     answers = _ask(AUTO_MEASURED.gguf_sha256, AUTO, "auto")
     validate_records([dict(a.record) for a in answers.values()])
-    curve = AUTO_MEASURED.confidence
-    assert curve is not None
+    curves = AUTO_MEASURED.confidence
+    assert curves is not None
     for name, a in answers.items():
         block = a.record["confidence"]
+        curve = curves.for_kind(KIND[name])
         p = list(a.probabilities.values())  # the acting readout: corrected where the kind's method is not none
         peak = score_confidence(p) if KIND[name] == "score" else choice_confidence(p)
         assert block["peakedness"] == peak and block["value"] == curve(peak) == a.confidence
-        assert (block["curve"]["a"], block["curve"]["b"]) == (curve.a, curve.b)
+        assert (block["curve"]["a"], block["curve"]["b"], block["curve"]["kind"]) == (curve.a, curve.b, KIND[name])
         assert block["curve"]["report"] == CONFIDENCE_REPORT and block["curve"]["slots"] == "auto"
         assert answers.to_json()[name]["confidence"] == a.confidence
         assert ("calibrated" in a.record) == (method_for(AUTO_MEASURED.method, KIND[name]) != "none")

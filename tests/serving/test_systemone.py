@@ -117,7 +117,9 @@ def test_the_wire_confidence_is_the_measured_curves_where_the_weights_have_one()
     for name in ("team", "urgency"):
         block = want[name].record["confidence"]
         assert got.answers[name].confidence == pytest.approx(want[name].confidence, abs=1e-12)
-        assert want[name].confidence == measured.confidence(block["peakedness"]) != block["peakedness"]
+        curve = measured.confidence.for_kind(block["curve"]["kind"])
+        assert block["curve"]["kind"] == {"team": "choice", "urgency": "score"}[name]
+        assert want[name].confidence == curve(block["peakedness"]) != block["peakedness"]
 
 
 def test_255_criteria_are_read_by_number_and_answered_as_scorer_ask(url):
