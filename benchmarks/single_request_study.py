@@ -233,7 +233,9 @@ def _reusable(report: Path, name: str, slots: str, norm: str | None = None) -> d
     """The records of set ``name`` an earlier study (``report``) scored that this run, reading through ``slots``
     (options read as sequences normalised by ``norm``), would score the same way: the same model, and for each prompt
     the same resolved readout (so the same prompt version, prompt and tokens — what each record names, checked here);
-    a record read as a sequence under another normalisation is read again under ``norm`` (:func:`renormalised`)."""
+    a record read as a sequence or a JSON answer under another normalisation is read again under ``norm``
+    (:func:`renormalised`); a JSON answer whose closing quote was read as the lone quote token (a record without
+    ``slots.closing``, from before the closing class) is scored again."""
     doc = json.loads(report.read_text(encoding="utf-8"))
     earlier_slots = str(doc.get("slots") or "letters")
     block = doc["sets"].get(name)
@@ -247,7 +249,9 @@ def _reusable(report: Path, name: str, slots: str, norm: str | None = None) -> d
         resolved = slots_for(slots, n, ids, qtype)
         if resolved != slots_for(earlier_slots, n, ids, qtype):
             continue
-        if resolved == "sequence" and r["slots"].get("normalisation") != (norm or DEFAULT_SEQUENCE_NORM):
+        if resolved == "json" and not r["slots"].get("closing"):
+            continue  # read with the lone closing quote (before the closing class): not what this run would score
+        if resolved in ("sequence", "json") and r["slots"].get("normalisation") != (norm or DEFAULT_SEQUENCE_NORM):
             r = renormalised(r, norm or DEFAULT_SEQUENCE_NORM)  # norm is None only for slots that read no sequence
         out[str(r["id"])] = r
     return out

@@ -5,6 +5,7 @@ are scored again) and the result equals a run that scores everything."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from fakes import FakeBackend
 from benchmarks import single_request_study as study
 from scorer import Scorer
 from scorer.formats.envelope import envelope_problems
-from scorer.formats.records import read_records
+from scorer.formats.records import dumps_record, read_records
 
 
 def _rows(path: Path) -> Path:
@@ -139,13 +140,14 @@ def test_methods_score_only_the_prompts_they_read_and_judge_as_the_whole_study_d
     assert docs[cf]["sets"][str(rows)]["methods"]["content-free"] == every["content-free"]
 
 
-def test_a_sequence_norm_is_recorded_and_reuse_reads_sum_records_again_as_a_mean_run_would(tmp_path,
-                                                                                            monkeypatch) -> None:
+@pytest.mark.parametrize("slots", ["sequence", "json"])
+def test_a_sequence_norm_is_recorded_and_reuse_reads_sum_records_again_as_a_mean_run_would(tmp_path, monkeypatch,
+                                                                                            slots: str) -> None:
     scored = _recording(monkeypatch, tmp_path)
     rows = _rows(tmp_path / "rows.jsonl")
     sums, reread, means = tmp_path / "sum.json", tmp_path / "reread.json", tmp_path / "mean.json"
-    seq = ["--sets", str(rows), "--slots", "sequence", "--methods", "none"]
-    assert study.main([*seq, "--output", str(sums)]) == 0
+    seq = ["--sets", str(rows), "--slots", slots, "--methods", "none"]
+    assert study.main([*seq, "--sequence-norm", "sum", "--output", str(sums)]) == 0
     assert study.main([*seq, "--sequence-norm", "mean", "--reuse", str(sums), "--output", str(reread)]) == 0
     assert study.main([*seq, "--sequence-norm", "mean", "--output", str(means)]) == 0
     # the mean run after the sum run scored nothing: the same prompts, read again
@@ -166,9 +168,9 @@ def test_a_sequence_norm_is_recorded_and_reuse_reads_sum_records_again_as_a_mean
         assert r["choice"] == ref[rid]["choice"] and "mean of" in r["score_kind"]
     assert any(before[rid]["probabilities"] != pytest.approx(ref[rid]["probabilities"]) for rid in multi)
     doc = json.loads(reread.read_text())
-    assert doc["sequence_norm"] == "mean" and "sequence (mean)" in doc["title"]
+    assert doc["sequence_norm"] == "mean" and f"{slots} (mean)" in doc["title"]
     assert doc["sets"][str(rows)]["methods"] == json.loads(means.read_text())["sets"][str(rows)]["methods"]
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(SystemExit) as e:  # letters read no sequence
         study.main(["--sets", str(rows), "--sequence-norm", "mean", "--output", str(tmp_path / "x.json")])
     assert e.value.code == 2
     with pytest.raises(SystemExit):
@@ -187,3 +189,22 @@ def test_records_judged_again_give_the_same_methods_and_keep_the_scoring_seconds
     assert b["methods"] == a["methods"] and b["batch_calibrated"] == a["batch_calibrated"]
     assert b["seconds"] == a["seconds"] is not None and b["records"] == a["records"]
     assert set(b["batch_calibrated"]) == set(study.BATCH_FALLBACKS)
+
+
+def test_json_records_read_with_the_lone_closing_quote_are_scored_again(tmp_path, monkeypatch) -> None:
+    scored = _recording(monkeypatch, tmp_path)
+    rows = _rows(tmp_path / "rows.jsonl")
+    first, again = tmp_path / "first.json", tmp_path / "again.json"
+    run = ["--sets", str(rows), "--slots", "json", "--methods", "none"]
+    assert study.main([*run, "--output", str(first)]) == 0
+    doc = json.loads(first.read_text())
+    path = tmp_path / doc["sets"][str(rows)]["records"]["path"]
+    recs = read_records(path)
+    assert all(r["slots"]["closing"] for r in recs)
+    old = {r["id"] for r in recs if r["id"].startswith("yn")}  # these as an older run wrote them
+    path.write_bytes(gzip.compress(b"".join(dumps_record(
+        {**r, "slots": {k: v for k, v in r["slots"].items() if k != "closing"}} if r["id"] in old else r)
+        for r in recs)))
+    assert study.main([*run, "--reuse", str(first), "--output", str(again)]) == 0
+    assert sorted(scored[1]) == sorted(old)
+    assert json.loads(again.read_text())["sets"][str(rows)]["methods"] == doc["sets"][str(rows)]["methods"]
