@@ -111,16 +111,19 @@ DEFAULTS: tuple[Measured, ...] = (
     # choice questions are JSON answers too (choice="json", their options as bullets: right more often than by
     # letters on every labelled set, single-request-json-bullets-choice-qwen2.5-1.5b.json): their votes come from the
     # study of that readout (the selection report's studies_for), which judged the label-free methods that need no
-    # domain prompts.
+    # domain prompts. Chosen again once a JSON answer's closing quote was read as every token beginning with it (the
+    # study of that readout judged every method on choice and yes/no questions): the same three methods, and the sum
+    # of an answer's token log-probabilities (what auto reads) ahead of their mean out of fold
+    # (label-free-selection-qwen2.5-1.5b-auto-json-close-mean.json), score questions by letters ahead of JSON
+    # answers (…-json-close-score-json.json).
     Measured("qwen2.5-1.5b", _Q15, "letters",
              _by_kind("rotations+content-free", "domain", "domain"),
              "data/results/label-free-selection-qwen2.5-1.5b-letters.json",
              (("authored", 0.619, 0.653), ("boundary", 0.625, 0.833), ("single", 0.504, 0.614))),
     Measured("qwen2.5-1.5b", _Q15, "auto",
              _by_kind("rotations+content-free", "domain", "none"),
-             "data/results/label-free-selection-qwen2.5-1.5b-auto-json-choice.json",
-             (("authored", 0.675, 0.688), ("boundary", 0.875, 0.875), ("heldout", 0.475, 0.438),
-              ("single", 0.548, 0.613)),
+             "data/results/label-free-selection-qwen2.5-1.5b-auto-json-close.json",
+             (("authored", 0.672, 0.671), ("boundary", 0.875, 0.875), ("single", 0.535, 0.584)),
              KindCurves(ConfidenceMap(-0.988461, 2.095058), ConfidenceMap(0.204341, 2.022796),
                         ConfidenceMap(0.097082, 2.632335)), choice="json"),
 )
