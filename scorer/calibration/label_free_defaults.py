@@ -97,11 +97,12 @@ DEFAULTS: tuple[Measured, ...] = (
              "data/results/label-free-selection-qwen2.5-0.5b-letters.json",
              (("authored", 0.425, 0.508), ("boundary", 0.5, 0.458), ("single", 0.363, 0.525))),
     # Under auto its choice questions keep their letters: read as JSON answers in bullets they were right less often
-    # (single-request-json-bullets-choice-qwen2.5-0.5b.json; its selection out of fold: single 0.530 -> 0.497).
+    # (single-request-json-bullets-choice-qwen2.5-0.5b.json; its selection out of fold: single 0.530 -> 0.497). Its
+    # yes/no questions (JSON answers) were studied again with the closing class: rotations still, in every fold.
     Measured("qwen2.5-0.5b", _Q05, "auto",
              _by_kind("rotations+content-free", "rotations+content-free", "rotations"),
-             "data/results/label-free-selection-qwen2.5-0.5b-auto.json",
-             (("authored", 0.425, 0.517), ("boundary", 0.5, 0.667), ("single", 0.363, 0.53)),
+             "data/results/label-free-selection-qwen2.5-0.5b-auto-json-close.json",
+             (("authored", 0.425, 0.517), ("boundary", 0.5, 0.542), ("single", 0.363, 0.531)),
              _one_curve(ConfidenceMap(-0.210455, 2.101052))),
     # The served default (auto) of each has its confidence curves (CONFIDENCE_REPORT: one per kind of question, or
     # one for every kind, whichever was better calibrated out of fold); letters, never served by default, keeps the
