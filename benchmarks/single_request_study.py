@@ -49,7 +49,14 @@ from scorer.calibration.label_free import (  # noqa: E402
 )
 from scorer.calibration.label_free import needs as method_needs  # noqa: E402
 from scorer.calibration.prior import DEFAULT_MIN_ROWS, fit_prior  # noqa: E402
-from scorer.core.checks import DEFAULT_SEQUENCE_NORM, SEQUENCE_NORMS, SLOTS, OptionError, check_sequence_norm  # noqa: E402
+from scorer.core.checks import (  # noqa: E402
+    DEFAULT_SEQUENCE_NORM,
+    NORMED_SLOTS,
+    SEQUENCE_NORMS,
+    SLOTS,
+    OptionError,
+    check_sequence_norm,
+)
 from scorer.core.io import check_writable  # noqa: E402
 from scorer.decision.confidence import choice_confidence  # noqa: E402
 from scorer.decision.questions import ANSWER_KINDS, answer_kind  # noqa: E402
@@ -251,7 +258,7 @@ def _reusable(report: Path, name: str, slots: str, norm: str | None = None) -> d
             continue
         if resolved == "json" and not r["slots"].get("closing"):
             continue  # read with the lone closing quote (before the closing class): not what this run would score
-        if resolved in ("sequence", "json") and r["slots"].get("normalisation") != (norm or DEFAULT_SEQUENCE_NORM):
+        if resolved in NORMED_SLOTS and r["slots"].get("normalisation") != (norm or DEFAULT_SEQUENCE_NORM):
             r = renormalised(r, norm or DEFAULT_SEQUENCE_NORM)  # norm is None only for slots that read no sequence
         out[str(r["id"])] = r
     return out
