@@ -1,8 +1,8 @@
 """The single-request report (``kind: single-request-peer``, benchmarks/single_request_peer.py): per labelled set, each
 lane's balanced accuracy (SemIf's configurations beside the peer typed-gguf on the same GGUF, every state one
-request), then every lane, set and question type in a table; the single-request study
-(``kind: single-request-study``, benchmarks/single_request_study.py): per set, each label-free method's balanced
-accuracy; and the label-free default's selection (``kind: label-free-selection``,
+request), then every lane, set and question type in a table, and each SemIf lane paired with the peer; the
+single-request study (``kind: single-request-study``, benchmarks/single_request_study.py): per set, each
+label-free method's balanced accuracy; and the label-free default's selection (``kind: label-free-selection``,
 benchmarks/label_free_selection.py): per set, the raw readout against the rule's picks out of fold and in sample."""
 
 from __future__ import annotations
@@ -31,8 +31,15 @@ def _pct(v: Any) -> str:
     return fmt_percent(v, 1)
 
 
+def _signed(v: Any) -> str:
+    """A difference of balanced accuracy in points, its sign always written."""
+    x = finite(v)
+    return "—" if x is None else f"{100 * x:+.1f} pts"
+
+
 def draw_single_request_peer(rel: str, rep: ReportFile) -> None:
-    """One bar chart per set (a bar per lane: its balanced accuracy), then the table per lane, set and type."""
+    """One bar chart per set (a bar per lane: its balanced accuracy), then the table per lane, set and type, and the
+    paired comparison with the peer where the report carries one."""
     lanes = _lanes(rel, rep.obj)
     sets = list(dict.fromkeys(s for lane in lanes for s in lane["sets"]))
     for s in sets:
@@ -72,6 +79,21 @@ def draw_single_request_peer(rel: str, rep: ReportFile) -> None:
                           "rows": table,
                           "note": "confidence: (p_max − 1/K)/(1 − 1/K) of each answer's probabilities, as the open "
                                   "System One servers compute it"})
+    paired = rep.obj.get("beside_peer")
+    if isinstance(paired, list) and paired:
+        rows = [[fmt_value(p.get(k)) for k in ("lane", "set", "type", "rows")]
+                + [_pct(p.get("semif")), _pct(p.get("peer")), _signed(p.get("delta")),
+                   f"{_signed(p.get('ci_lo'))} to {_signed(p.get('ci_hi'))}",
+                   f"{fmt_value(p.get('semif_only_right'))} / {fmt_value(p.get('peer_only_right'))}",
+                   fmt_value(finite(p.get("mcnemar_exact_p"))), fmt_value(p.get("verdict"))]
+                for p in paired if isinstance(p, dict)]
+        rep.tables.insert(1, {"caption": "SemIf beside typed-gguf on the same rows (paired)",
+                              "columns": ["lane", "set", "type", "rows", "SemIf", "typed-gguf", "difference",
+                                          "95 % interval", "right only by SemIf / only by typed-gguf",
+                                          "McNemar p", "verdict"],
+                              "rows": rows,
+                              "note": "balanced accuracy, SemIf minus typed-gguf; the interval draws states with "
+                                      "replacement, both lanes on each draw; ahead or behind only when it excludes 0"})
 
 
 def _study_sets(rel: str, obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
