@@ -54,14 +54,12 @@ from scorer.formats.envelope import make_report, write_report  # noqa: E402
 from scorer.formats.records import read_records  # noqa: E402
 
 FORMAT = "semif-confidence-v4"
-REPORTS = ("single-request-peer-json-close-qwen2.5-1.5b.json",
-           *(f"single-request-peer-{which}qwen2.5-0.5b.json" for which in ("", "heldout-", "heldout2-")))
-"""The peer reports read (under ``--results``), those that exist: each model's served default as it is now. For
-qwen2.5-1.5b, whose ``auto`` reads choice questions as JSON answers since 2026-12-07 and each JSON answer's closing
-quote as every token that begins with it since 2026-12-07 (the JSON readout's fix), the report of that default on every
-labelled set (its earlier reports, ``single-request-peer-json-choice-qwen2.5-1.5b.json`` and
-``single-request-peer-[heldout-|heldout2-]qwen2.5-1.5b.json``, read the lone quote or answered choice questions by
-letters). qwen2.5-0.5b's reports predate the fix (its yes/no questions were read with the lone quote)."""
+REPORTS = ("single-request-peer-json-close-qwen2.5-1.5b.json", "single-request-peer-json-close-qwen2.5-0.5b.json")
+"""The peer reports read (under ``--results``), those that exist: each model's served default as it is now, on every
+labelled set, since each JSON answer's closing quote is read as every token that begins with it (2026-12-07, the JSON
+readout's fix). Their earlier reports read the lone quote (``single-request-peer-[heldout-|heldout2-]MODEL.json``,
+and qwen2.5-1.5b's ``single-request-peer-json-choice-qwen2.5-1.5b.json``, the first to read its choice questions as
+JSON answers)."""
 LANES = ("semif:default", "typed-gguf")
 """The lanes read from each: SemIf's default and the peer."""
 SEMIF = "semif:default"

@@ -103,7 +103,7 @@ DEFAULTS: tuple[Measured, ...] = (
              _by_kind("rotations+content-free", "rotations+content-free", "rotations"),
              "data/results/label-free-selection-qwen2.5-0.5b-auto-json-close.json",
              (("authored", 0.425, 0.517), ("boundary", 0.5, 0.542), ("single", 0.363, 0.531)),
-             _one_curve(ConfidenceMap(-0.210455, 2.101052))),
+             _one_curve(ConfidenceMap(-0.17941, 1.204148))),
     # The served default (auto) of each has its confidence curves (CONFIDENCE_REPORT: one per kind of question, or
     # one for every kind, whichever was better calibrated out of fold); letters, never served by default, keeps the
     # peakedness.
