@@ -1,7 +1,8 @@
 """The labelled single-request sets ``data/eval/single.jsonl`` (its families vote in the label-free selection),
-``data/eval/heldout.jsonl`` and ``data/eval/heldout2.jsonl`` (both held out from every choice of a default): valid
-rows, each rebuilt byte for byte by its builder, balanced (question types, choice label positions, yes/no, score
-levels), and made of families and states that no other labelled file of the project uses."""
+``data/eval/heldout.jsonl``, ``data/eval/heldout2.jsonl`` and ``data/eval/heldout3.jsonl`` (all held out from every
+choice of a default): valid rows, each rebuilt byte for byte by its builder, balanced (question types, choice label
+positions, yes/no, score levels), and made of families and states that no other labelled file of the project
+uses."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ class LabelledSet:
 
 SETS = [LabelledSet("single", "rows_single", (6, 8), (2, 5), (2, 6), (0.15, 1.0)),
         LabelledSet("heldout", "rows_heldout", (7, 8), (2, 4), (3, 5), (0.25, 0.45), others=("single",)),
-        LabelledSet("heldout2", "rows_heldout2", (7, 8), (2, 4), (3, 5), (0.25, 0.45), others=("single", "heldout"))]
+        LabelledSet("heldout2", "rows_heldout2", (7, 8), (2, 4), (3, 5), (0.25, 0.45), others=("single", "heldout")),
+        LabelledSet("heldout3", "rows_heldout3", (7, 8), (2, 4), (3, 5), (0.25, 0.45),
+                    others=("single", "heldout", "heldout2"))]
 HELD_OUT = [s for s in SETS if s.name.startswith("heldout")]
 
 
