@@ -61,9 +61,9 @@ from scorer.scoring.systemone_run import SystemOneConfig, run_systemone  # noqa:
 
 SETS = {"authored": ROOT / "data" / "eval" / "authored.jsonl", "boundary": ROOT / "data" / "eval" / "boundary.jsonl",
         "single": ROOT / "data" / "eval" / "single.jsonl", "heldout": ROOT / "data" / "eval" / "heldout.jsonl",
-        "heldout2": ROOT / "data" / "eval" / "heldout2.jsonl"}
-"""The labelled sets (``heldout`` and ``heldout2``: never read by any choice of a default,
-``data/eval/build_heldout.py`` and ``data/eval/build_heldout2.py``)."""
+        "heldout2": ROOT / "data" / "eval" / "heldout2.jsonl", "heldout3": ROOT / "data" / "eval" / "heldout3.jsonl"}
+"""The labelled sets (``heldout``, ``heldout2`` and ``heldout3``: never read by any choice of a default,
+``data/eval/build_heldout.py``, ``build_heldout2.py`` and ``build_heldout3.py``)."""
 FORMAT = "semif-single-request-peer-v1"
 NOTES = ["Each lane ran alone, one request per state (the rows of one state are one request); every lane is judged by "
          "the same code from its records.",
